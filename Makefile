@@ -1,0 +1,139 @@
+# smbaccel - SMB2/3 WAN accelerator.  Plain GNU make, explicit source lists.
+#
+#   make            build bin/smbaccel, bin/smbaccelctl and the test tools
+#   make check      install dependencies, build, run unit + integration tests
+#   make demo       install dependencies, build, run the demo
+#   make bench      benchmarks (ratios against a direct run)
+#   make fuzz       libFuzzer drivers for a set time each
+#   make install    DESTDIR / PREFIX honoured
+#   make SANITIZE=1 ASan + UBSan build
+
+PREFIX  ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR ?= /lib/systemd/system
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wcast-qual -Wformat=2 -Wvla
+ifneq ($(CI),)
+WARN    += -Werror
+endif
+ifeq ($(SANITIZE),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+BUILD   := build-san
+else
+BUILD   := build
+endif
+CPPFLAGS += -std=gnu11 -D_GNU_SOURCE -I. $(WARN)
+
+OBJDIR  := $(BUILD)/obj
+BIN     := bin
+
+# --- modules ------------------------------------------------------------
+WIRE_SRC   := proxy/frame.c proxy/smb2_wire.c
+POLICY_SRC := policy/policy.c
+COALESCE_SRC := coalesce/extent.c coalesce/credits.c
+PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
+              proxy/control.c proxy/listener.c proxy/daemon.c
+SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
+CTL_SRC    := proxy/smbaccelctl.c
+
+UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
+              tests/unit/test_policy.c tests/unit/test_ledger.c \
+              tests/unit/test_coalesce.c
+UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
+
+SMBDD_SRC  := tests/tools/smbdd.c
+WANEM_SRC  := tests/tools/wanem.c
+
+LIBS_DAEMON := -lev -linih -lsystemd -lssl -lcrypto -lnl-route-3 -lnl-3 -lm
+CFLAGS_NL   := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)
+CPPFLAGS    += $(CFLAGS_NL)
+
+obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
+
+PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem
+ifneq ($(SANITIZE),1)
+ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
+else
+ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
+endif
+
+.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
+all: $(ALL_TARGETS)
+
+$(OBJDIR)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BIN)/smbaccel: $(call obj,$(SMBACCEL_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS_DAEMON)
+
+$(BIN)/smbaccelctl: $(call obj,$(CTL_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BIN)/unit-tests: $(call obj,$(UNIT_SRC) $(UNIT_LIB_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -linih -lssl -lcrypto -lm
+
+$(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lsmbclient
+
+$(BIN)/wanem: $(call obj,$(WANEM_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lev -lm
+
+-include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
+
+# --- tests ----------------------------------------------------------------
+deps:
+	@sh deploy/install-deps.sh
+
+unit: $(BIN)/unit-tests
+	$(BIN)/unit-tests
+
+integration: all
+	sh tests/run-integration.sh
+
+check: deps
+	$(MAKE) all
+	sh tests/run-all.sh
+
+demo: deps
+	$(MAKE) all
+	sh tests/demo.sh
+
+bench: deps
+	$(MAKE) all
+	sh tests/bench/run $(BENCH_ARGS)
+
+# --- install --------------------------------------------------------------
+install: $(BIN)/smbaccel $(BIN)/smbaccelctl
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+	    $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(SYSCONFDIR)/smbaccel $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BIN)/smbaccel $(DESTDIR)$(SBINDIR)/smbaccel
+	install -m 0755 $(BIN)/smbaccelctl $(DESTDIR)$(BINDIR)/smbaccelctl
+	install -m 0644 docs/smbaccel.8 docs/smbaccelctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 docs/smbaccel.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	sed 's|@SBINDIR@|$(SBINDIR)|g; s|@BINDIR@|$(BINDIR)|g' deploy/smbaccel.service.in \
+	    > $(DESTDIR)$(UNITDIR)/smbaccel.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel.service
+	test -e $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf || \
+	    install -m 0644 deploy/smbaccel.conf $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
+	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
+	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service
+
+clean:
+	rm -rf build build-san bin

@@ -1,0 +1,191 @@
+/*
+ * coalesce.h - pure decisions for write-behind and read-ahead.
+ *
+ * Nothing here touches sockets or the event loop.  proxy/ feeds decoded
+ * facts in and acts on what comes out, so every rule below can be driven
+ * directly by CUnit.
+ *
+ * Two pieces:
+ *  - the credit ledger arithmetic of DESIGN.md section 3: the id pool of
+ *    donated message ids and the credit bank (S - C);
+ *  - the per-open write extent: one contiguous run of absorbed bytes.
+ */
+#ifndef SMBACCEL_COALESCE_H
+#define SMBACCEL_COALESCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CO_MUSTCHECK __attribute__((warn_unused_result))
+
+/* ---- id pool ---------------------------------------------------------- */
+
+/*
+ * Donated message ids, kept as sorted, disjoint, non-adjacent runs
+ * [lo, lo + n).  Clients number requests sequentially, so in practice the
+ * pool is one or a few runs.  The pool is bounded by CO_POOL_MAX_RUNS; a
+ * caller that cannot add (pool full) must flush first.
+ */
+#define CO_POOL_MAX_RUNS 64
+
+struct co_run {
+	uint64_t lo;
+	uint64_t n;
+};
+
+struct co_pool {
+	struct co_run runs[CO_POOL_MAX_RUNS];
+	unsigned int nruns;
+	uint64_t count;         /* total ids held */
+	uint64_t oldest;        /* lowest id held (valid when count > 0) */
+};
+
+void co_pool_init(struct co_pool *p);
+/* Add ids [lo, lo+n).  -1 if they overlap ids already held or the run table
+ * is full. */
+int co_pool_add(struct co_pool *p, uint64_t lo, uint64_t n) CO_MUSTCHECK;
+/* Take up to max contiguous ids from the lowest run; returns the count taken
+ * (0 if empty) and the first id in *lo. */
+uint64_t co_pool_take_run(struct co_pool *p, uint64_t max, uint64_t *lo);
+/* Length of the lowest run (what take_run could hand out at most). */
+uint64_t co_pool_first_run(const struct co_pool *p);
+
+/* ---- credit bank -------------------------------------------------------- */
+
+/*
+ * S: one past the highest id the server accepts (1 + server grants).
+ * C: one past the highest id the client may use (1 + grants the client saw).
+ * Invariant C <= S; S - C is the bank.
+ * client_next: one past the highest id the client has used.
+ * client_outstanding: client requests awaiting a response (forwarded or
+ * absorbed-but-unanswered).
+ */
+struct co_credits {
+	uint64_t S;
+	uint64_t C;
+	uint64_t client_next;
+	uint64_t client_outstanding;
+};
+
+void co_credits_init(struct co_credits *c);
+static inline uint64_t co_bank(const struct co_credits *c)
+{
+	return c->S - c->C;
+}
+
+/*
+ * How many credits a synthesized response to an absorbed request may
+ * grant.  requested is the request's CreditRequest, charge its charge.
+ * Grants what the client asked for (at least 1), capped by the bank.
+ *
+ * Returns false when the response must wait: granting what the bank holds
+ * would leave the client with zero credits and nothing else in flight
+ * (DESIGN.md section 3 rule 3).  The caller keeps the response and triggers
+ * a flush; the absorbed request itself must already be counted in
+ * client_outstanding.
+ */
+bool co_synth_grant(const struct co_credits *c, uint16_t requested,
+    uint16_t *grant) CO_MUSTCHECK;
+
+/*
+ * Hoard bound: the pool must be spent before its oldest id falls a quarter
+ * of the server's window behind, and never holds more than 512 ids
+ * (DESIGN.md section 3 rule 4).  window is the server's credit window
+ * (S - oldest outstanding id as seen by the proxy, or the largest grant
+ * total seen).
+ */
+bool co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
+    uint64_t window);
+#define CO_POOL_HOARD_MAX 512
+
+/* ---- write extent ----------------------------------------------------------- */
+
+/*
+ * One contiguous run of absorbed bytes for an open: [off, off + len).
+ * Only appends that start exactly at off + len are absorbed into it;
+ * anything else is a flush trigger (DESIGN.md section 4).
+ */
+struct co_extent {
+	uint64_t off;
+	size_t len;
+	size_t cap;
+	uint8_t *data;
+	double first_ms;      /* when the first byte was absorbed */
+	double last_ms;       /* when the last write was absorbed */
+};
+
+void co_extent_init(struct co_extent *x);
+void co_extent_free(struct co_extent *x);
+/* True if a write [off, off+len) may be appended without a flush. */
+bool co_extent_fits(const struct co_extent *x, uint64_t off, size_t len,
+    size_t limit);
+/* Append (co_extent_fits must hold).  -1 on allocation failure. */
+int co_extent_append(struct co_extent *x, uint64_t off, const uint8_t *p,
+    size_t len, double now_ms) CO_MUSTCHECK;
+/* Hand the buffer to the caller (who frees it) and reset the extent. */
+uint8_t *co_extent_take(struct co_extent *x, uint64_t *off, size_t *len);
+
+/*
+ * Why a flush happens; counted in the stats (flush causes).
+ */
+enum co_flush_cause {
+	CO_FLUSH_FULL = 0,     /* coalesce_size reached */
+	CO_FLUSH_NONCONTIG,    /* write not contiguous with the buffer */
+	CO_FLUSH_POOL,         /* id-pool bound */
+	CO_FLUSH_IDLE,         /* flush_idle timer */
+	CO_FLUSH_AGE,          /* flush_max_age */
+	CO_FLUSH_MEMORY,       /* memory budget */
+	CO_FLUSH_REQUEST,      /* another request on the open */
+	CO_FLUSH_OBSERVE,      /* request on the connection that could observe it */
+	CO_FLUSH_PEER,         /* request on another connection */
+	CO_FLUSH_BREAK,        /* oplock/lease break */
+	CO_FLUSH_CREDITS,      /* zero-credit rule: response waiting */
+	CO_FLUSH_DISCONNECT,   /* client disconnect */
+	CO_FLUSH_SHUTDOWN,     /* daemon shutdown */
+	CO_FLUSH_OPAQUE,       /* switch to opaque relay */
+	CO_FLUSH_NCAUSES
+};
+const char *co_flush_cause_name(enum co_flush_cause c);
+
+/* ---- absorb gate --------------------------------------------------------- */
+
+enum co_gate { CO_GATE_OFF = 0, CO_GATE_LEASED, CO_GATE_ALWAYS };
+
+/* What the ledger knows of an open, as far as the write gate needs it. */
+struct co_open_facts {
+	bool write_access;      /* asked FILE_WRITE_DATA / GENERIC_WRITE / ALL, or
+	                         * MAXIMUM_ALLOWED with write in maximal access */
+	bool write_through;     /* created with FILE_WRITE_THROUGH */
+	bool write_caching;     /* holds exclusive/batch oplock or lease with W */
+	bool read_caching;      /* level II/exclusive/batch or lease with R */
+	bool locked;            /* a LOCK was seen on it */
+	bool failed;            /* a deferred error is pending */
+	bool breaking;          /* a break is in progress */
+};
+
+struct co_write_facts {
+	uint64_t offset;
+	uint32_t length;
+	uint32_t flags;         /* SMB2_WRITEFLAG_* */
+	uint32_t channel;
+	bool standalone;        /* not part of a compound */
+	bool signed_or_sealed;  /* request signed, or session needs signing or
+	                         * encryption, without a key */
+};
+
+enum co_absorb {
+	CO_ABSORB = 0,
+	CO_FWD_GATE,            /* policy gate says no */
+	CO_FWD_FLAGS,           /* WRITE_THROUGH / UNBUFFERED */
+	CO_FWD_OPEN,            /* open not eligible */
+	CO_FWD_SHAPE,           /* request shape (size, channel, append, compound) */
+	CO_FWD_SIGNED,          /* signed or sealed */
+};
+/* The absorb decision for one WRITE; see DESIGN.md section 4. */
+enum co_absorb co_write_decide(enum co_gate gate,
+    const struct co_open_facts *o, const struct co_write_facts *w,
+    size_t coalesce_size);
+const char *co_absorb_name(enum co_absorb a);
+
+#endif

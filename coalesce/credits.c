@@ -1,0 +1,141 @@
+/*
+ * credits.c - the id pool and the credit bank (DESIGN.md section 3).
+ *
+ * The relay never renumbers client message ids.  Ids of requests the proxy
+ * absorbed are donated to the pool; the proxy spends them on its own
+ * upstream requests, a contiguous run as one request's CreditCharge
+ * (MS-SMB2 3.3.5.2.5 allows a charge above the payload's need) and
+ * singletons on ECHOs.  An id never spent pins smbd's window for good
+ * (smb2_validate_sequence_number), hence the hoard bound.
+ */
+#include <string.h>
+
+#include "coalesce/coalesce.h"
+
+void
+co_pool_init(struct co_pool *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+static void
+pool_recount(struct co_pool *p)
+{
+	p->oldest = p->nruns ? p->runs[0].lo : 0;
+}
+
+int
+co_pool_add(struct co_pool *p, uint64_t lo, uint64_t n)
+{
+	unsigned int i;
+
+	if (n == 0)
+		return 0;
+	if (lo + n < lo)
+		return -1;
+	/* find the first run that starts after lo */
+	for (i = 0; i < p->nruns && p->runs[i].lo <= lo; i++)
+		;
+	/* overlap with the previous run or the next one? */
+	if (i > 0 && p->runs[i - 1].lo + p->runs[i - 1].n > lo)
+		return -1;
+	if (i < p->nruns && lo + n > p->runs[i].lo)
+		return -1;
+	if (i > 0 && p->runs[i - 1].lo + p->runs[i - 1].n == lo) {
+		p->runs[i - 1].n += n;
+		/* merge with the next run if now adjacent */
+		if (i < p->nruns && p->runs[i - 1].lo + p->runs[i - 1].n ==
+		    p->runs[i].lo) {
+			p->runs[i - 1].n += p->runs[i].n;
+			memmove(&p->runs[i], &p->runs[i + 1],
+			    (p->nruns - i - 1) * sizeof(p->runs[0]));
+			p->nruns--;
+		}
+	} else if (i < p->nruns && lo + n == p->runs[i].lo) {
+		p->runs[i].lo = lo;
+		p->runs[i].n += n;
+	} else {
+		if (p->nruns == CO_POOL_MAX_RUNS)
+			return -1;
+		memmove(&p->runs[i + 1], &p->runs[i],
+		    (p->nruns - i) * sizeof(p->runs[0]));
+		p->runs[i].lo = lo;
+		p->runs[i].n = n;
+		p->nruns++;
+	}
+	p->count += n;
+	pool_recount(p);
+	return 0;
+}
+
+uint64_t
+co_pool_first_run(const struct co_pool *p)
+{
+	return p->nruns ? p->runs[0].n : 0;
+}
+
+uint64_t
+co_pool_take_run(struct co_pool *p, uint64_t max, uint64_t *lo)
+{
+	uint64_t n;
+
+	if (p->nruns == 0 || max == 0)
+		return 0;
+	n = p->runs[0].n < max ? p->runs[0].n : max;
+	*lo = p->runs[0].lo;
+	p->runs[0].lo += n;
+	p->runs[0].n -= n;
+	if (p->runs[0].n == 0) {
+		memmove(&p->runs[0], &p->runs[1],
+		    (p->nruns - 1) * sizeof(p->runs[0]));
+		p->nruns--;
+	}
+	p->count -= n;
+	pool_recount(p);
+	return n;
+}
+
+bool
+co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
+    uint64_t window)
+{
+	uint64_t bound = window / 4;
+
+	if (p->count == 0)
+		return false;
+	if (bound > CO_POOL_HOARD_MAX)
+		bound = CO_POOL_HOARD_MAX;
+	if (bound == 0)
+		bound = 1;
+	if (p->count >= bound || p->nruns >= CO_POOL_MAX_RUNS - 1)
+		return true;
+	/* the oldest id must not fall too far behind the client's front */
+	return next_id > p->oldest && next_id - p->oldest >= bound;
+}
+
+void
+co_credits_init(struct co_credits *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->S = 1;
+	c->C = 1;
+}
+
+bool
+co_synth_grant(const struct co_credits *c, uint16_t requested,
+    uint16_t *grant)
+{
+	uint64_t want = requested ? requested : 1;
+	uint64_t bank = c->S - c->C;
+	uint64_t g = want < bank ? want : bank;
+	uint64_t avail;
+
+	*grant = (uint16_t)g;
+	/* credits the client will hold after this response */
+	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;
+	/* this response is one of client_outstanding; the others will bring
+	 * grants of their own */
+	if (avail == 0 && c->client_outstanding <= 1)
+		return false;
+	return true;
+}

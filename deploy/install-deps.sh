@@ -1,0 +1,39 @@
+#!/bin/sh
+# Install the Debian 12 packages that building, testing and the demo need.
+# Idempotent: when every package is already installed it only runs
+# dpkg-query and exits.  Must run as root when something is missing.
+set -eu
+
+PKGS="build-essential pkg-config clang libev-dev libssl-dev libnl-3-dev
+libnl-route-3-dev libcunit1-dev libinih-dev libsystemd-dev samba smbclient
+libsmbclient-dev samba-testsuite tshark python3-impacket gnuplot-nox haproxy
+iproute2 iptables nftables procps psmisc man-db groff-base systemd
+samba-vfs-modules"
+# samba-vfs-modules is only a Recommends of samba, but the test shares use
+# its acl_xattr and streams_xattr modules; list it so it is never missed.
+
+missing=""
+for p in $PKGS; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = "installed" ] || missing="$missing $p"
+done
+
+if [ -z "$missing" ]; then
+	echo "install-deps: all $(echo $PKGS | wc -w) packages present"
+	exit 0
+fi
+
+echo "install-deps: installing:$missing"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: must run as root to install packages" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer no, without a prompt.
+echo "wireshark-common wireshark-common/install-setuid boolean false" |
+    debconf-set-selections
+apt-get update
+# shellcheck disable=SC2086
+apt-get install -y $missing
+echo "install-deps: done"

@@ -1,0 +1,750 @@
+/*
+ * conn.c - connection lifecycle and socket I/O.
+ *
+ * Each client connection has two sides (relayd's se_in/se_out).  Bytes read
+ * from a side go to its input buffer; complete NBSS frames are handed to
+ * relay.c, which forwards them to the peer's output buffer, absorbs them,
+ * or asks to wait (a stall: the frame stays at the head of the input
+ * buffer and reading stops).  Backpressure: a side is read only while the
+ * peer's output queue is under queue_limit (relayd relay_read).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "proxy/conn.h"
+
+struct px_runtime px_rt;
+
+
+#define READ_CHUNK  (256 * 1024)
+#define FRAME_MAX   (PX_NBSS_MAX)
+
+static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void side_write_cb(struct ev_loop *loop, ev_io *w, int revents);
+static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void process_input(struct px_side *s);
+static void wake_waiters(void);
+static bool draining_peer(const struct px_conn *c);
+static void conn_start_connect(struct px_conn *c);
+
+static const char *const state_names[] = {
+	"connecting", "waiting", "relay", "opaque", "draining", "closed",
+};
+
+const char *
+px_conn_state_name(enum px_conn_state s)
+{
+	return (unsigned int)s < sizeof(state_names) / sizeof(state_names[0]) ?
+	    state_names[s] : "?";
+}
+
+static const char *const opaque_names[PX_OPAQUE_NREASONS] = {
+	"none", "smb1", "encrypted-no-key", "signed-no-key", "compressed",
+	"decode-error", "unknown-magic", "ledger",
+};
+
+const char *
+px_opaque_reason_name(enum px_opaque_reason r)
+{
+	return (unsigned int)r < PX_OPAQUE_NREASONS ? opaque_names[r] : "?";
+}
+
+static const char *const close_names[PX_CLOSE_NREASONS] = {
+	"none", "bad-frame", "connect-failed", "connect-timeout", "no-memory",
+	"shutdown", "idle",
+};
+
+const char *
+px_close_reason_name(enum px_close_reason r)
+{
+	return (unsigned int)r < PX_CLOSE_NREASONS ? close_names[r] : "?";
+}
+
+double
+px_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *
+px_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(sin->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+struct px_conn *
+px_conn_first(void)
+{
+	return px_rt.conns;
+}
+
+size_t
+px_conn_count(void)
+{
+	return (size_t)px_stats.conns_active;
+}
+
+static const struct pol_global *
+glob(void)
+{
+	return pol_global(px_rt.cfg);
+}
+
+void
+px_conn_set_state(struct px_conn *c, enum px_conn_state st)
+{
+	if (c->state == st)
+		return;
+	log_debug("conn=%llu state %s -> %s", (unsigned long long)c->id,
+	    px_conn_state_name(c->state), px_conn_state_name(st));
+	c->state = st;
+}
+
+/* ---- watchers ------------------------------------------------------------ */
+
+static bool
+side_may_read(const struct px_side *s)
+{
+	const struct px_conn *c = s->conn;
+
+	if (s->fd == -1 || s->rd_eof)
+		return false;
+	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING ||
+	    c->state == PX_CONN_CLOSED)
+		return false;
+	if (px_buf_len(&s->peer->out) >= glob()->queue_limit)
+		return false;
+	/* a stalled client frame blocks further client input */
+	if (s == &c->cli && c->stall != PX_STALL_NONE)
+		return false;
+	/* never hold more than one maximal frame plus a read chunk */
+	if (px_buf_len(&s->in) >= FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
+		return false;
+	return true;
+}
+
+static void
+side_update(struct px_side *s)
+{
+	struct ev_loop *loop = px_rt.loop;
+
+	if (s->fd == -1)
+		return;
+	if (side_may_read(s)) {
+		if (!ev_is_active(&s->rio))
+			ev_io_start(loop, &s->rio);
+	} else if (ev_is_active(&s->rio))
+		ev_io_stop(loop, &s->rio);
+	if (px_buf_len(&s->out) > 0 && !s->wr_shut) {
+		if (!ev_is_active(&s->wio))
+			ev_io_start(loop, &s->wio);
+	} else if (ev_is_active(&s->wio))
+		ev_io_stop(loop, &s->wio);
+}
+
+static void
+conn_update(struct px_conn *c)
+{
+	side_update(&c->cli);
+	side_update(&c->srv);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+int
+px_conn_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
+{
+	if (s->fd == -1 || s->wr_shut)
+		return 0; /* the side is gone: nothing to deliver to */
+	if (px_buf_append(&s->out, frame, len) == -1)
+		return -1;
+	if (s == &s->conn->cli)
+		px_stats.bytes_s2c += len;
+	else
+		px_stats.bytes_c2s += len;
+	if (!ev_is_active(&s->wio))
+		ev_io_start(px_rt.loop, &s->wio);
+	return 0;
+}
+
+int
+px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)
+{
+	uint8_t hdr[PX_NBSS_HDR];
+
+	if (s->fd == -1 || s->wr_shut)
+		return 0;
+	if (px_buf_reserve(&s->out, len + PX_NBSS_HDR) == -1)
+		return -1;
+	px_frame_put_hdr(hdr, len);
+	if (px_conn_send_frame(s, hdr, sizeof(hdr)) == -1 ||
+	    px_conn_send_frame(s, msg, len) == -1)
+		return -1;
+	return 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static void
+side_init(struct px_conn *c, struct px_side *s, struct px_side *peer,
+    int fd, const char *name)
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->conn = c;
+	s->peer = peer;
+	s->name = name;
+	ev_io_init(&s->rio, side_read_cb, fd, EV_READ);
+	ev_io_init(&s->wio, side_write_cb, fd, EV_WRITE);
+	s->rio.data = s;
+	s->wio.data = s;
+}
+
+static void
+side_close(struct px_side *s, bool reset)
+{
+	if (s->fd == -1)
+		return;
+	ev_io_stop(px_rt.loop, &s->rio);
+	ev_io_stop(px_rt.loop, &s->wio);
+	if (reset) {
+		struct linger lg = { 1, 0 };
+
+		(void)setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(s->fd);
+	s->fd = -1;
+}
+
+void
+px_conn_close(struct px_conn *c, enum px_close_reason r)
+{
+	char a[64], b[64];
+	bool was_draining;
+
+	if (c->state == PX_CONN_CLOSED)
+		return;
+	if (r != PX_CLOSE_NONE) {
+		c->close_reason = r;
+		px_stats.closed[r]++;
+	}
+	log_info("conn=%llu closed client=%s server=%s c2s=%llu s2c=%llu%s%s",
+	    (unsigned long long)c->id, px_addr_str(&c->peer_addr, a, sizeof(a)),
+	    px_addr_str(&c->dst_addr, b, sizeof(b)),
+	    (unsigned long long)c->cli.bytes_in,
+	    (unsigned long long)c->srv.bytes_in,
+	    r != PX_CLOSE_NONE ? " reason=" : "",
+	    r != PX_CLOSE_NONE ? px_close_reason_name(r) : "");
+	was_draining = c->state == PX_CONN_DRAINING;
+	px_conn_set_state(c, PX_CONN_CLOSED);
+	/* a client that reset its connection gets its server connection
+	 * reset too, so the server sees what it would have seen */
+	side_close(&c->srv, c->cli.rd_reset);
+	side_close(&c->cli, c->srv.rd_reset);
+	ev_timer_stop(px_rt.loop, &c->timer);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		px_rt.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	px_stats.conns_active--;
+	px_relay_free(c);
+	px_ledger_free(&c->led);
+	px_buf_free(&c->cli.in);
+	px_buf_free(&c->cli.out);
+	px_buf_free(&c->srv.in);
+	px_buf_free(&c->srv.out);
+	free(c);
+	if (was_draining)
+		wake_waiters();
+}
+
+void
+px_conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
+    const char *detail)
+{
+	if (c->state == PX_CONN_OPAQUE)
+		return;
+	c->opaque = r;
+	px_stats.opaque[r]++;
+	log_info("conn=%llu opaque reason=%s%s%s", (unsigned long long)c->id,
+	    px_opaque_reason_name(r), detail ? " " : "", detail ? detail : "");
+	px_conn_set_state(c, PX_CONN_OPAQUE);
+}
+
+static void
+conn_connected(struct px_conn *c)
+{
+	int one = 1;
+
+	ev_io_stop(px_rt.loop, &c->srv.wio);
+	(void)setsockopt(c->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	px_conn_set_state(c, PX_CONN_RELAY);
+	ev_io_set(&c->srv.wio, c->srv.fd, EV_WRITE);
+	c->last_ms = px_now_ms();
+	px_conn_arm_timer(c);
+	conn_update(c);
+}
+
+static void
+connect_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_side *s = w->data;
+	struct px_conn *c = s->conn;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	char a[64];
+
+	(void)loop;
+	(void)revents;
+	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if (err != 0) {
+		errno = err;
+		log_warn("conn=%llu upstream connect to %s failed",
+		    (unsigned long long)c->id,
+		    px_addr_str(&c->dst_addr, a, sizeof(a)));
+		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
+		return;
+	}
+	ev_io_stop(px_rt.loop, &s->wio);
+	ev_io_init(&s->wio, side_write_cb, s->fd, EV_WRITE);
+	s->wio.data = s;
+	conn_connected(c);
+}
+
+void
+px_conn_new(int cfd, const struct sockaddr_storage *peer,
+    const struct sockaddr_storage *dst)
+{
+	struct px_conn *c;
+	int one = 1;
+	char a[64], b[64];
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warn("accept: out of memory");
+		close(cfd);
+		return;
+	}
+	c->id = ++px_rt.next_conn_id;
+	c->peer_addr = *peer;
+	c->dst_addr = *dst;
+	c->started_ms = c->last_ms = px_now_ms();
+	px_ledger_init(&c->led, c->id);
+	c->led.cfg = px_rt.cfg;
+	c->delayed_tail = &c->delayed;
+	(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) | O_NONBLOCK) == -1)
+		log_warn("conn=%llu fcntl", (unsigned long long)c->id);
+	side_init(c, &c->cli, &c->srv, cfd, "client");
+	side_init(c, &c->srv, &c->cli, -1, "server");
+	ev_init(&c->timer, conn_timer_cb);
+	c->timer.data = c;
+	c->next = px_rt.conns;
+	if (c->next)
+		c->next->prev = c;
+	px_rt.conns = c;
+	px_stats.conns_total++;
+	px_stats.conns_active++;
+	log_info("conn=%llu accepted client=%s server=%s",
+	    (unsigned long long)c->id, px_addr_str(peer, a, sizeof(a)),
+	    px_addr_str(dst, b, sizeof(b)));
+
+	if (draining_peer(c)) {
+		log_info("conn=%llu waits for the drain of this client's "
+		    "previous connection", (unsigned long long)c->id);
+		px_conn_set_state(c, PX_CONN_WAITING);
+		return;
+	}
+	conn_start_connect(c);
+}
+
+/*
+ * A client reconnecting at once (a durable reopen) must not overtake the
+ * drain of its previous connection (DESIGN.md section 4): same client
+ * address, same server, a connection still writing buffered data.
+ */
+static bool
+draining_peer(const struct px_conn *c)
+{
+	const struct px_conn *x;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x == c || x->state != PX_CONN_DRAINING ||
+		    x->peer_addr.ss_family != c->peer_addr.ss_family ||
+		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) != 0)
+			continue;
+		if (c->peer_addr.ss_family == AF_INET &&
+		    ((const struct sockaddr_in *)&x->peer_addr)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)&c->peer_addr)->sin_addr.s_addr)
+			return true;
+		if (c->peer_addr.ss_family == AF_INET6 &&
+		    memcmp(&((const struct sockaddr_in6 *)&x->peer_addr)->sin6_addr,
+		    &((const struct sockaddr_in6 *)&c->peer_addr)->sin6_addr,
+		    16) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+conn_start_connect(struct px_conn *c)
+{
+	const struct sockaddr_storage *dst = &c->dst_addr;
+	int sfd;
+	char b[64];
+
+	px_addr_str(dst, b, sizeof(b));
+	px_conn_set_state(c, PX_CONN_CONNECTING);
+	c->started_ms = px_now_ms();
+	sfd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (sfd == -1) {
+		log_warn("conn=%llu upstream socket", (unsigned long long)c->id);
+		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
+		return;
+	}
+	if (glob()->mode != POL_MODE_FORWARD && glob()->tproxy_mark)
+		(void)setsockopt(sfd, SOL_SOCKET, SO_MARK, &glob()->tproxy_mark,
+		    sizeof(glob()->tproxy_mark));
+	c->srv.fd = sfd;
+	ev_io_init(&c->srv.rio, side_read_cb, sfd, EV_READ);
+	c->srv.rio.data = &c->srv;
+	c->connect_deadline_ms = c->started_ms + (double)glob()->connect_timeout_ms;
+	if (connect(sfd, (const struct sockaddr *)dst,
+	    dst->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0) {
+		ev_io_init(&c->srv.wio, side_write_cb, sfd, EV_WRITE);
+		c->srv.wio.data = &c->srv;
+		conn_connected(c);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		log_warn("conn=%llu upstream connect to %s failed",
+		    (unsigned long long)c->id, b);
+		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
+		return;
+	}
+	ev_io_init(&c->srv.wio, connect_cb, sfd, EV_WRITE);
+	c->srv.wio.data = &c->srv;
+	ev_io_start(px_rt.loop, &c->srv.wio);
+	px_conn_arm_timer(c);
+}
+
+
+/* Start the connections that waited for a drain that has now ended. */
+static void
+wake_waiters(void)
+{
+	struct px_conn *c, *next;
+
+	for (c = px_rt.conns; c; c = next) {
+		next = c->next;
+		if (c->state == PX_CONN_WAITING && !draining_peer(c)) {
+			log_info("conn=%llu previous connection drained, "
+			    "connecting", (unsigned long long)c->id);
+			conn_start_connect(c);
+		}
+	}
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+void
+px_conn_arm_timer(struct px_conn *c)
+{
+	double now = px_now_ms(), next = 0, t;
+
+	if (c->state == PX_CONN_CLOSED)
+		return;
+	if (c->state == PX_CONN_CONNECTING)
+		next = c->connect_deadline_ms;
+	else {
+		if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING)
+			next = c->last_ms + (double)glob()->idle_timeout_ms;
+		t = px_relay_timer(c, now);
+		if (t > 0 && (next == 0 || t < next))
+			next = t;
+	}
+	ev_timer_stop(px_rt.loop, &c->timer);
+	if (next > 0) {
+		double after = (next - now) / 1e3;
+
+		ev_timer_set(&c->timer, after > 0.001 ? after : 0.001, 0.);
+		ev_timer_start(px_rt.loop, &c->timer);
+	}
+}
+
+static void
+conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct px_conn *c = w->data;
+	double now = px_now_ms();
+	char a[64];
+
+	(void)loop;
+	(void)revents;
+	if (c->state == PX_CONN_CONNECTING) {
+		if (now >= c->connect_deadline_ms - 1) {
+			log_warnx("conn=%llu upstream connect to %s timed out "
+			    "after %u ms", (unsigned long long)c->id,
+			    px_addr_str(&c->dst_addr, a, sizeof(a)),
+			    (unsigned int)glob()->connect_timeout_ms);
+			px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
+			return;
+		}
+	} else if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING &&
+	    now >= c->last_ms + (double)glob()->idle_timeout_ms &&
+	    px_relay_quiet(c)) {
+		log_info("conn=%llu idle for %u ms", (unsigned long long)c->id,
+		    (unsigned int)glob()->idle_timeout_ms);
+		px_conn_close(c, PX_CLOSE_IDLE);
+		return;
+	}
+	px_conn_arm_timer(c);
+	px_conn_kick(c);
+}
+
+/* ---- reading and framing -------------------------------------------------------- */
+
+/*
+ * Decide whether the connection is finished: both directions shut, or a
+ * side gone with nothing left to deliver to the other.
+ */
+static bool
+conn_check_done(struct px_conn *c)
+{
+	struct px_side *cl = &c->cli, *sv = &c->srv;
+
+	/* client gone: once write-behind has drained, pass the EOF on */
+	if (cl->rd_eof && px_buf_len(&cl->in) == 0 && px_relay_quiet(c) &&
+	    px_buf_len(&sv->out) == 0 && !sv->wr_shut && sv->fd != -1) {
+		if (cl->rd_reset) {
+			px_conn_close(c, PX_CLOSE_NONE);
+			return true;
+		}
+		(void)shutdown(sv->fd, SHUT_WR);
+		sv->wr_shut = true;
+	}
+	/* server gone: pass its EOF to the client once delivered */
+	if (sv->rd_eof && px_buf_len(&sv->in) == 0 &&
+	    px_buf_len(&cl->out) == 0 && !cl->wr_shut && cl->fd != -1) {
+		(void)shutdown(cl->fd, SHUT_WR);
+		cl->wr_shut = true;
+	}
+	if ((cl->rd_eof || cl->wr_shut) && sv->rd_eof &&
+	    px_buf_len(&cl->out) == 0) {
+		px_conn_close(c, PX_CLOSE_NONE);
+		return true;
+	}
+	if (sv->rd_eof && sv->wr_shut && cl->rd_eof) {
+		px_conn_close(c, PX_CLOSE_NONE);
+		return true;
+	}
+	return false;
+}
+
+static void
+on_client_eof(struct px_conn *c)
+{
+	if (!px_relay_quiet(c) || px_buf_len(&c->cli.in) > 0) {
+		px_conn_set_state(c, PX_CONN_DRAINING);
+		px_relay_flush_all(c, CO_FLUSH_DISCONNECT);
+	}
+}
+
+/*
+ * Hand complete frames to the relay.  Stops at a stall (the frame stays
+ * buffered) and when the peer's queue is full.
+ */
+static void
+process_input(struct px_side *s)
+{
+	struct px_conn *c = s->conn;
+	const struct pol_global *g = glob();
+
+	while (c->state != PX_CONN_CLOSED && px_buf_len(&s->in) > 0) {
+		size_t flen;
+		uint8_t type;
+		enum px_frame_rc fr;
+		enum px_rc rc;
+		uint8_t *p = s->in.data + s->in.head;
+
+		if (c->state == PX_CONN_OPAQUE) {
+			if (px_conn_send_frame(s->peer, p, px_buf_len(&s->in)) == -1)
+				goto nomem;
+			px_buf_consume(&s->in, px_buf_len(&s->in));
+			break;
+		}
+		if (s == &c->cli && c->stall != PX_STALL_NONE &&
+		    !px_relay_stall_cleared(c))
+			break;
+		if (px_buf_len(&s->peer->out) >= g->queue_limit)
+			break;
+		fr = px_frame_parse(p, px_buf_len(&s->in), FRAME_MAX, &flen,
+		    &type);
+		if (fr == PX_FRAME_NEED)
+			break;
+		if (fr == PX_FRAME_BAD) {
+			log_warnx("conn=%llu bad NBSS frame from %s (type 0x%02x "
+			    "length %u), closing", (unsigned long long)c->id,
+			    s->name, p[0], (unsigned int)(p[1] << 16 | p[2] << 8 | p[3]));
+			px_conn_close(c, PX_CLOSE_BAD_FRAME);
+			return;
+		}
+		if (type == PX_NBSS_KEEPALIVE)
+			rc = px_conn_send_frame(s->peer, p, flen) == 0 ?
+			    PX_RC_DONE : PX_RC_CLOSE;
+		else if (s == &c->cli)
+			rc = px_relay_client_frame(c, p, flen);
+		else
+			rc = px_relay_server_frame(c, p, flen);
+		if (c->state == PX_CONN_CLOSED)
+			return;
+		if (rc == PX_RC_STALL)
+			break;
+		if (rc == PX_RC_CLOSE) {
+			px_conn_close(c, PX_CLOSE_NO_MEMORY);
+			return;
+		}
+		px_buf_consume(&s->in, flen);
+	}
+	px_buf_shrink(&s->in, 1024 * 1024);
+	if (s->rd_eof && s == &c->cli && c->state != PX_CONN_CLOSED)
+		on_client_eof(c);
+	if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
+		conn_update(c);
+	return;
+nomem:
+	px_conn_close(c, PX_CLOSE_NO_MEMORY);
+}
+
+void
+px_conn_kick(struct px_conn *c)
+{
+	if (c->state == PX_CONN_CLOSED)
+		return;
+	process_input(&c->cli);
+	/* process_input may have closed and freed c */
+}
+
+static void
+side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_side *s = w->data;
+	struct px_conn *c = s->conn;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	if (px_buf_reserve(&s->in, READ_CHUNK) == -1) {
+		px_conn_close(c, PX_CLOSE_NO_MEMORY);
+		return;
+	}
+	n = read(s->fd, s->in.data + s->in.tail, s->in.cap - s->in.tail);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		if (errno != ECONNRESET)
+			log_warn("conn=%llu read from %s",
+			    (unsigned long long)c->id, s->name);
+		s->rd_eof = true;
+		s->rd_reset = true;
+		ev_io_stop(px_rt.loop, &s->rio);
+	} else if (n == 0) {
+		s->rd_eof = true;
+		ev_io_stop(px_rt.loop, &s->rio);
+	} else {
+		s->in.tail += (size_t)n;
+		s->bytes_in += (uint64_t)n;
+		c->last_ms = px_now_ms();
+	}
+	if (s->rd_eof)
+		log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,
+		    s->rd_reset ? "reset" : "closed");
+	if (s->rd_eof && s == &c->srv && !px_relay_quiet(c))
+		log_warnx("conn=%llu server closed with write-behind data "
+		    "outstanding", (unsigned long long)c->id);
+	process_input(s);
+}
+
+static void
+side_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_side *s = w->data;
+	struct px_conn *c = s->conn;
+	ssize_t n;
+	bool was_full;
+
+	(void)loop;
+	(void)revents;
+	was_full = px_buf_len(&s->out) >= glob()->queue_limit;
+	while (px_buf_len(&s->out) > 0) {
+		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			if (errno != EPIPE && errno != ECONNRESET)
+				log_warn("conn=%llu write to %s",
+				    (unsigned long long)c->id, s->name);
+			/* the side is gone; drop what it would have got */
+			px_buf_consume(&s->out, px_buf_len(&s->out));
+			s->wr_shut = true;
+			s->rd_eof = true;
+			if (s == &c->cli)
+				s->rd_reset = true;
+			break;
+		}
+		px_buf_consume(&s->out, (size_t)n);
+		c->last_ms = px_now_ms();
+	}
+	px_buf_shrink(&s->out, 4 * 1024 * 1024);
+	/* the peer may read again; its buffered input may now move */
+	if (was_full && px_buf_len(&s->out) < glob()->queue_limit)
+		process_input(s->peer);
+	else if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
+		conn_update(c);
+}
+
+/* ---- shutdown ----------------------------------------------------------------- */
+
+void
+px_conn_shutdown_all(void)
+{
+	struct px_conn *c, *next;
+
+	for (c = px_rt.conns; c; c = next) {
+		next = c->next;
+		if (!px_relay_quiet(c)) {
+			px_relay_flush_all(c, CO_FLUSH_SHUTDOWN);
+			continue;
+		}
+		px_conn_close(c, PX_CLOSE_SHUTDOWN);
+	}
+}

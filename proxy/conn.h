@@ -1,0 +1,110 @@
+/*
+ * conn.h - connection internals shared by conn.c (sockets, buffers,
+ * lifecycle) and relay.c (what each SMB2 message means and what to do
+ * with it).  Not included outside proxy/.
+ */
+#ifndef SMBACCEL_CONN_H
+#define SMBACCEL_CONN_H
+
+#include <ev.h>
+
+#include "proxy/proxy.h"
+
+struct px_side {
+	int fd;
+	ev_io rio;
+	ev_io wio;
+	struct px_buf in;          /* bytes read, not yet handled */
+	struct px_buf out;         /* bytes to write to this side */
+	bool rd_eof;               /* read returned 0 or an error */
+	bool rd_reset;             /* ... and it was a reset */
+	bool wr_shut;              /* shutdown(SHUT_WR) done */
+	uint64_t bytes_in;
+	struct px_conn *conn;
+	struct px_side *peer;
+	const char *name;          /* "client" / "server" */
+};
+
+/* A synthesized response waiting for credits (DESIGN.md section 3 rule 3)
+ * or for write-behind memory. */
+struct px_delayed {
+	struct px_delayed *next;
+	struct smb2_hdr_out h;     /* credit filled in when sent */
+	uint16_t credit_request;
+	uint32_t count;            /* WRITE response count */
+	bool for_memory;           /* waiting for the memory budget */
+};
+
+/* What a stalled client frame waits for before it can be handled. */
+enum px_stall {
+	PX_STALL_NONE = 0,
+	PX_STALL_OPEN_IDLE,        /* one open: no buffered/in-flight writes */
+	PX_STALL_CONN_IDLE,        /* every open of this connection */
+	PX_STALL_PEERS,            /* other connections flushing the path */
+	PX_STALL_MEMORY,           /* write-behind budget */
+	PX_STALL_CREDITS,          /* a delayed response must go first */
+};
+
+struct px_conn {
+	struct px_conn *next;
+	struct px_conn *prev;
+	uint64_t id;
+	enum px_conn_state state;
+	struct px_side cli;
+	struct px_side srv;
+	struct sockaddr_storage peer_addr;   /* the client */
+	struct sockaddr_storage dst_addr;    /* the server */
+	ev_timer timer;
+	double started_ms;
+	double last_ms;                      /* last activity either way */
+	double connect_deadline_ms;
+	struct px_ledger led;
+	enum px_opaque_reason opaque;
+	enum px_close_reason close_reason;
+	/* relay state */
+	enum px_stall stall;
+	struct smb2_fileid stall_fid;
+	uint64_t stall_mem;                  /* open's memory when it stalled */
+	struct px_delayed *delayed;          /* FIFO */
+	struct px_delayed **delayed_tail;
+	unsigned int ndelayed;
+	uint64_t wb_bytes;                   /* buffered + in flight */
+	uint64_t absorbed;
+	uint64_t up_writes;
+	uint64_t up_write_bytes;
+	uint32_t proxy_inflight;             /* proxy requests in flight */
+	bool smb2_seen;
+};
+
+/* conn.c services for relay.c */
+int px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)
+    PX_MUSTCHECK; /* adds the NBSS header */
+int px_conn_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
+    PX_MUSTCHECK; /* frame already has its NBSS header */
+void px_conn_set_state(struct px_conn *c, enum px_conn_state st);
+void px_conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
+    const char *detail);
+/* Re-run handling of buffered client input (a stall may have cleared). */
+void px_conn_kick(struct px_conn *c);
+void px_conn_close(struct px_conn *c, enum px_close_reason r);
+void px_conn_arm_timer(struct px_conn *c);
+struct px_conn *px_conn_first(void);
+
+/* relay.c */
+enum px_rc { PX_RC_DONE = 0, PX_RC_STALL, PX_RC_CLOSE };
+enum px_rc px_relay_client_frame(struct px_conn *c, const uint8_t *frame,
+    size_t len);
+enum px_rc px_relay_server_frame(struct px_conn *c, const uint8_t *frame,
+    size_t len);
+/* Flush every open of the connection (absorbed data goes upstream). */
+void px_relay_flush_all(struct px_conn *c, enum co_flush_cause cause);
+/* True when nothing absorbed is buffered or in flight and no proxy request
+ * is outstanding: the connection may be closed or turned opaque. */
+bool px_relay_quiet(const struct px_conn *c);
+/* Timer work: idle/age flushes.  Returns the next deadline (ms) or 0. */
+double px_relay_timer(struct px_conn *c, double now_ms);
+/* Check whether the stalled client frame may go now. */
+bool px_relay_stall_cleared(struct px_conn *c);
+void px_relay_free(struct px_conn *c);
+
+#endif

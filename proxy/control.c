@@ -1,0 +1,454 @@
+/*
+ * control.c - the control socket behind smbaccelctl.
+ *
+ * A client connects to the unix socket, writes one line ("stats",
+ * "conns json", "shares", "reload", ...), and reads the answer until EOF.
+ * Answers are rendered here, human tables or JSON, so smbaccelctl stays a
+ * thin client.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proxy/conn.h"
+
+struct ctl_client {
+	ev_io io;
+	int fd;
+	char line[256];
+	size_t llen;
+	char *out;
+	size_t olen;
+	size_t opos;
+	ev_timer timeout;
+};
+
+static ev_io ctl_io;
+static int ctl_fd = -1;
+static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+/* ---- rendering ------------------------------------------------------------- */
+
+static void
+json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+void
+px_stats_dump(FILE *f, bool json)
+{
+	const struct px_stats *s = &px_stats;
+	double mean = s->upstream_writes ?
+	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0;
+	int i;
+	bool first;
+
+	if (!json) {
+		fprintf(f, "connections        %llu active, %llu total\n",
+		    (unsigned long long)s->conns_active,
+		    (unsigned long long)s->conns_total);
+		fprintf(f, "bytes              %llu client->server, %llu "
+		    "server->client\n", (unsigned long long)s->bytes_c2s,
+		    (unsigned long long)s->bytes_s2c);
+		fprintf(f, "writes absorbed    %llu (%llu bytes), forwarded %llu\n",
+		    (unsigned long long)s->writes_absorbed,
+		    (unsigned long long)s->bytes_absorbed,
+		    (unsigned long long)s->writes_forwarded);
+		fprintf(f, "upstream writes    %llu, mean size %.0f bytes, "
+		    "echoes %llu\n", (unsigned long long)s->upstream_writes,
+		    mean, (unsigned long long)s->upstream_echoes);
+		fprintf(f, "buffered now       %llu bytes (peak %llu), ids pooled "
+		    "%llu\n", (unsigned long long)s->wb_bytes_now,
+		    (unsigned long long)s->wb_bytes_peak,
+		    (unsigned long long)s->pool_ids_now);
+		fprintf(f, "deferred errors    %llu, delayed responses %llu, "
+		    "ledger errors %llu\n",
+		    (unsigned long long)s->deferred_errors,
+		    (unsigned long long)s->delayed_responses,
+		    (unsigned long long)s->ledger_errors);
+		fprintf(f, "flush causes      ");
+		for (i = 0; i < CO_FLUSH_NCAUSES; i++)
+			if (s->flushes[i])
+				fprintf(f, " %s=%llu", co_flush_cause_name(i),
+				    (unsigned long long)s->flushes[i]);
+		fprintf(f, "\nopaque relays     ");
+		for (i = 1; i < PX_OPAQUE_NREASONS; i++)
+			if (s->opaque[i])
+				fprintf(f, " %s=%llu", px_opaque_reason_name(i),
+				    (unsigned long long)s->opaque[i]);
+		fprintf(f, "\nclosed by proxy   ");
+		for (i = 1; i < PX_CLOSE_NREASONS; i++)
+			if (s->closed[i])
+				fprintf(f, " %s=%llu", px_close_reason_name(i),
+				    (unsigned long long)s->closed[i]);
+		fprintf(f, "\n\n%-16s %12s\n", "COMMAND", "REQUESTS");
+		for (i = 0; i <= SMB2_NCMDS; i++)
+			if (s->requests[i])
+				fprintf(f, "%-16s %12llu\n", i < SMB2_NCMDS ?
+				    px_smb2_cmd_name((uint16_t)i) : "other",
+				    (unsigned long long)s->requests[i]);
+		return;
+	}
+	fprintf(f, "{\"connections_total\":%llu,\"connections_active\":%llu,"
+	    "\"bytes_c2s\":%llu,\"bytes_s2c\":%llu,",
+	    (unsigned long long)s->conns_total,
+	    (unsigned long long)s->conns_active,
+	    (unsigned long long)s->bytes_c2s, (unsigned long long)s->bytes_s2c);
+	fprintf(f, "\"writes_absorbed\":%llu,\"bytes_absorbed\":%llu,"
+	    "\"writes_forwarded\":%llu,\"upstream_writes\":%llu,"
+	    "\"upstream_write_bytes\":%llu,\"upstream_write_mean\":%.0f,"
+	    "\"upstream_echoes\":%llu,\"buffered_bytes\":%llu,"
+	    "\"buffered_peak\":%llu,\"pool_ids\":%llu,\"deferred_errors\":%llu,"
+	    "\"delayed_responses\":%llu,\"ledger_errors\":%llu,",
+	    (unsigned long long)s->writes_absorbed,
+	    (unsigned long long)s->bytes_absorbed,
+	    (unsigned long long)s->writes_forwarded,
+	    (unsigned long long)s->upstream_writes,
+	    (unsigned long long)s->upstream_write_bytes, mean,
+	    (unsigned long long)s->upstream_echoes,
+	    (unsigned long long)s->wb_bytes_now,
+	    (unsigned long long)s->wb_bytes_peak,
+	    (unsigned long long)s->pool_ids_now,
+	    (unsigned long long)s->deferred_errors,
+	    (unsigned long long)s->delayed_responses,
+	    (unsigned long long)s->ledger_errors);
+	fprintf(f, "\"flush_causes\":{");
+	for (i = 0, first = true; i < CO_FLUSH_NCAUSES; i++, first = false)
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+		    co_flush_cause_name(i), (unsigned long long)s->flushes[i]);
+	fprintf(f, "},\"opaque\":{");
+	for (i = 1, first = true; i < PX_OPAQUE_NREASONS; i++, first = false)
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+		    px_opaque_reason_name(i), (unsigned long long)s->opaque[i]);
+	fprintf(f, "},\"closed\":{");
+	for (i = 1, first = true; i < PX_CLOSE_NREASONS; i++, first = false)
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+		    px_close_reason_name(i), (unsigned long long)s->closed[i]);
+	fprintf(f, "},\"commands\":{");
+	for (i = 0, first = true; i <= SMB2_NCMDS; i++, first = false)
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+		    i < SMB2_NCMDS ? px_smb2_cmd_name((uint16_t)i) : "other",
+		    (unsigned long long)s->requests[i]);
+	fprintf(f, "}}\n");
+}
+
+void
+px_conn_dump(FILE *f, bool json)
+{
+	struct px_conn *c;
+	char a[64], b[64];
+	bool first = true;
+	double now = px_now_ms();
+
+	if (json)
+		fprintf(f, "{\"conns\":[");
+	else
+		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s\n",
+		    "ID", "CLIENT", "SERVER", "STATE", "DIALECT", "OPAQUE",
+		    "C2S", "S2C", "ABSORBED", "AGE(s)");
+	for (c = px_conn_first(); c; c = c->next) {
+		px_addr_str(&c->peer_addr, a, sizeof(a));
+		px_addr_str(&c->dst_addr, b, sizeof(b));
+		if (!json) {
+			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
+			    "%12llu %9llu %8.0f\n", (unsigned long long)c->id, a,
+			    b, px_conn_state_name(c->state),
+			    px_dialect_name(c->led.dialect),
+			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
+			    (unsigned long long)c->cli.bytes_in,
+			    (unsigned long long)c->srv.bytes_in,
+			    (unsigned long long)c->absorbed,
+			    (now - c->started_ms) / 1e3);
+			continue;
+		}
+		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
+		    (unsigned long long)c->id);
+		json_str(f, a);
+		fprintf(f, ",\"server\":");
+		json_str(f, b);
+		fprintf(f, ",\"state\":\"%s\",\"dialect\":\"%s\",\"opaque_reason\":",
+		    px_conn_state_name(c->state), px_dialect_name(c->led.dialect));
+		if (c->opaque)
+			json_str(f, px_opaque_reason_name(c->opaque));
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\"bytes_c2s\":%llu,\"bytes_s2c\":%llu,"
+		    "\"writes_absorbed\":%llu,\"upstream_writes\":%llu,"
+		    "\"upstream_write_bytes\":%llu,\"buffered_bytes\":%llu,"
+		    "\"pool_ids\":%llu,\"credits_server\":%llu,"
+		    "\"credits_client\":%llu,\"opens\":%zu,\"ledger_errors\":%llu,"
+		    "\"sessions\":[",
+		    (unsigned long long)c->cli.bytes_in,
+		    (unsigned long long)c->srv.bytes_in,
+		    (unsigned long long)c->absorbed,
+		    (unsigned long long)c->up_writes,
+		    (unsigned long long)c->up_write_bytes,
+		    (unsigned long long)c->wb_bytes,
+		    (unsigned long long)c->led.pool.count,
+		    (unsigned long long)c->led.cr.S,
+		    (unsigned long long)c->led.cr.C, c->led.nopens,
+		    (unsigned long long)c->led.errors);
+		{
+			struct px_session *s;
+			bool sf = true;
+
+			for (s = c->led.sessions; s; s = s->next, sf = false)
+				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
+				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":false,"
+				    "\"why_not_keyed\":\"%s\"}", sf ? "" : ",",
+				    (unsigned long long)s->id,
+				    s->signing_required ? "true" : "false",
+				    s->encrypt ? "true" : "false",
+				    s->guest ? "true" : "false",
+				    s->signing_required || s->encrypt ? "no-key" :
+				    "not-needed");
+		}
+		fprintf(f, "],\"trees\":[");
+		{
+			struct px_tree *t;
+			bool tf = true;
+
+			for (t = c->led.trees; t; t = t->next, tf = false) {
+				fprintf(f, "%s{\"share\":", tf ? "" : ",");
+				json_str(f, t->share);
+				fprintf(f, ",\"server\":");
+				json_str(f, t->server);
+				fprintf(f, ",\"write_behind\":\"%s\","
+				    "\"read_ahead\":\"%s\"}",
+				    pol_gate_name(t->policy.write_behind),
+				    pol_gate_name(t->policy.read_ahead));
+			}
+		}
+		fprintf(f, "]}");
+		first = false;
+	}
+	if (json)
+		fprintf(f, "]}\n");
+}
+
+/* Trees of every connection with their effective settings. */
+static void
+shares_dump(FILE *f, bool json)
+{
+	struct px_conn *c;
+	bool first = true;
+
+	if (json)
+		fprintf(f, "{\"shares\":[");
+	else
+		fprintf(f, "%-5s %-20s %-20s %-8s %-8s %10s\n", "CONN", "SERVER",
+		    "SHARE", "WB", "RA", "COALESCE");
+	for (c = px_conn_first(); c; c = c->next) {
+		struct px_tree *t;
+
+		for (t = c->led.trees; t; t = t->next) {
+			if (!json) {
+				fprintf(f, "%-5llu %-20s %-20s %-8s %-8s %10llu\n",
+				    (unsigned long long)c->id, t->server, t->share,
+				    pol_gate_name(t->policy.write_behind),
+				    pol_gate_name(t->policy.read_ahead),
+				    (unsigned long long)t->policy.coalesce_size);
+				continue;
+			}
+			fprintf(f, "%s{\"conn\":%llu,\"server\":", first ? "" : ",",
+			    (unsigned long long)c->id);
+			json_str(f, t->server);
+			fprintf(f, ",\"share\":");
+			json_str(f, t->share);
+			fprintf(f, ",\"write_behind\":\"%s\",\"read_ahead\":\"%s\","
+			    "\"coalesce_size\":%llu}",
+			    pol_gate_name(t->policy.write_behind),
+			    pol_gate_name(t->policy.read_ahead),
+			    (unsigned long long)t->policy.coalesce_size);
+			first = false;
+		}
+	}
+	if (json)
+		fprintf(f, "]}\n");
+}
+
+/* ---- socket ------------------------------------------------------------------ */
+
+static void
+client_free(struct ctl_client *cl)
+{
+	ev_io_stop(px_rt.loop, &cl->io);
+	ev_timer_stop(px_rt.loop, &cl->timeout);
+	close(cl->fd);
+	free(cl->out);
+	free(cl);
+}
+
+static void
+client_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl = w->data;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	while (cl->opos < cl->olen) {
+		n = write(cl->fd, cl->out + cl->opos, cl->olen - cl->opos);
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			break;
+		}
+		cl->opos += (size_t)n;
+	}
+	client_free(cl);
+}
+
+static void
+run_command(struct ctl_client *cl)
+{
+	FILE *f = open_memstream(&cl->out, &cl->olen);
+	char *cmd = cl->line, *arg;
+	bool json;
+
+	if (f == NULL) {
+		client_free(cl);
+		return;
+	}
+	cmd[strcspn(cmd, "\r\n")] = '\0';
+	arg = cmd + strcspn(cmd, " ");
+	if (*arg)
+		*arg++ = '\0';
+	json = strstr(arg, "json") != NULL;
+	if (strcmp(cmd, "stats") == 0)
+		px_stats_dump(f, json);
+	else if (strcmp(cmd, "conns") == 0)
+		px_conn_dump(f, json);
+	else if (strcmp(cmd, "shares") == 0)
+		shares_dump(f, json);
+	else if (strcmp(cmd, "reload") == 0)
+		fprintf(f, px_reload() == 0 ? "reloaded\n" :
+		    "error: reload failed, old policy kept (see the log)\n");
+	else
+		fprintf(f, "error: unknown command '%s' (stats, conns, shares, "
+		    "reload)\n", cmd);
+	fclose(f);
+	ev_io_stop(px_rt.loop, &cl->io);
+	ev_io_init(&cl->io, client_write_cb, cl->fd, EV_WRITE);
+	cl->io.data = cl;
+	ev_io_start(px_rt.loop, &cl->io);
+}
+
+static void
+client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl = w->data;
+	ssize_t n;
+
+	(void)loop;
+	(void)revents;
+	n = read(cl->fd, cl->line + cl->llen, sizeof(cl->line) - 1 - cl->llen);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		client_free(cl);
+		return;
+	}
+	cl->llen += (size_t)n;
+	cl->line[cl->llen] = '\0';
+	if (strchr(cl->line, '\n') || cl->llen == sizeof(cl->line) - 1)
+		run_command(cl);
+}
+
+static void
+client_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	client_free(w->data);
+}
+
+static void
+ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct ctl_client *cl;
+	int fd;
+
+	(void)loop;
+	(void)w;
+	(void)revents;
+	fd = accept4(ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd == -1)
+		return;
+	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
+		close(fd);
+		return;
+	}
+	cl->fd = fd;
+	ev_io_init(&cl->io, client_read_cb, fd, EV_READ);
+	cl->io.data = cl;
+	ev_io_start(px_rt.loop, &cl->io);
+	ev_timer_init(&cl->timeout, client_timeout_cb, 10., 0.);
+	cl->timeout.data = cl;
+	ev_timer_start(px_rt.loop, &cl->timeout);
+}
+
+int
+px_control_start(const char *path)
+{
+	struct sockaddr_un sun;
+	mode_t old;
+
+	if (path == NULL || *path == '\0')
+		return 0;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("control_socket %s: path too long", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	if ((ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1) {
+		log_warn("control socket");
+		return -1;
+	}
+	(void)unlink(path);
+	old = umask(0077);
+	if (bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(ctl_fd, 16) == -1) {
+		umask(old);
+		log_warn("control socket %s", path);
+		close(ctl_fd);
+		ctl_fd = -1;
+		return -1;
+	}
+	umask(old);
+	snprintf(ctl_path, sizeof(ctl_path), "%s", path);
+	ev_io_init(&ctl_io, ctl_accept_cb, ctl_fd, EV_READ);
+	ev_io_start(px_rt.loop, &ctl_io);
+	log_info("control socket %s", path);
+	return 0;
+}
+
+void
+px_control_stop(void)
+{
+	if (ctl_fd == -1)
+		return;
+	ev_io_stop(px_rt.loop, &ctl_io);
+	close(ctl_fd);
+	ctl_fd = -1;
+	(void)unlink(ctl_path);
+}

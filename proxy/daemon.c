@@ -1,0 +1,192 @@
+/*
+ * daemon.c - start-up, signals, reload and the drain on shutdown.
+ *
+ * SIGHUP: parse the policy file into a fresh config, validate it, and swap
+ * only on success (OpenBSD unwind main_reload); a bad file keeps the old
+ * policy and every error is logged with its line.
+ * SIGTERM/SIGINT: stop accepting, flush every write-behind buffer, close
+ * each connection once it is quiet, exit; drain_timeout bounds the wait.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "proxy/conn.h"
+
+static ev_signal sig_term, sig_int, sig_hup;
+static ev_timer drain_timer, status_timer;
+static double drain_deadline;
+
+static void
+log_errors(const struct pol_errors *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		log_warnx("policy: %s", e->msg[i]);
+}
+
+int
+px_reload(void)
+{
+	struct pol_errors errs = { 0 };
+	struct pol_config *ncfg, *old = px_rt.cfg;
+	struct px_conn *c;
+
+	log_info("reloading policy %s", px_rt.cfg_path);
+	if ((ncfg = pol_load_file(px_rt.cfg_path, &errs)) == NULL) {
+		log_errors(&errs);
+		log_warnx("reload failed: old policy kept");
+		pol_errors_free(&errs);
+		return -1;
+	}
+	if (pol_diff_reloadable(old, ncfg, &errs) != 0) {
+		log_errors(&errs);
+		log_warnx("reload refused: settings above need a restart; old "
+		    "policy kept");
+		pol_errors_free(&errs);
+		pol_free(ncfg);
+		return -1;
+	}
+	pol_errors_free(&errs);
+	if (px_listen_reload(pol_global(ncfg)) == -1) {
+		log_warnx("reload failed: upstream does not resolve; old policy "
+		    "kept");
+		pol_free(ncfg);
+		return -1;
+	}
+	px_rt.cfg = ncfg;
+	for (c = px_conn_first(); c; c = c->next)
+		c->led.cfg = ncfg;
+	log_set_level((int)pol_global(ncfg)->log_level);
+	pol_free(old);
+	log_info("policy reloaded; new tree connects use it");
+	return 0;
+}
+
+static void
+notify_status(void)
+{
+	char buf[128];
+
+	snprintf(buf, sizeof(buf), "STATUS=%llu connections, %llu buffered "
+	    "bytes", (unsigned long long)px_stats.conns_active,
+	    (unsigned long long)px_stats.wb_bytes_now);
+	(void)sd_notify(0, buf);
+}
+
+static void
+status_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	notify_status();
+}
+
+static void
+drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	px_conn_shutdown_all();
+	if (px_rt.conns == NULL) {
+		log_info("all connections closed, exiting");
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	if (px_now_ms() >= drain_deadline) {
+		struct px_conn *c;
+
+		log_warnx("drain_timeout reached with %zu connections; closing",
+		    px_conn_count());
+		while ((c = px_conn_first()) != NULL)
+			px_conn_close(c, PX_CLOSE_SHUTDOWN);
+		ev_break(loop, EVBREAK_ALL);
+	}
+}
+
+static void
+stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	const struct pol_global *g = pol_global(px_rt.cfg);
+
+	(void)revents;
+	if (px_rt.stopping) {
+		log_info("second signal %d: exiting now", w->signum);
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	log_info("signal %d: stopping (no new connections, draining %llu "
+	    "buffered bytes on %zu connections)", w->signum,
+	    (unsigned long long)px_stats.wb_bytes_now, px_conn_count());
+	px_rt.stopping = true;
+	(void)sd_notify(0, "STOPPING=1");
+	px_listen_stop();
+	px_control_stop();
+	drain_deadline = px_now_ms() + (double)g->drain_timeout_ms;
+	ev_timer_init(&drain_timer, drain_cb, 0., 0.05);
+	ev_timer_start(loop, &drain_timer);
+}
+
+static void
+hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	(void)px_reload();
+	(void)sd_notify(0, "READY=1");
+}
+
+int
+px_daemon_run(const char *cfg_path, bool foreground)
+{
+	struct pol_errors errs = { 0 };
+	const struct pol_global *g;
+
+	px_rt.cfg_path = cfg_path;
+	if ((px_rt.cfg = pol_load_file(cfg_path, &errs)) == NULL) {
+		pol_errors_print(&errs, stderr);
+		pol_errors_free(&errs);
+		fprintf(stderr, "smbaccel: %s: policy has errors, not starting\n",
+		    cfg_path);
+		return 1;
+	}
+	pol_errors_free(&errs);
+	g = pol_global(px_rt.cfg);
+	log_init((int)g->log_level, foreground || getenv("JOURNAL_STREAM") ||
+	    getenv("INVOCATION_ID") || isatty(2));
+	signal(SIGPIPE, SIG_IGN);
+	px_rt.loop = EV_DEFAULT;
+	if (px_listen_start(g) == -1) {
+		log_warnx("cannot start listeners, exiting");
+		return 1;
+	}
+	if (px_control_start(g->control_socket) == -1) {
+		log_warnx("cannot start the control socket, exiting");
+		px_listen_stop();
+		return 1;
+	}
+	ev_signal_init(&sig_term, stop_cb, SIGTERM);
+	ev_signal_init(&sig_int, stop_cb, SIGINT);
+	ev_signal_init(&sig_hup, hup_cb, SIGHUP);
+	ev_signal_start(px_rt.loop, &sig_term);
+	ev_signal_start(px_rt.loop, &sig_int);
+	ev_signal_start(px_rt.loop, &sig_hup);
+	ev_timer_init(&status_timer, status_cb, 5., 5.);
+	ev_timer_start(px_rt.loop, &status_timer);
+	ev_unref(px_rt.loop);   /* the status timer alone keeps nothing alive */
+	log_info("smbaccel started, policy %s", cfg_path);
+	(void)sd_notify(0, "READY=1");
+	notify_status();
+	ev_run(px_rt.loop, 0);
+	px_control_stop();
+	log_info("smbaccel stopped");
+	pol_free(px_rt.cfg);
+	px_rt.cfg = NULL;
+	return 0;
+}

@@ -1,0 +1,728 @@
+/*
+ * ledger.c - the per-connection message ledger of DESIGN.md section 3.
+ *
+ * It follows every message of an SMB2 connection: the credit limits S
+ * (server) and C (client), the requests in flight, and the sessions,
+ * trees and opens the connection has.  It never changes a byte; it only
+ * records, and logs an inconsistency (with the connection id) when what it
+ * sees contradicts what it recorded.  The relay and the write-behind logic
+ * read it to decide what they may do.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+struct px_stats px_stats;
+
+#define LEDGER_ERR(l, ...) do {						\
+	(l)->errors++;							\
+	px_stats.ledger_errors++;					\
+	log_warnx(__VA_ARGS__);						\
+} while (0)
+
+void
+px_ledger_init(struct px_ledger *l, uint64_t conn_id)
+{
+	memset(l, 0, sizeof(*l));
+	co_credits_init(&l->cr);
+	co_pool_init(&l->pool);
+	l->conn_id = conn_id;
+}
+
+void
+px_pending_free(struct px_pending *p)
+{
+	if (p == NULL)
+		return;
+	if (p->command == SMB2_CREATE)
+		free(p->u.create.name);
+	else if (p->command == SMB2_TREE_CONNECT)
+		free(p->u.tcon.path);
+	free(p);
+}
+
+void
+px_open_free(struct px_open *o)
+{
+	co_extent_free(&o->wb);
+	free(o->name);
+	free(o);
+}
+
+void
+px_ledger_free(struct px_ledger *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->tab_cap; i++)
+		px_pending_free(l->tab[i]);
+	free(l->tab); l->tab = NULL;
+	while (l->sessions) {
+		struct px_session *s = l->sessions;
+		l->sessions = s->next;
+		free(s);
+	}
+	while (l->trees) {
+		struct px_tree *t = l->trees;
+		l->trees = t->next;
+		free(t);
+	}
+	while (l->opens) {
+		struct px_open *o = l->opens;
+		l->opens = o->next;
+		px_open_free(o);
+	}
+}
+
+/* ---- pending table: open addressing, linear probing, backward shift ---- */
+
+static size_t
+slot_of(uint64_t mid, size_t cap)
+{
+	uint64_t h = mid * UINT64_C(0x9E3779B97F4A7C15);
+
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int
+tab_grow(struct px_ledger *l)
+{
+	size_t ncap = l->tab_cap ? l->tab_cap * 2 : 64, i;
+	struct px_pending **nt = calloc(ncap, sizeof(*nt));
+
+	if (nt == NULL)
+		return -1;
+	for (i = 0; i < l->tab_cap; i++) {
+		struct px_pending *p = l->tab[i];
+		size_t s;
+
+		if (p == NULL)
+			continue;
+		for (s = slot_of(p->mid, ncap); nt[s]; s = (s + 1) & (ncap - 1))
+			;
+		nt[s] = p;
+	}
+	free(l->tab);
+	l->tab = nt;
+	l->tab_cap = ncap;
+	return 0;
+}
+
+struct px_pending *
+px_pending_find(struct px_ledger *l, uint64_t mid)
+{
+	size_t s;
+
+	if (l->tab_cap == 0)
+		return NULL;
+	for (s = slot_of(mid, l->tab_cap); l->tab[s];
+	    s = (s + 1) & (l->tab_cap - 1))
+		if (l->tab[s]->mid == mid)
+			return l->tab[s];
+	return NULL;
+}
+
+struct px_pending *
+px_pending_find_async(struct px_ledger *l, uint64_t async_id)
+{
+	size_t i;
+
+	for (i = 0; i < l->tab_cap; i++)
+		if (l->tab[i] && l->tab[i]->async_id == async_id)
+			return l->tab[i];
+	return NULL;
+}
+
+struct px_pending *
+px_pending_add(struct px_ledger *l, uint64_t mid)
+{
+	struct px_pending *p;
+	size_t s;
+
+	if ((l->npending + 1) * 2 > l->tab_cap && tab_grow(l) == -1)
+		return NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->mid = mid;
+	for (s = slot_of(mid, l->tab_cap); l->tab[s];
+	    s = (s + 1) & (l->tab_cap - 1))
+		;
+	l->tab[s] = p;
+	l->npending++;
+	return p;
+}
+
+void
+px_pending_del(struct px_ledger *l, struct px_pending *p)
+{
+	size_t s, j, mask = l->tab_cap - 1;
+
+	for (s = slot_of(p->mid, l->tab_cap); l->tab[s] != p; s = (s + 1) & mask)
+		if (l->tab[s] == NULL)
+			return;
+	l->tab[s] = NULL;
+	l->npending--;
+	/* backward-shift the cluster after s so lookups never stop early */
+	for (j = (s + 1) & mask; l->tab[j]; j = (j + 1) & mask) {
+		size_t home = slot_of(l->tab[j]->mid, l->tab_cap);
+
+		/* move j into the hole if its home is not in (s, j] */
+		if ((j > s && (home <= s || home > j)) ||
+		    (j < s && (home <= s && home > j))) {
+			l->tab[s] = l->tab[j];
+			l->tab[j] = NULL;
+			s = j;
+		}
+	}
+}
+
+/* ---- sessions, trees, opens ------------------------------------------- */
+
+struct px_session *
+px_session_find(struct px_ledger *l, uint64_t id)
+{
+	struct px_session *s;
+
+	for (s = l->sessions; s; s = s->next)
+		if (s->id == id)
+			return s;
+	return NULL;
+}
+
+struct px_tree *
+px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid)
+{
+	struct px_tree *t;
+
+	for (t = l->trees; t; t = t->next)
+		if (t->session_id == sid && t->tree_id == tid)
+			return t;
+	return NULL;
+}
+
+struct px_open *
+px_open_find(struct px_ledger *l, const struct smb2_fileid *fid)
+{
+	struct px_open *o, **pp;
+
+	for (pp = &l->opens; (o = *pp) != NULL; pp = &o->next)
+		if (px_fileid_eq(&o->fid, fid)) {
+			/* move to front: I/O comes in runs on one open */
+			*pp = o->next;
+			o->next = l->opens;
+			l->opens = o;
+			return o;
+		}
+	return NULL;
+}
+
+struct px_open *
+px_open_find_lease(struct px_ledger *l, const uint8_t *key)
+{
+	struct px_open *o;
+
+	for (o = l->opens; o; o = o->next)
+		if (o->has_lease && memcmp(o->lease_key, key, 16) == 0)
+			return o;
+	return NULL;
+}
+
+static void
+open_unlink(struct px_ledger *l, struct px_open *o)
+{
+	struct px_open **pp;
+
+	for (pp = &l->opens; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			*pp = o->next;
+			l->nopens--;
+			return;
+		}
+}
+
+/* Drop the opens of a tree (tid set) or of a whole session. */
+static void
+drop_opens(struct px_ledger *l, uint64_t sid, bool all_trees, uint32_t tid)
+{
+	struct px_open *o, **pp = &l->opens;
+
+	while ((o = *pp) != NULL) {
+		if (o->session_id == sid && (all_trees || o->tree_id == tid)) {
+			*pp = o->next;
+			l->nopens--;
+			px_open_free(o);
+		} else
+			pp = &o->next;
+	}
+}
+
+static void
+drop_trees(struct px_ledger *l, uint64_t sid, bool all, uint32_t tid)
+{
+	struct px_tree *t, **pp = &l->trees;
+
+	while ((t = *pp) != NULL) {
+		if (t->session_id == sid && (all || t->tree_id == tid)) {
+			*pp = t->next;
+			free(t);
+		} else
+			pp = &t->next;
+	}
+	drop_opens(l, sid, all, tid);
+}
+
+bool
+px_open_write_access(const struct px_open *o)
+{
+	uint32_t a = o->desired_access;
+
+	if (a & (FILE_WRITE_DATA | GENERIC_WRITE | GENERIC_ALL))
+		return true;
+	/* MAXIMUM_ALLOWED only if the server's maximal access grants write */
+	return (a & MAXIMUM_ALLOWED) && (o->maximal_access & FILE_WRITE_DATA);
+}
+
+bool
+px_open_write_caching(const struct px_open *o)
+{
+	if (o->oplock == SMB2_OPLOCK_LEVEL_LEASE)
+		return o->has_lease && (o->lease_state & SMB2_LEASE_WRITE);
+	return o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
+	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
+}
+
+bool
+px_open_read_caching(const struct px_open *o)
+{
+	if (o->oplock == SMB2_OPLOCK_LEVEL_LEASE)
+		return o->has_lease && (o->lease_state & SMB2_LEASE_READ);
+	return o->oplock == SMB2_OPLOCK_LEVEL_II ||
+	    o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
+	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
+}
+
+const char *
+px_dialect_name(uint16_t d)
+{
+	switch (d) {
+	case SMB2_DIALECT_0202: return "2.0.2";
+	case SMB2_DIALECT_0210: return "2.1";
+	case SMB2_DIALECT_0300: return "3.0";
+	case SMB2_DIALECT_0302: return "3.0.2";
+	case SMB2_DIALECT_0311: return "3.1.1";
+	case SMB2_DIALECT_WILDCARD: return "2.???";
+	case 0: return "-";
+	default: return "unknown";
+	}
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* Ids a request consumes: CreditCharge, with 0 meaning 1 (MS-SMB2 3.3.5.2.3:
+ * 2.0.2 and NEGOTIATE have charge 0). */
+static uint64_t
+charge_of(const struct px_ledger *l, const struct smb2_hdr *h)
+{
+	if (h->credit_charge == 0)
+		return 1;
+	if (l->dialect == SMB2_DIALECT_0202)
+		return 1;
+	return h->credit_charge;
+}
+
+struct px_pending *
+px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, bool in_compound,
+    const struct smb2_fileid *related_fid)
+{
+	struct px_pending *p;
+	uint64_t charge;
+
+	if (h->command == SMB2_CANCEL)
+		return NULL; /* no credit, no response (MS-SMB2 3.2.4.24) */
+	charge = charge_of(l, h);
+	if (h->message_id + charge < h->message_id ||
+	    h->message_id + charge > l->cr.C)
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent request mid=%llu "
+		    "charge=%llu beyond client limit C=%llu",
+		    (unsigned long long)l->conn_id,
+		    (unsigned long long)h->message_id,
+		    (unsigned long long)charge, (unsigned long long)l->cr.C);
+	if (px_pending_find(l, h->message_id) != NULL) {
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent duplicate mid=%llu",
+		    (unsigned long long)l->conn_id,
+		    (unsigned long long)h->message_id);
+		return NULL;
+	}
+	if ((p = px_pending_add(l, h->message_id)) == NULL)
+		return NULL;
+	p->command = h->command;
+	p->charge = (uint16_t)charge;
+	p->origin = PX_ORIGIN_CLIENT;
+	p->in_compound = in_compound;
+	p->related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
+	p->session_id = h->session_id;
+	p->tree_id = h->tree_id;
+	if (h->message_id + charge > l->cr.client_next)
+		l->cr.client_next = h->message_id + charge;
+	l->cr.client_outstanding++;
+
+	if (px_smb2_req_file_id(e, h->command, &p->fid) == 0 &&
+	    px_fileid_is_related(&p->fid) && related_fid)
+		p->fid = *related_fid;
+
+	switch (h->command) {
+	case SMB2_NEGOTIATE: {
+		struct smb2_negotiate_req nr;
+
+		if (px_smb2_negotiate_req_decode(e, &nr) == 0)
+			l->client_security_mode = nr.security_mode;
+		break;
+	}
+	case SMB2_SESSION_SETUP: {
+		struct smb2_session_setup_req sr;
+
+		if (px_smb2_session_setup_req_decode(e, &sr) == 0)
+			p->u.sess.security_mode = sr.security_mode;
+		break;
+	}
+	case SMB2_TREE_CONNECT: {
+		struct smb2_tree_connect_req tr;
+
+		if (px_smb2_tree_connect_req_decode(e, &tr) == 0)
+			p->u.tcon.path = strdup(tr.path);
+		break;
+	}
+	case SMB2_CREATE: {
+		struct smb2_create_req *cr = malloc(sizeof(*cr));
+
+		if (cr && px_smb2_create_req_decode(e, cr) == 0) {
+			p->u.create.desired_access = cr->desired_access;
+			p->u.create.create_options = cr->create_options;
+			p->u.create.disposition = cr->create_disposition;
+			p->u.create.oplock = cr->requested_oplock;
+			p->u.create.name = strdup(cr->name);
+		}
+		free(cr);
+		break;
+	}
+	case SMB2_OPLOCK_BREAK: {
+		struct smb2_oplock_break b;
+
+		if (px_smb2_oplock_break_decode(e, &b) == 0) {
+			p->u.ack.lease = b.kind != SMB2_BREAK_OPLOCK;
+			p->u.ack.oplock_level = b.oplock_level;
+			p->u.ack.lease_state = b.new_state;
+			memcpy(p->u.ack.lease_key, b.lease_key, 16);
+			if (!p->u.ack.lease)
+				p->fid = b.file_id;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	return p;
+}
+
+/* ---- responses ------------------------------------------------------------ */
+
+static void
+split_unc(const char *path, char *server, size_t slen, char *share,
+    size_t shlen)
+{
+	const char *p = path, *q;
+
+	while (*p == '\\' || *p == '/')
+		p++;
+	q = p + strcspn(p, "\\/");
+	snprintf(server, slen, "%.*s", (int)(q - p), p);
+	while (*q == '\\' || *q == '/')
+		q++;
+	snprintf(share, shlen, "%.*s", (int)strcspn(q, "\\/"), q);
+}
+
+static void
+on_tree_connect(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct smb2_tree_connect_rsp tr;
+	struct px_tree *t;
+
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_tree_connect_rsp_decode(e, &tr) == -1)
+		return;
+	if ((t = px_tree_find(l, h->session_id, h->tree_id)) == NULL) {
+		if ((t = calloc(1, sizeof(*t))) == NULL)
+			return;
+		t->next = l->trees;
+		l->trees = t;
+	}
+	t->session_id = h->session_id;
+	t->tree_id = h->tree_id;
+	t->share_flags = tr.share_flags;
+	t->maximal_access = tr.maximal_access;
+	split_unc(p->u.tcon.path ? p->u.tcon.path : "", t->server,
+	    sizeof(t->server), t->share, sizeof(t->share));
+	if (tr.share_type != SMB2_SHARE_TYPE_DISK)
+		memset(&t->policy, 0, sizeof(t->policy)); /* gates off */
+	else
+		pol_share_lookup(l->cfg, t->server, t->share, &t->policy);
+}
+
+static void
+on_create(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p,
+    struct smb2_fileid *last_create_fid)
+{
+	struct smb2_create_rsp cr;
+	struct px_open *o;
+
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_create_rsp_decode(e, &cr) == -1)
+		return;
+	if (last_create_fid)
+		*last_create_fid = cr.file_id;
+	if ((o = px_open_find(l, &cr.file_id)) != NULL) {
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CREATE returned a "
+		    "file id already open", (unsigned long long)l->conn_id);
+		return;
+	}
+	if ((o = calloc(1, sizeof(*o))) == NULL)
+		return;
+	o->fid = cr.file_id;
+	o->session_id = h->session_id;
+	o->tree_id = h->tree_id;
+	o->name = p->u.create.name;
+	p->u.create.name = NULL;
+	o->desired_access = p->u.create.desired_access;
+	o->create_options = p->u.create.create_options;
+	o->oplock = cr.oplock_level;
+	o->has_lease = cr.has_lease;
+	memcpy(o->lease_key, cr.lease_key, 16);
+	o->lease_state = cr.lease_state;
+	if (cr.has_mxac && cr.mxac_status == NT_STATUS_SUCCESS)
+		o->maximal_access = cr.maximal_access;
+	co_extent_init(&o->wb);
+	o->next = l->opens;
+	l->opens = o;
+	l->nopens++;
+}
+
+static void
+on_negotiate(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_negotiate_rsp nr;
+
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_negotiate_rsp_decode(e, &nr) == -1)
+		return;
+	l->dialect = nr.dialect;
+	l->server_security_mode = nr.security_mode;
+	l->capabilities = nr.capabilities;
+	l->max_read = nr.max_read;
+	l->max_write = nr.max_write;
+	l->negotiated = nr.dialect != SMB2_DIALECT_WILDCARD;
+}
+
+static void
+on_session_setup(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct smb2_session_setup_rsp sr;
+	struct px_session *s = px_session_find(l, h->session_id);
+
+	if (h->status != NT_STATUS_SUCCESS &&
+	    h->status != NT_STATUS_MORE_PROCESSING_REQUIRED) {
+		/* a failed first authentication leaves no session */
+		if (s && !s->established) {
+			struct px_session **pp;
+
+			for (pp = &l->sessions; *pp != s; pp = &(*pp)->next)
+				;
+			*pp = s->next;
+			free(s);
+		}
+		return;
+	}
+	if (s == NULL) {
+		if ((s = calloc(1, sizeof(*s))) == NULL)
+			return;
+		s->id = h->session_id;
+		s->next = l->sessions;
+		l->sessions = s;
+	}
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_session_setup_rsp_decode(e, &sr) == -1)
+		return;
+	s->established = true;
+	s->guest = (sr.session_flags & SMB2_SESSION_FLAG_IS_GUEST) != 0;
+	s->anonymous = (sr.session_flags & SMB2_SESSION_FLAG_IS_NULL) != 0;
+	s->encrypt = (sr.session_flags & SMB2_SESSION_FLAG_ENCRYPT_DATA) != 0;
+	/* MS-SMB2 3.3.5.5.3: required if either side requires it */
+	s->signing_required =
+	    ((l->server_security_mode | p->u.sess.security_mode |
+	    l->client_security_mode) & SMB2_NEGOTIATE_SIGNING_REQUIRED) != 0 &&
+	    !s->guest && !s->anonymous;
+}
+
+static void
+on_close(struct px_ledger *l, const struct smb2_hdr *h, struct px_pending *p,
+    const struct smb2_fileid *last_create_fid)
+{
+	struct smb2_fileid fid = p->fid;
+	struct px_open *o;
+
+	(void)h;
+	if (px_fileid_is_related(&fid) && last_create_fid)
+		fid = *last_create_fid;
+	/* the handle is gone after any answer but a transport-level one */
+	if ((o = px_open_find(l, &fid)) != NULL) {
+		if (o->wb.len || o->wb_inflight)
+			LEDGER_ERR(l, "conn=%llu ledger=inconsistent CLOSE of "
+			    "file=%s with %zu buffered bytes",
+			    (unsigned long long)l->conn_id, o->name ? o->name : "",
+			    o->wb.len);
+		open_unlink(l, o);
+		px_open_free(o);
+	}
+}
+
+static void
+on_break_ack(struct px_ledger *l, const struct smb2_hdr *h,
+    struct px_pending *p)
+{
+	struct px_open *o;
+
+	if (h->status != NT_STATUS_SUCCESS)
+		return;
+	if (p->u.ack.lease) {
+		for (o = l->opens; o; o = o->next)
+			if (o->has_lease &&
+			    memcmp(o->lease_key, p->u.ack.lease_key, 16) == 0) {
+				o->lease_state = p->u.ack.lease_state;
+				o->breaking = false;
+			}
+	} else if ((o = px_open_find(l, &p->fid)) != NULL) {
+		o->oplock = p->u.ack.oplock_level;
+		o->breaking = false;
+	}
+}
+
+void
+px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct smb2_fileid *last_create_fid,
+    struct px_pending **pp, bool *interim)
+{
+	struct px_pending *p;
+
+	*pp = NULL;
+	*interim = false;
+	p = px_pending_find(l, h->message_id);
+	/* grants: S always; C only when the response goes to the client */
+	l->cr.S += h->credit;
+	if (p == NULL || p->origin == PX_ORIGIN_CLIENT)
+		l->cr.C += h->credit;
+	/* the server's window as the client sees it: what it may still use */
+	if (l->cr.S > l->cr.client_next && l->cr.S - l->cr.client_next > l->window)
+		l->window = l->cr.S - l->cr.client_next;
+	if (p == NULL) {
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent response to "
+		    "unknown mid=%llu cmd=%s", (unsigned long long)l->conn_id,
+		    (unsigned long long)h->message_id,
+		    px_smb2_cmd_name(h->command));
+		return;
+	}
+	if (p->command != h->command)
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent response mid=%llu "
+		    "cmd=%s to request cmd=%s", (unsigned long long)l->conn_id,
+		    (unsigned long long)h->message_id,
+		    px_smb2_cmd_name(h->command), px_smb2_cmd_name(p->command));
+	*pp = p;
+	if ((h->flags & SMB2_FLAGS_ASYNC_COMMAND) &&
+	    h->status == NT_STATUS_PENDING) {
+		/* interim response: credits ride on it; the final one comes
+		 * later with the same mid (MS-SMB2 3.3.4.2) */
+		p->async_id = h->async_id;
+		*interim = true;
+		return;
+	}
+	px_pending_del(l, p);
+	if (p->origin == PX_ORIGIN_CLIENT && l->cr.client_outstanding)
+		l->cr.client_outstanding--;
+
+	switch (h->command) {
+	case SMB2_NEGOTIATE:
+		on_negotiate(l, h, e);
+		break;
+	case SMB2_SESSION_SETUP:
+		on_session_setup(l, h, e, p);
+		break;
+	case SMB2_LOGOFF:
+		if (h->status == NT_STATUS_SUCCESS) {
+			struct px_session *s, **sp;
+
+			drop_trees(l, p->session_id, true, 0);
+			for (sp = &l->sessions; (s = *sp) != NULL; sp = &s->next)
+				if (s->id == p->session_id) {
+					*sp = s->next;
+					free(s);
+					break;
+				}
+		}
+		break;
+	case SMB2_TREE_CONNECT:
+		on_tree_connect(l, h, e, p);
+		break;
+	case SMB2_TREE_DISCONNECT:
+		if (h->status == NT_STATUS_SUCCESS)
+			drop_trees(l, p->session_id, false, p->tree_id);
+		break;
+	case SMB2_CREATE:
+		on_create(l, h, e, p, last_create_fid);
+		break;
+	case SMB2_CLOSE:
+		on_close(l, h, p, last_create_fid);
+		break;
+	case SMB2_LOCK:
+		if (h->status == NT_STATUS_SUCCESS) {
+			struct px_open *o = px_open_find(l, &p->fid);
+
+			if (o)
+				o->locked = true;
+		}
+		break;
+	case SMB2_OPLOCK_BREAK:
+		on_break_ack(l, h, p);
+		break;
+	default:
+		break;
+	}
+}
+
+void
+px_ledger_break(struct px_ledger *l, const struct smb2_elem *e)
+{
+	struct smb2_oplock_break b;
+	struct px_open *o;
+
+	if (px_smb2_oplock_break_decode(e, &b) == -1) {
+		LEDGER_ERR(l, "conn=%llu ledger=undecodable break notification",
+		    (unsigned long long)l->conn_id);
+		return;
+	}
+	if (b.kind == SMB2_BREAK_OPLOCK) {
+		if ((o = px_open_find(l, &b.file_id)) != NULL)
+			o->breaking = true;
+		return;
+	}
+	for (o = l->opens; o; o = o->next)
+		if (o->has_lease && memcmp(o->lease_key, b.lease_key, 16) == 0) {
+			o->breaking = true;
+			/* without an ack required the new state holds now */
+			if (!(b.lease_flags & 0x01))
+				o->lease_state = b.new_state;
+		}
+}

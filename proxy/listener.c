@@ -1,0 +1,222 @@
+/*
+ * listener.c - listening sockets and accept.
+ *
+ * forward:     connect every client to the configured upstream;
+ * transparent: iptables/nftables REDIRECT, destination from SO_ORIGINAL_DST;
+ * tproxy:      TPROXY, socket with IP_TRANSPARENT, destination is the
+ *              accepted socket's own local address.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netfilter_ipv4.h>
+
+#include <ev.h>
+
+#include "proxy/proxy.h"
+
+#ifndef IPV6_TRANSPARENT
+#define IPV6_TRANSPARENT 75
+#endif
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+struct listener {
+	ev_io io;
+	int fd;
+	struct sockaddr_storage addr;
+};
+
+static struct listener listeners[POL_LISTEN_MAX];
+static size_t nlisteners;
+static struct sockaddr_storage upstream;
+
+/* Resolve a policy address (a literal, or a name) to a sockaddr. */
+static int
+resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints, *res = NULL;
+	char port[8];
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (a->kind != POL_ADDR_NAME)
+		hints.ai_flags = AI_NUMERICHOST;
+	snprintf(port, sizeof(port), "%u", a->port);
+	if ((rc = getaddrinfo(a->host, port, &hints, &res)) != 0) {
+		log_warnx("cannot resolve %s: %s", a->host, gai_strerror(rc));
+		return -1;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static socklen_t
+ss_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6);
+}
+
+static bool
+same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	return a->ss_family == b->ss_family && memcmp(a, b, ss_len(a)) == 0;
+}
+
+static void
+accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct listener *l = w->data;
+	const struct pol_global *g = pol_global(px_rt.cfg);
+	int i;
+
+	(void)loop;
+	(void)revents;
+	for (i = 0; i < 64; i++) {
+		struct sockaddr_storage peer, dst;
+		socklen_t plen = sizeof(peer), dlen = sizeof(dst);
+		char a[64], b[64];
+		int fd;
+
+		fd = accept4(l->fd, (struct sockaddr *)&peer, &plen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != EINTR &&
+			    errno != ECONNABORTED)
+				log_warn("accept");
+			return;
+		}
+		if (px_rt.stopping) {
+			close(fd);
+			continue;
+		}
+		if (px_conn_count() >= g->max_connections) {
+			log_warnx("refusing client=%s: max_connections=%u "
+			    "reached", px_addr_str(&peer, a, sizeof(a)),
+			    g->max_connections);
+			close(fd);
+			continue;
+		}
+		memset(&dst, 0, sizeof(dst));
+		switch (g->mode) {
+		case POL_MODE_FORWARD:
+			dst = upstream;
+			break;
+		case POL_MODE_TRANSPARENT:
+			if (getsockopt(fd, peer.ss_family == AF_INET6 ?
+			    SOL_IPV6 : SOL_IP, peer.ss_family == AF_INET6 ?
+			    IP6T_SO_ORIGINAL_DST : SO_ORIGINAL_DST, &dst,
+			    &dlen) == -1) {
+				log_warn("client=%s: no original destination "
+				    "(not redirected?)",
+				    px_addr_str(&peer, a, sizeof(a)));
+				close(fd);
+				continue;
+			}
+			break;
+		case POL_MODE_TPROXY:
+			if (getsockname(fd, (struct sockaddr *)&dst, &dlen) == -1) {
+				log_warn("getsockname");
+				close(fd);
+				continue;
+			}
+			break;
+		}
+		/* a connection made straight to the listener would loop */
+		if (g->mode != POL_MODE_FORWARD && same_addr(&dst, &l->addr)) {
+			log_warnx("refusing client=%s: destination %s is this "
+			    "listener (connection was not redirected)",
+			    px_addr_str(&peer, a, sizeof(a)),
+			    px_addr_str(&dst, b, sizeof(b)));
+			close(fd);
+			continue;
+		}
+		px_conn_new(fd, &peer, &dst);
+	}
+}
+
+int
+px_listen_start(const struct pol_global *g)
+{
+	size_t i;
+	int one = 1;
+
+	if (g->mode == POL_MODE_FORWARD && resolve(&g->upstream, &upstream) == -1)
+		return -1;
+	for (i = 0; i < g->n_listen; i++) {
+		struct listener *l = &listeners[nlisteners];
+		char a[64];
+
+		if (resolve(&g->listen[i], &l->addr) == -1)
+			goto fail;
+		l->fd = socket(l->addr.ss_family,
+		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (l->fd == -1) {
+			log_warn("socket");
+			goto fail;
+		}
+		(void)setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one,
+		    sizeof(one));
+		if (g->mode == POL_MODE_TPROXY &&
+		    setsockopt(l->fd, l->addr.ss_family == AF_INET6 ? SOL_IPV6 :
+		    SOL_IP, l->addr.ss_family == AF_INET6 ? IPV6_TRANSPARENT :
+		    IP_TRANSPARENT, &one, sizeof(one)) == -1) {
+			log_warn("IP_TRANSPARENT on %s (needs CAP_NET_ADMIN)",
+			    px_addr_str(&l->addr, a, sizeof(a)));
+			close(l->fd);
+			goto fail;
+		}
+		if (bind(l->fd, (struct sockaddr *)&l->addr, ss_len(&l->addr)) ==
+		    -1 || listen(l->fd, 512) == -1) {
+			log_warn("listen on %s",
+			    px_addr_str(&l->addr, a, sizeof(a)));
+			close(l->fd);
+			goto fail;
+		}
+		ev_io_init(&l->io, accept_cb, l->fd, EV_READ);
+		l->io.data = l;
+		ev_io_start(px_rt.loop, &l->io);
+		nlisteners++;
+		log_info("listening on %s mode=%s", px_addr_str(&l->addr, a,
+		    sizeof(a)), pol_mode_name(g->mode));
+	}
+	return 0;
+fail:
+	px_listen_stop();
+	return -1;
+}
+
+void
+px_listen_stop(void)
+{
+	size_t i;
+
+	for (i = 0; i < nlisteners; i++) {
+		ev_io_stop(px_rt.loop, &listeners[i].io);
+		close(listeners[i].fd);
+	}
+	nlisteners = 0;
+}
+
+int
+px_listen_reload(const struct pol_global *g)
+{
+	struct sockaddr_storage ss;
+
+	if (g->mode != POL_MODE_FORWARD)
+		return 0;
+	if (resolve(&g->upstream, &ss) == -1)
+		return -1;
+	upstream = ss;
+	return 0;
+}

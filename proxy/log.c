@@ -1,0 +1,109 @@
+/*
+ * log.c - logging in the OpenBSD style: log_warn appends strerror(errno),
+ * log_warnx does not; fatal/fatalx exit.  Lines go to stderr (journald
+ * picks them up under systemd) or to syslog when detached.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+#include "proxy/proxy.h"
+
+static int log_level = PX_LOG_INFO;
+static bool log_stderr = true;
+
+void
+log_init(int level, bool to_stderr)
+{
+	log_level = level;
+	log_stderr = to_stderr;
+	if (!to_stderr)
+		openlog("smbaccel", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void
+log_set_level(int level)
+{
+	log_level = level;
+}
+
+int
+log_get_level(void)
+{
+	return log_level;
+}
+
+static void
+vlog(int level, int errnum, const char *fmt, va_list ap)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
+	static const char *const tag[] = { "error", "warn", "info", "debug" };
+	char msg[2048];
+	int n;
+
+	if (level > log_level)
+		return;
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		return;
+	if (errnum && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s",
+		    strerror(errnum));
+	if (log_stderr) {
+		struct timespec ts;
+		struct tm tm;
+		char when[32];
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(when, sizeof(when), "%H:%M:%S", &tm);
+		fprintf(stderr, "%s.%03ld smbaccel[%s] %s\n", when,
+		    ts.tv_nsec / 1000000, tag[level], msg);
+	} else
+		syslog(prio[level], "%s", msg);
+}
+
+#define LOGFN(name, level, witherr)			\
+void							\
+name(const char *fmt, ...)				\
+{							\
+	int saved = errno;				\
+	va_list ap;					\
+							\
+	va_start(ap, fmt);				\
+	vlog(level, witherr ? saved : 0, fmt, ap);	\
+	va_end(ap);					\
+	errno = saved;					\
+}
+
+LOGFN(log_warn, PX_LOG_WARN, 1)
+LOGFN(log_warnx, PX_LOG_WARN, 0)
+LOGFN(log_info, PX_LOG_INFO, 0)
+LOGFN(log_debug, PX_LOG_DEBUG, 0)
+
+void
+fatal(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(PX_LOG_ERROR, saved, fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void
+fatalx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(PX_LOG_ERROR, 0, fmt, ap);
+	va_end(ap);
+	exit(1);
+}

@@ -1,0 +1,74 @@
+/*
+ * main.c - command line of the smbaccel daemon.
+ *
+ *   smbaccel -c FILE [-f] [-d]     run (foreground with -f; -d: debug log)
+ *   smbaccel -t -c FILE [-v]       check FILE; -v prints effective settings
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proxy/proxy.h"
+
+#define SMBACCEL_VERSION "0.1.0"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: smbaccel [-f] [-d] [-c FILE]\n"
+	    "       smbaccel -t [-v] [-c FILE]\n"
+	    "  -c FILE  policy file (default /etc/smbaccel/smbaccel.conf)\n"
+	    "  -f       foreground, log to stderr\n"
+	    "  -d       debug logging\n"
+	    "  -t       check the policy file and exit (errors with line numbers)\n"
+	    "  -v       with -t: print the effective settings\n"
+	    "  -V       print the version\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cfg = "/etc/smbaccel/smbaccel.conf";
+	bool check = false, verbose = false, foreground = false, debug = false;
+	int ch;
+
+	while ((ch = getopt(argc, argv, "c:dfhtvV")) != -1) {
+		switch (ch) {
+		case 'c': cfg = optarg; break;
+		case 'd': debug = true; break;
+		case 'f': foreground = true; break;
+		case 't': check = true; break;
+		case 'v': verbose = true; break;
+		case 'V': printf("smbaccel %s\n", SMBACCEL_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (check) {
+		struct pol_errors errs = { 0 };
+		struct pol_config *c = pol_load_file(cfg, &errs);
+
+		if (c == NULL) {
+			pol_errors_print(&errs, stderr);
+			pol_errors_free(&errs);
+			return 1;
+		}
+		if (verbose)
+			pol_dump(c, stdout);
+		else
+			printf("%s: ok\n", cfg);
+		pol_errors_free(&errs);
+		pol_free(c);
+		return 0;
+	}
+	if (debug)
+		log_init(PX_LOG_DEBUG, true);
+	ch = px_daemon_run(cfg, foreground);
+	return ch;
+}

@@ -1,0 +1,330 @@
+/*
+ * proxy.h - the daemon: connections, the message ledger, logging, stats.
+ *
+ * One client TCP connection <-> one upstream TCP connection (struct
+ * px_conn, two struct px_side that point at each other).  Frames are cut
+ * from each side's input buffer, decoded far enough to keep the ledger
+ * (DESIGN.md section 3) and to decide, and then forwarded, absorbed, or
+ * answered.
+ */
+#ifndef SMBACCEL_PROXY_H
+#define SMBACCEL_PROXY_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "proxy/smb2.h"
+#include "coalesce/coalesce.h"
+#include "policy/policy.h"
+
+/* ---- logging ------------------------------------------------------------ */
+
+enum px_log_level { PX_LOG_ERROR = 0, PX_LOG_WARN, PX_LOG_INFO, PX_LOG_DEBUG };
+
+void log_init(int level, bool to_stderr);
+void log_set_level(int level);
+int log_get_level(void);
+void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+void fatalx(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+#define log_debug_on() (log_get_level() >= PX_LOG_DEBUG)
+
+/* ---- byte buffer ------------------------------------------------------- */
+
+/*
+ * Invariant (px_buf_sane): head <= tail <= cap.  Bytes [0, head) are done
+ * (sent, or parsed and handed on), [head, tail) are pending (to send, or to
+ * parse), [tail, cap) is free space.
+ */
+struct px_buf {
+	uint8_t *data;
+	size_t head;
+	size_t tail;
+	size_t cap;
+};
+bool px_buf_sane(const struct px_buf *b);
+static inline size_t px_buf_len(const struct px_buf *b)
+{
+	return b->tail - b->head;
+}
+/* Make room for n more bytes at tail (compacting or growing).  -1 on OOM. */
+int px_buf_reserve(struct px_buf *b, size_t n) PX_MUSTCHECK;
+int px_buf_append(struct px_buf *b, const void *p, size_t n) PX_MUSTCHECK;
+void px_buf_consume(struct px_buf *b, size_t n);
+void px_buf_free(struct px_buf *b);
+/* Give memory back when the buffer is empty and larger than keep. */
+void px_buf_shrink(struct px_buf *b, size_t keep);
+
+/* ---- stats --------------------------------------------------------------- */
+
+enum px_opaque_reason {
+	PX_OPAQUE_NONE = 0,
+	PX_OPAQUE_SMB1,
+	PX_OPAQUE_ENCRYPTED_NO_KEY,
+	PX_OPAQUE_SIGNED_NO_KEY,
+	PX_OPAQUE_COMPRESSED,
+	PX_OPAQUE_DECODE_ERROR,
+	PX_OPAQUE_UNKNOWN_MAGIC,
+	PX_OPAQUE_LEDGER,
+	PX_OPAQUE_NREASONS
+};
+const char *px_opaque_reason_name(enum px_opaque_reason r);
+
+/* Reasons a connection was closed by the proxy (not by a peer). */
+enum px_close_reason {
+	PX_CLOSE_NONE = 0,
+	PX_CLOSE_BAD_FRAME,
+	PX_CLOSE_CONNECT_FAILED,
+	PX_CLOSE_CONNECT_TIMEOUT,
+	PX_CLOSE_NO_MEMORY,
+	PX_CLOSE_SHUTDOWN,
+	PX_CLOSE_IDLE,
+	PX_CLOSE_NREASONS
+};
+const char *px_close_reason_name(enum px_close_reason r);
+
+struct px_stats {
+	uint64_t conns_total;
+	uint64_t conns_active;
+	uint64_t bytes_c2s;
+	uint64_t bytes_s2c;
+	uint64_t requests[SMB2_NCMDS + 1];  /* last slot: unknown commands */
+	uint64_t opaque[PX_OPAQUE_NREASONS];
+	uint64_t closed[PX_CLOSE_NREASONS];
+	uint64_t ledger_errors;
+	/* write-behind */
+	uint64_t writes_absorbed;
+	uint64_t bytes_absorbed;
+	uint64_t writes_forwarded;
+	uint64_t upstream_writes;
+	uint64_t upstream_write_bytes;
+	uint64_t upstream_echoes;
+	uint64_t flushes[CO_FLUSH_NCAUSES];
+	uint64_t deferred_errors;
+	uint64_t delayed_responses;
+	uint64_t wb_bytes_now;      /* buffered, not yet acknowledged upstream */
+	uint64_t wb_bytes_peak;
+	uint64_t pool_ids_now;
+};
+extern struct px_stats px_stats;
+
+/* ---- ledger (DESIGN.md section 3) --------------------------------------- */
+
+struct px_session {
+	struct px_session *next;
+	uint64_t id;
+	bool established;
+	bool signing_required;
+	bool encrypt;
+	bool guest;
+	bool anonymous;
+};
+
+struct px_tree {
+	struct px_tree *next;
+	uint64_t session_id;
+	uint32_t tree_id;
+	char server[256];
+	char share[256];
+	uint32_t share_flags;
+	uint32_t maximal_access;
+	struct pol_share policy;     /* effective settings at connect time */
+};
+
+struct px_open;
+struct px_conn;
+
+/* A request in flight upstream (forwarded, or originated by the proxy). */
+enum px_origin { PX_ORIGIN_CLIENT = 0, PX_ORIGIN_PROXY };
+
+struct px_pending {
+	uint64_t mid;
+	uint16_t command;
+	uint16_t charge;
+	enum px_origin origin;
+	bool in_compound;
+	bool related;
+	uint64_t session_id;
+	uint32_t tree_id;
+	uint64_t async_id;
+	struct smb2_fileid fid;
+	/* request facts needed when the response arrives */
+	union {
+		struct {
+			uint32_t desired_access;
+			uint32_t create_options;
+			uint32_t disposition;
+			uint8_t oplock;
+			char *name;      /* malloc'd */
+		} create;
+		struct {
+			char *path;      /* malloc'd \\server\share */
+		} tcon;
+		struct {
+			uint8_t security_mode;
+		} sess;
+		struct {
+			uint8_t oplock_level;   /* oplock break ack */
+			uint32_t lease_state;   /* lease break ack */
+			uint8_t lease_key[16];
+			bool lease;
+		} ack;
+		struct {
+			uint64_t offset;
+			uint32_t length;
+			struct px_open *open;   /* proxy write: whose data */
+		} io;
+	} u;
+};
+
+/* An open file the ledger saw created on this connection. */
+struct px_open {
+	struct px_open *next;
+	struct smb2_fileid fid;
+	uint64_t session_id;
+	uint32_t tree_id;
+	char *name;
+	uint32_t desired_access;
+	uint32_t maximal_access;    /* from MxAc, 0 when unknown */
+	uint32_t create_options;
+	uint8_t oplock;             /* granted oplock level */
+	bool has_lease;
+	uint8_t lease_key[16];
+	uint32_t lease_state;
+	/* write-behind state */
+	struct co_extent wb;        /* absorbed, not yet sent */
+	uint32_t wb_inflight;       /* proxy writes awaiting their response */
+	uint64_t wb_inflight_bytes;
+	uint64_t wb_inflight_lo;    /* hull of the ranges in flight */
+	uint64_t wb_inflight_hi;
+	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
+	bool locked;
+	bool breaking;
+	bool closed;                /* CLOSE forwarded; drop on response */
+};
+
+struct px_ledger {
+	struct co_credits cr;
+	struct co_pool pool;
+	uint64_t window;            /* largest S - lowest outstanding id seen */
+	struct px_pending **tab;    /* open-addressing table keyed by mid */
+	size_t tab_cap;             /* power of two */
+	size_t npending;
+	struct px_session *sessions;
+	struct px_tree *trees;
+	struct px_open *opens;
+	size_t nopens;
+	/* negotiated */
+	bool negotiated;
+	bool smb1_negotiate;        /* SMB1 NEGOTIATE forwarded, no answer yet */
+	uint16_t dialect;
+	uint16_t client_security_mode;
+	uint16_t server_security_mode;
+	uint32_t capabilities;
+	uint32_t max_read;
+	uint32_t max_write;
+	uint64_t errors;
+	uint64_t conn_id;           /* for log lines */
+	const struct pol_config *cfg; /* for share lookups; NULL = defaults */
+};
+
+void px_ledger_init(struct px_ledger *l, uint64_t conn_id);
+void px_ledger_free(struct px_ledger *l);
+
+struct px_pending *px_pending_add(struct px_ledger *l, uint64_t mid);
+struct px_pending *px_pending_find(struct px_ledger *l, uint64_t mid);
+struct px_pending *px_pending_find_async(struct px_ledger *l,
+    uint64_t async_id);
+void px_pending_del(struct px_ledger *l, struct px_pending *p);
+
+struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
+struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);
+struct px_open *px_open_find(struct px_ledger *l,
+    const struct smb2_fileid *fid);
+struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
+void px_open_free(struct px_open *o);
+
+/* Record a client request element (ledger cross-checks; pending entry for
+ * responses).  Returns the pending entry, or NULL for CANCEL and errors. */
+struct px_pending *px_ledger_client_request(struct px_ledger *l,
+    const struct smb2_hdr *h, const struct smb2_elem *e,
+    bool in_compound, const struct smb2_fileid *related_fid);
+/*
+ * Account a server response element: grants to S (and to C when origin
+ * is the client), session/tree/open state.  *pp gets the matching pending
+ * entry (removed from the table unless the response is an interim one;
+ * caller frees it with px_pending_free), or NULL when none matched.
+ */
+void px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct smb2_fileid *last_create_fid,
+    struct px_pending **pp, bool *interim);
+void px_pending_free(struct px_pending *p);
+/* Oplock/lease break notification from the server. */
+void px_ledger_break(struct px_ledger *l, const struct smb2_elem *e);
+
+bool px_open_write_access(const struct px_open *o);
+bool px_open_write_caching(const struct px_open *o);
+bool px_open_read_caching(const struct px_open *o);
+const char *px_dialect_name(uint16_t d);
+
+/* ---- connections ---------------------------------------------------------- */
+
+struct ev_loop;
+
+enum px_conn_state {
+	PX_CONN_CONNECTING = 0,  /* upstream connect in progress */
+	PX_CONN_WAITING,         /* waiting for a same-client drain to finish */
+	PX_CONN_RELAY,           /* SMB2-aware relay */
+	PX_CONN_OPAQUE,          /* byte relay for the rest of its life */
+	PX_CONN_DRAINING,        /* client gone; writing buffered data */
+	PX_CONN_CLOSED,
+};
+const char *px_conn_state_name(enum px_conn_state s);
+
+/* Global runtime shared by the listener, connections and control. */
+struct px_runtime {
+	struct ev_loop *loop;
+	struct pol_config *cfg;
+	const char *cfg_path;
+	bool stopping;
+	uint64_t next_conn_id;
+	struct px_conn *conns;      /* all live connections */
+};
+extern struct px_runtime px_rt;
+
+/* Accept a client socket; dst is where to connect upstream. */
+void px_conn_new(int cfd, const struct sockaddr_storage *peer,
+    const struct sockaddr_storage *dst);
+/* Close every connection (graceful: drain write-behind first). */
+void px_conn_shutdown_all(void);
+size_t px_conn_count(void);
+/* Render connection table (human or JSON) into f. */
+void px_conn_dump(FILE *f, bool json);
+
+/* ---- listener / control / daemon ----------------------------------------- */
+
+int px_listen_start(const struct pol_global *g) PX_MUSTCHECK;
+void px_listen_stop(void);
+/* Forward mode: re-resolve the upstream after a reload. */
+int px_listen_reload(const struct pol_global *g) PX_MUSTCHECK;
+int px_control_start(const char *path) PX_MUSTCHECK;
+void px_control_stop(void);
+void px_stats_dump(FILE *f, bool json);
+/* Reload the policy file; 0 on success (new policy in force). */
+int px_reload(void);
+int px_daemon_run(const char *cfg_path, bool foreground);
+
+/* address formatting helper: "1.2.3.4:445" / "[::1]:445" */
+const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,
+    size_t len);
+double px_now_ms(void);
+
+#endif

@@ -1,0 +1,1155 @@
+/*
+ * relay.c - what each SMB2 message means to the proxy, and what it does
+ * with it: forward, absorb (write-behind), or wait for a flush first.
+ *
+ * The relay model (DESIGN.md section 3): client message ids are never
+ * renumbered.  Absorbed requests are answered here and donate their ids to
+ * the connection's pool; the proxy's own upstream requests (coalesced
+ * writes, ECHOs) spend only those ids.  Grants of forwarded responses pass
+ * through unchanged; grants of proxy requests go to the bank (S - C), from
+ * which synthesized responses grant.
+ *
+ * A frame that cannot be handled yet (a flush must complete first) is left
+ * at the head of the client's input buffer: px_relay_client_frame returns
+ * PX_RC_STALL, reading from the client stops, and the frame is handled
+ * again from scratch once px_relay_stall_cleared() says so.  Nothing is
+ * recorded in the ledger until a frame is actually forwarded or absorbed,
+ * so handling a frame twice is harmless.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+
+#include "proxy/conn.h"
+
+#define SMB2_UNIT (64 * 1024)   /* one credit's worth of payload */
+
+static void try_send_delayed(struct px_conn *c);
+static void spend_pool(struct px_conn *c);
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static bool
+large_mtu(const struct px_conn *c)
+{
+	return c->led.dialect >= SMB2_DIALECT_0210 &&
+	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
+	    (c->led.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU);
+}
+
+/* Largest payload of one proxy WRITE. */
+static size_t
+max_write_unit(const struct px_conn *c, const struct px_tree *t)
+{
+	size_t lim = t ? t->policy.coalesce_size : 1024 * 1024;
+
+	if (!large_mtu(c))
+		lim = lim < SMB2_UNIT ? lim : SMB2_UNIT;
+	if (c->led.max_write && lim > c->led.max_write)
+		lim = c->led.max_write;
+	return lim;
+}
+
+static const struct pol_global *
+glob(void)
+{
+	return pol_global(px_rt.cfg);
+}
+
+static bool
+open_busy(const struct px_open *o)
+{
+	return o->wb.len > 0 || o->wb_inflight > 0;
+}
+
+bool
+px_relay_quiet(const struct px_conn *c)
+{
+	const struct px_open *o;
+
+	if (c->proxy_inflight || c->delayed || c->led.pool.count)
+		return false;
+	for (o = c->led.opens; o; o = o->next)
+		if (open_busy(o))
+			return false;
+	return true;
+}
+
+static void
+wb_account(struct px_conn *c, int64_t delta)
+{
+	c->wb_bytes = (uint64_t)((int64_t)c->wb_bytes + delta);
+	px_stats.wb_bytes_now = (uint64_t)((int64_t)px_stats.wb_bytes_now + delta);
+	if (px_stats.wb_bytes_now > px_stats.wb_bytes_peak)
+		px_stats.wb_bytes_peak = px_stats.wb_bytes_now;
+}
+
+static const char *
+tree_share(struct px_conn *c, const struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+
+	return t ? t->share : "?";
+}
+
+/* ---- proxy-originated requests -------------------------------------------------- */
+
+static struct px_pending *
+proxy_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
+{
+	struct px_pending *p = px_pending_add(&c->led, mid);
+
+	if (p == NULL)
+		return NULL;
+	p->command = cmd;
+	p->charge = charge;
+	p->origin = PX_ORIGIN_PROXY;
+	c->proxy_inflight++;
+	return p;
+}
+
+/*
+ * Send the buffered extent of o upstream as one or more WRITEs, each
+ * spending a contiguous run of donated ids as its CreditCharge.
+ */
+static void
+flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	size_t unit = max_write_unit(c, t), pos = 0, len;
+	uint64_t off;
+	uint8_t *data;
+
+	if (o->wb.len == 0)
+		return;
+	px_stats.flushes[cause]++;
+	data = co_extent_take(&o->wb, &off, &len);
+	while (pos < len) {
+		uint64_t lo, run;
+		size_t n, need, cap;
+		uint8_t *dst;
+		struct smb2_hdr_out h;
+		struct px_pending *p;
+
+		run = co_pool_take_run(&c->led.pool,
+		    large_mtu(c) ? 0xFFFF : 1, &lo);
+		if (run == 0) {
+			/* cannot happen while ids are only spent on data or,
+			 * with no data left, on ECHOs; keep the rest buffered */
+			log_warnx("conn=%llu flush of share=%s file=%s starved "
+			    "of message ids, %zu bytes kept",
+			    (unsigned long long)c->id, tree_share(c, o),
+			    o->name, len - pos);
+			if (co_extent_append(&o->wb, off + pos, data + pos,
+			    len - pos, px_now_ms()) == -1)
+				log_warnx("conn=%llu lost %zu bytes",
+				    (unsigned long long)c->id, len - pos);
+			break;
+		}
+		cap = large_mtu(c) ? (size_t)run * SMB2_UNIT : SMB2_UNIT;
+		n = len - pos;
+		if (n > cap)
+			n = cap;
+		if (n > unit)
+			n = unit;
+		need = 64 + 48 + n;
+		if (px_buf_reserve(&c->srv.out, need + PX_NBSS_HDR) == -1)
+			goto nomem;
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_WRITE;
+		h.credit_charge = large_mtu(c) ? (uint16_t)run : 1;
+		h.credit = 1;
+		h.message_id = lo;
+		h.tree_id = o->tree_id;
+		h.session_id = o->session_id;
+		dst = c->srv.out.data + c->srv.out.tail;
+		if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
+		    c->srv.out.cap - c->srv.out.tail - PX_NBSS_HDR, &h, &o->fid,
+		    off + pos, data + pos, (uint32_t)n, 0) != need)
+			goto nomem;
+		px_frame_put_hdr(dst, need);
+		c->srv.out.tail += need + PX_NBSS_HDR;
+		px_stats.bytes_c2s += need + PX_NBSS_HDR;
+		if (!ev_is_active(&c->srv.wio) && c->srv.fd != -1)
+			ev_io_start(px_rt.loop, &c->srv.wio);
+		if ((p = proxy_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
+			goto nomem;
+		p->fid = o->fid;
+		p->u.io.offset = off + pos;
+		p->u.io.length = (uint32_t)n;
+		p->u.io.open = o;
+		if (o->wb_inflight++ == 0) {
+			o->wb_inflight_lo = off + pos;
+			o->wb_inflight_hi = off + pos + n;
+		} else {
+			if (off + pos < o->wb_inflight_lo)
+				o->wb_inflight_lo = off + pos;
+			if (off + pos + n > o->wb_inflight_hi)
+				o->wb_inflight_hi = off + pos + n;
+		}
+		o->wb_inflight_bytes += n;
+		/* ids of this run beyond the first stay with this request; at
+		 * 2.0.2 the run is one id */
+		c->up_writes++;
+		c->up_write_bytes += n;
+		px_stats.upstream_writes++;
+		px_stats.upstream_write_bytes += n;
+		pos += n;
+	}
+	free(data);
+	px_stats.pool_ids_now = c->led.pool.count;
+	return;
+nomem:
+	log_warnx("conn=%llu out of memory flushing share=%s file=%s "
+	    "offset=%llu length=%zu: data lost", (unsigned long long)c->id,
+	    tree_share(c, o), o->name, (unsigned long long)(off + pos),
+	    len - pos);
+	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
+	wb_account(c, -(int64_t)(len - pos));
+	free(data);
+}
+
+/* Spend leftover donated ids on ECHOs; only when no data is buffered, so
+ * that buffered data always has ids to travel with. */
+static void
+spend_pool(struct px_conn *c)
+{
+	struct px_open *o;
+
+	if (c->led.pool.count == 0 || c->srv.fd == -1)
+		return;
+	for (o = c->led.opens; o; o = o->next)
+		if (o->wb.len)
+			return;
+	while (c->led.pool.count) {
+		uint64_t lo, run;
+		uint8_t msg[64 + 4];
+		struct smb2_hdr_out h;
+
+		run = co_pool_take_run(&c->led.pool, large_mtu(c) ? 0xFFFF : 1,
+		    &lo);
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_ECHO;
+		h.credit_charge = (uint16_t)run;
+		h.credit = 1;
+		h.message_id = lo;
+		if (px_smb2_echo_req_encode(msg, sizeof(msg), &h) == 0 ||
+		    px_conn_send(&c->srv, msg, sizeof(msg)) == -1 ||
+		    proxy_pending(c, lo, SMB2_ECHO, (uint16_t)run) == NULL) {
+			log_warnx("conn=%llu cannot send ECHO for ids %llu+%llu",
+			    (unsigned long long)c->id, (unsigned long long)lo,
+			    (unsigned long long)run);
+			break;
+		}
+		px_stats.upstream_echoes++;
+	}
+	px_stats.pool_ids_now = c->led.pool.count;
+}
+
+void
+px_relay_flush_all(struct px_conn *c, enum co_flush_cause cause)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next)
+		flush_open(c, o, cause);
+	spend_pool(c);
+}
+
+/* Flush every open naming the same file as o (o included). */
+static void
+flush_same_file(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	struct px_open *x;
+
+	for (x = c->led.opens; x; x = x->next)
+		if (x == o || (x->tree_id == o->tree_id && x->name && o->name &&
+		    strcasecmp(x->name, o->name) == 0))
+			flush_open(c, x, cause);
+	spend_pool(c);
+}
+
+static bool
+same_file_idle(struct px_conn *c, const struct px_open *o)
+{
+	const struct px_open *x;
+
+	for (x = c->led.opens; x; x = x->next)
+		if ((x == o || (x->tree_id == o->tree_id && x->name && o->name &&
+		    strcasecmp(x->name, o->name) == 0)) && open_busy(x))
+			return false;
+	return true;
+}
+
+/* ---- cross-connection coherence (DESIGN.md section 4) ------------------------- */
+
+static bool
+same_server(const struct px_conn *a, const struct px_conn *b)
+{
+	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
+		return false;
+	return memcmp(&a->dst_addr, &b->dst_addr,
+	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0;
+}
+
+/* Does name lie in directory dir (or equal it when exact)? */
+static bool
+path_match(const char *name, const char *dir, bool in_dir)
+{
+	size_t n = strlen(dir);
+
+	if (!in_dir)
+		return strcasecmp(name, dir) == 0;
+	if (n == 0)
+		return strchr(name, '\\') == NULL;
+	return strncasecmp(name, dir, n) == 0 && name[n] == '\\' &&
+	    strchr(name + n + 1, '\\') == NULL;
+}
+
+/*
+ * Flush opens on other connections to the same server and share whose
+ * file is `name` (or lies in directory `name` when in_dir).  Returns true
+ * when some were busy (the caller waits).
+ */
+static bool
+peers_flush(struct px_conn *c, const char *share, const char *name,
+    bool in_dir)
+{
+	struct px_conn *x;
+	bool busy = false;
+
+	for (x = px_conn_first(); x; x = x->next) {
+		struct px_open *o;
+		bool hit = false;
+
+		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next) {
+			if (!open_busy(o) || o->name == NULL ||
+			    strcasecmp(tree_share(x, o), share) != 0 ||
+			    !path_match(o->name, name, in_dir))
+				continue;
+			flush_open(x, o, CO_FLUSH_PEER);
+			hit = true;
+		}
+		if (hit) {
+			spend_pool(x);
+			busy = true;
+		}
+	}
+	return busy;
+}
+
+static bool
+peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
+{
+	struct px_conn *x;
+
+	for (x = px_conn_first(); x; x = x->next) {
+		struct px_open *o;
+
+		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (open_busy(o) && o->name &&
+			    strcasecmp(tree_share(x, o), share) == 0 &&
+			    path_match(o->name, name, in_dir))
+				return false;
+	}
+	return true;
+}
+
+/* Wake connections whose stalled frame waits on other connections. */
+static void
+kick_peer_waiters(struct px_conn *c)
+{
+	struct px_conn *x, *next;
+
+	for (x = px_conn_first(); x; x = next) {
+		next = x->next;
+		if (x != c && x->stall == PX_STALL_PEERS)
+			px_conn_kick(x);
+	}
+}
+
+/* ---- synthesized responses ------------------------------------------------------ */
+
+static int
+send_synth(struct px_conn *c, struct smb2_hdr_out *h, uint32_t count,
+    bool error)
+{
+	uint8_t msg[64 + 17 + 8];
+	size_t n;
+
+	h->flags |= SMB2_FLAGS_SERVER_TO_REDIR;
+	if (error)
+		n = px_smb2_error_rsp_encode(msg, sizeof(msg), h);
+	else
+		n = px_smb2_write_rsp_encode(msg, sizeof(msg), h, count);
+	if (n == 0)
+		return -1;
+	c->led.cr.C += h->credit;
+	if (c->led.cr.client_outstanding)
+		c->led.cr.client_outstanding--;
+	return px_conn_send(&c->cli, msg, n);
+}
+
+/*
+ * Answer an absorbed request, or queue the answer when granting from the
+ * bank would leave the client with no credits and nothing in flight.
+ */
+static int
+answer_absorbed(struct px_conn *c, const struct smb2_hdr *rq, uint32_t status,
+    uint32_t count)
+{
+	struct px_delayed *d;
+	struct smb2_hdr_out h;
+	uint16_t grant;
+
+	memset(&h, 0, sizeof(h));
+	h.command = rq->command;
+	h.credit_charge = rq->credit_charge;
+	h.status = status;
+	h.message_id = rq->message_id;
+	h.tree_id = rq->tree_id;
+	h.session_id = rq->session_id;
+	if (c->delayed == NULL && co_synth_grant(&c->led.cr, rq->credit, &grant)) {
+		h.credit = grant;
+		return send_synth(c, &h, count, status != NT_STATUS_SUCCESS);
+	}
+	if ((d = calloc(1, sizeof(*d))) == NULL)
+		return -1;
+	d->h = h;
+	d->credit_request = rq->credit;
+	d->count = count;
+	*c->delayed_tail = d;
+	c->delayed_tail = &d->next;
+	c->ndelayed++;
+	px_stats.delayed_responses++;
+	/* the bank refills only from responses to proxy requests */
+	px_relay_flush_all(c, CO_FLUSH_CREDITS);
+	return 0;
+}
+
+static void
+try_send_delayed(struct px_conn *c)
+{
+	struct px_delayed *d;
+	uint16_t grant;
+
+	while ((d = c->delayed) != NULL) {
+		if (!co_synth_grant(&c->led.cr, d->credit_request, &grant) &&
+		    c->proxy_inflight > 0)
+			return; /* more grants are on their way */
+		/* with nothing in flight nothing will refill the bank: grant
+		 * what there is (the client may have none left, but waiting
+		 * would never end) */
+		d->h.credit = grant;
+		c->delayed = d->next;
+		if (c->delayed == NULL)
+			c->delayed_tail = &c->delayed;
+		c->ndelayed--;
+		if (send_synth(c, &d->h, d->count,
+		    d->h.status != NT_STATUS_SUCCESS) == -1)
+			log_warnx("conn=%llu cannot send delayed response",
+			    (unsigned long long)c->id);
+		free(d);
+	}
+}
+
+/* ---- write absorption --------------------------------------------------------- */
+
+static size_t
+coalesce_limit(const struct px_conn *c, const struct px_tree *t)
+{
+	size_t lim = (size_t)t->policy.coalesce_size;
+
+	if (!large_mtu(c) && lim > SMB2_UNIT)
+		lim = SMB2_UNIT;
+	if (c->led.max_write && lim > c->led.max_write)
+		lim = c->led.max_write;
+	return lim;
+}
+
+enum absorb_rc { AB_FORWARD = 0, AB_DONE, AB_STALL, AB_FAIL };
+
+/*
+ * Try to absorb a standalone WRITE.  AB_FORWARD: forward it; AB_DONE:
+ * absorbed and answered (or queued); AB_STALL: wait; AB_FAIL: out of memory.
+ */
+static enum absorb_rc
+try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_write_req w;
+	struct px_session *s;
+	struct px_tree *t;
+	struct px_open *o;
+	struct co_open_facts of;
+	struct co_write_facts wf;
+	enum co_absorb ab;
+	uint64_t charge;
+	size_t lim;
+
+	if (px_smb2_write_req_decode(e, &w) == -1)
+		return AB_FORWARD;
+	if ((o = px_open_find(&c->led, &w.file_id)) == NULL ||
+	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
+	    o->closed)
+		return AB_FORWARD;
+	s = px_session_find(&c->led, h->session_id);
+	t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	if (s == NULL || t == NULL || !s->established)
+		return AB_FORWARD;
+	/* a deferred error is reported on the next WRITE (DESIGN.md 4) */
+	if (o->failed_status && !open_busy(o))
+		return AB_FORWARD;
+
+	memset(&of, 0, sizeof(of));
+	of.write_access = px_open_write_access(o);
+	of.write_through = (o->create_options & FILE_WRITE_THROUGH) != 0;
+	of.write_caching = px_open_write_caching(o);
+	of.locked = o->locked;
+	of.breaking = o->breaking;
+	memset(&wf, 0, sizeof(wf));
+	wf.offset = w.offset;
+	wf.length = w.length;
+	wf.flags = w.flags;
+	wf.channel = w.channel;
+	wf.standalone = true;
+	wf.signed_or_sealed = (h->flags & SMB2_FLAGS_SIGNED) ||
+	    s->signing_required || s->encrypt ||
+	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+	lim = coalesce_limit(c, t);
+	ab = co_write_decide((enum co_gate)t->policy.write_behind, &of, &wf, lim);
+	if (ab != CO_ABSORB)
+		return AB_FORWARD;
+	/* the ids must be ones the client was granted */
+	charge = h->credit_charge ? h->credit_charge : 1;
+	if (!large_mtu(c))
+		charge = 1;
+	if (h->message_id + charge > c->led.cr.C || h->message_id < 1 ||
+	    px_pending_find(&c->led, h->message_id) != NULL)
+		return AB_FORWARD;
+
+	/* memory: global budget and per-open cap; wait for flushes */
+	if (px_stats.wb_bytes_now + w.length > glob()->write_behind_memory ||
+	    o->wb.len + o->wb_inflight_bytes + w.length >
+	    t->policy.write_behind_per_open) {
+		if (!open_busy(o) && c->wb_bytes == 0)
+			return AB_FORWARD; /* others hold the memory: no wait */
+		px_relay_flush_all(c, CO_FLUSH_MEMORY);
+		c->stall = PX_STALL_MEMORY;
+		c->stall_fid = o->fid;
+		c->stall_mem = o->wb_inflight_bytes + o->wb.len;
+		return AB_STALL;
+	}
+	/* not contiguous: send what is buffered first */
+	if (!co_extent_fits(&o->wb, w.offset, w.length, lim)) {
+		bool overlaps_inflight = o->wb_inflight > 0;
+
+		flush_open(c, o, o->wb.len && w.offset == o->wb.off + o->wb.len ?
+		    CO_FLUSH_FULL : CO_FLUSH_NONCONTIG);
+		/* never let a new buffer race an older write in flight that
+		 * it might overlap (smbd may complete writes out of order) */
+		if (overlaps_inflight && !(w.offset >= o->wb_inflight_hi ||
+		    w.offset + w.length <= o->wb_inflight_lo)) {
+			c->stall = PX_STALL_OPEN_IDLE;
+			c->stall_fid = o->fid;
+			spend_pool(c);
+			return AB_STALL;
+		}
+	}
+	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+		px_relay_flush_all(c, CO_FLUSH_POOL);
+		return AB_FORWARD;
+	}
+	if (co_extent_append(&o->wb, w.offset, w.data, w.length,
+	    px_now_ms()) == -1)
+		return AB_FAIL;
+	if (o->wb.len == w.length)
+		px_conn_arm_timer(c);
+	wb_account(c, (int64_t)w.length);
+	if (h->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + charge;
+	c->led.cr.client_outstanding++;
+	c->absorbed++;
+	px_stats.writes_absorbed++;
+	px_stats.bytes_absorbed += w.length;
+	px_stats.pool_ids_now = c->led.pool.count;
+	if (answer_absorbed(c, h, NT_STATUS_SUCCESS, w.length) == -1)
+		return AB_FAIL;
+	if (o->wb.len >= lim)
+		flush_open(c, o, CO_FLUSH_FULL);
+	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	    c->led.window))
+		px_relay_flush_all(c, CO_FLUSH_POOL);
+	return AB_DONE;
+}
+
+/* ---- client requests ---------------------------------------------------------- */
+
+/* Commands that name one open and observe or change only that file. */
+static bool
+file_scoped(uint16_t cmd)
+{
+	switch (cmd) {
+	case SMB2_READ: case SMB2_WRITE: case SMB2_FLUSH: case SMB2_CLOSE:
+	case SMB2_LOCK: case SMB2_QUERY_INFO: case SMB2_SET_INFO:
+	case SMB2_OPLOCK_BREAK: case SMB2_CHANGE_NOTIFY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Commands that cannot observe file data at all. */
+static bool
+harmless(uint16_t cmd)
+{
+	switch (cmd) {
+	case SMB2_NEGOTIATE: case SMB2_SESSION_SETUP: case SMB2_ECHO:
+	case SMB2_CANCEL: case SMB2_TREE_CONNECT:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Before forwarding request h: is there absorbed state it could observe?
+ * Triggers the flushes and returns true when the frame must wait.
+ */
+static bool
+must_wait(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, bool compound)
+{
+	struct smb2_fileid fid;
+	struct px_open *o;
+
+	if (!compound && harmless(h->command))
+		return false;
+	if (!compound && file_scoped(h->command) &&
+	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+	    (o = px_open_find(&c->led, &fid)) != NULL) {
+		bool rename = false;
+
+		if (h->command == SMB2_SET_INFO) {
+			struct smb2_set_info_req si;
+
+			if (px_smb2_set_info_req_decode(e, &si) == -1 ||
+			    si.info_class == FILE_RENAME_INFORMATION ||
+			    si.info_class == FILE_DISPOSITION_INFORMATION)
+				rename = true;
+		}
+		if (!rename) {
+			if (same_file_idle(c, o))
+				return false;
+			flush_same_file(c, o, CO_FLUSH_REQUEST);
+			c->stall = PX_STALL_OPEN_IDLE;
+			c->stall_fid = o->fid;
+			return true;
+		}
+	}
+	if (px_relay_quiet(c))
+		return false;
+	px_relay_flush_all(c, CO_FLUSH_OBSERVE);
+	c->stall = PX_STALL_CONN_IDLE;
+	return true;
+}
+
+/* Cross-connection rule for CREATE, QUERY_DIRECTORY, rename and delete. */
+static bool
+must_wait_peers(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct px_tree *t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	struct smb2_fileid fid;
+	struct px_open *o;
+	const char *name = NULL;
+	bool in_dir = false;
+	struct smb2_create_req *cr = NULL;
+	bool busy = false;
+
+	if (t == NULL || px_rt.conns == NULL || px_rt.conns->next == NULL)
+		return false;
+	if (h->command == SMB2_CREATE) {
+		if ((cr = malloc(sizeof(*cr))) == NULL)
+			return false;
+		if (px_smb2_create_req_decode(e, cr) == 0)
+			name = cr->name;
+	} else if ((h->command == SMB2_QUERY_DIRECTORY ||
+	    h->command == SMB2_SET_INFO) &&
+	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
+		if (h->command == SMB2_QUERY_DIRECTORY) {
+			name = o->name;
+			in_dir = true;
+		} else {
+			struct smb2_set_info_req si;
+
+			if (px_smb2_set_info_req_decode(e, &si) == 0 &&
+			    (si.info_class == FILE_RENAME_INFORMATION ||
+			    si.info_class == FILE_DISPOSITION_INFORMATION ||
+			    si.info_class == FILE_END_OF_FILE_INFORMATION))
+				name = o->name;
+		}
+	}
+	if (name && !peers_idle(c, t->share, name, in_dir)) {
+		peers_flush(c, t->share, name, in_dir);
+		c->stall = PX_STALL_PEERS;
+		busy = true;
+	}
+	free(cr);
+	return busy;
+}
+
+bool
+px_relay_stall_cleared(struct px_conn *c)
+{
+	struct px_open *o;
+	bool ok = false;
+
+	switch (c->stall) {
+	case PX_STALL_NONE:
+		return true;
+	case PX_STALL_OPEN_IDLE:
+		o = px_open_find(&c->led, &c->stall_fid);
+		ok = o == NULL || same_file_idle(c, o);
+		break;
+	case PX_STALL_CONN_IDLE:
+		ok = px_relay_quiet(c);
+		break;
+	case PX_STALL_PEERS:
+		/* re-evaluated from scratch when the frame is handled again */
+		ok = true;
+		break;
+	case PX_STALL_MEMORY:
+		/* some memory was given back, or this open holds none: handle
+		 * the frame again; it waits once more if still over */
+		o = px_open_find(&c->led, &c->stall_fid);
+		ok = o == NULL || !open_busy(o) ||
+		    px_stats.wb_bytes_now < glob()->write_behind_memory / 2 ||
+		    o->wb_inflight_bytes + o->wb.len < c->stall_mem;
+		break;
+	case PX_STALL_CREDITS:
+		ok = c->delayed == NULL;
+		break;
+	}
+	if (ok)
+		c->stall = PX_STALL_NONE;
+	return ok;
+}
+
+/* The client sent something the relay cannot follow: flush, spend the
+ * pool, wait for quiet, then relay opaquely from this frame on. */
+static enum px_rc
+client_opaque(struct px_conn *c, enum px_opaque_reason r, const char *detail,
+    const uint8_t *frame, size_t len)
+{
+	if (!px_relay_quiet(c)) {
+		px_relay_flush_all(c, CO_FLUSH_OPAQUE);
+		c->stall = PX_STALL_CONN_IDLE;
+		return PX_RC_STALL;
+	}
+	px_conn_go_opaque(c, r, detail);
+	return px_conn_send_frame(&c->srv, frame, len) == 0 ? PX_RC_DONE :
+	    PX_RC_CLOSE;
+}
+
+/* Deferred error of an open: answer a WRITE or FLUSH with it. */
+static bool
+deferred_error(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum absorb_rc *rc)
+{
+	struct smb2_fileid fid;
+	struct px_open *o;
+	uint32_t st;
+
+	if ((h->command != SMB2_WRITE && h->command != SMB2_FLUSH) ||
+	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
+	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
+	    open_busy(o) || o->session_id != h->session_id ||
+	    h->message_id + 1 > c->led.cr.C ||
+	    px_pending_find(&c->led, h->message_id) != NULL ||
+	    (h->flags & SMB2_FLAGS_SIGNED))
+		return false;
+	st = o->failed_status;
+	o->failed_status = 0;
+	log_warnx("conn=%llu share=%s file=%s deferred write error 0x%08x "
+	    "reported on %s", (unsigned long long)c->id, tree_share(c, o),
+	    o->name, st, px_smb2_cmd_name(h->command));
+	if (co_pool_add(&c->led.pool, h->message_id,
+	    large_mtu(c) && h->credit_charge ? h->credit_charge : 1) == -1) {
+		*rc = AB_FORWARD;
+		return false;
+	}
+	if (h->message_id + 1 > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + 1;
+	c->led.cr.client_outstanding++;
+	*rc = answer_absorbed(c, h, st, 0) == 0 ? AB_DONE : AB_FAIL;
+	spend_pool(c);
+	return true;
+}
+
+enum px_rc
+px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
+{
+	const uint8_t *msg = frame + PX_NBSS_HDR;
+	size_t mlen = len - PX_NBSS_HDR, off;
+	struct smb2_hdr h, first;
+	struct smb2_elem e;
+	struct smb2_fileid related;
+	int n, i;
+	bool compound;
+
+	switch (px_classify(msg, mlen)) {
+	case PX_MAGIC_SMB2:
+		break;
+	case PX_MAGIC_SMB1:
+		if (!c->smb2_seen) {
+			/* multi-protocol negotiate: the server may answer in
+			 * SMB2 (MS-SMB2 3.3.5.3); decide on its answer */
+			c->led.smb1_negotiate = true;
+			px_stats.requests[SMB2_NCMDS]++;
+			return px_conn_send_frame(&c->srv, frame, len) == 0 ?
+			    PX_RC_DONE : PX_RC_CLOSE;
+		}
+		return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
+		    "detail=smb1-after-smb2", frame, len);
+	case PX_MAGIC_TRANSFORM:
+		return client_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, NULL, frame,
+		    len);
+	case PX_MAGIC_COMPRESSED:
+		return client_opaque(c, PX_OPAQUE_COMPRESSED, NULL, frame, len);
+	default:
+		return client_opaque(c, PX_OPAQUE_UNKNOWN_MAGIC, NULL, frame, len);
+	}
+
+	n = px_smb2_compound_count(msg, mlen);
+	if (n < 1 || px_smb2_hdr_decode(msg, mlen, 0, &first) == -1)
+		return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
+		    "detail=bad-smb2-header", frame, len);
+	if (first.is_response)
+		return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
+		    "detail=response-from-client", frame, len);
+	compound = n > 1;
+	c->smb2_seen = true;
+
+	/* standalone WRITE: the absorb path */
+	e.hdr = msg;
+	e.len = first.elem_len;
+	if (!compound && c->state == PX_CONN_RELAY) {
+		enum absorb_rc ar = AB_FORWARD;
+
+		if (deferred_error(c, &first, &e, &ar)) {
+			if (ar == AB_FAIL)
+				return PX_RC_CLOSE;
+			px_stats.requests[first.command]++;
+			return PX_RC_DONE;
+		}
+		if (first.command == SMB2_WRITE) {
+			ar = try_absorb_write(c, &first, &e);
+			if (ar == AB_DONE) {
+				px_stats.requests[SMB2_WRITE]++;
+				return PX_RC_DONE;
+			}
+			if (ar == AB_STALL)
+				return PX_RC_STALL;
+			if (ar == AB_FAIL)
+				return PX_RC_CLOSE;
+		}
+		if (first.command == SMB2_CANCEL) {
+			/* CANCEL of an absorbed request: drop it (rule 6) */
+			if (!(first.flags & SMB2_FLAGS_ASYNC_COMMAND) &&
+			    px_pending_find(&c->led, first.message_id) == NULL &&
+			    first.message_id < c->led.cr.client_next) {
+				px_stats.requests[SMB2_CANCEL]++;
+				return PX_RC_DONE;
+			}
+		}
+	}
+
+	/* anything else is forwarded, after what it could observe is flushed */
+	if (c->stall == PX_STALL_NONE) {
+		for (off = 0, i = 0; i < n; i++) {
+			if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
+				break;
+			e.hdr = msg + off;
+			e.len = h.elem_len;
+			if (must_wait(c, &h, &e, compound) ||
+			    must_wait_peers(c, &h, &e))
+				return PX_RC_STALL;
+			off += h.elem_len;
+		}
+	}
+
+	memset(&related, 0xFF, sizeof(related));
+	for (off = 0, i = 0; i < n; i++) {
+		struct px_pending *p;
+
+		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
+			break;
+		e.hdr = msg + off;
+		e.len = h.elem_len;
+		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
+		    SMB2_NCMDS]++;
+		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
+		if (p && h.command == SMB2_CLOSE) {
+			struct px_open *o = px_open_find(&c->led, &p->fid);
+
+			if (o) {
+				o->closed = true;
+				if (o->failed_status) {
+					log_warnx("conn=%llu share=%s file=%s "
+					    "deferred write error 0x%08x "
+					    "reported on CLOSE",
+					    (unsigned long long)c->id,
+					    tree_share(c, o), o->name,
+					    o->failed_status);
+					p->u.io.length = o->failed_status;
+					p->u.io.offset = UINT64_MAX; /* marker */
+				}
+			}
+		}
+		if (h.command == SMB2_WRITE)
+			px_stats.writes_forwarded++;
+		off += h.elem_len;
+	}
+	return px_conn_send_frame(&c->srv, frame, len) == 0 ? PX_RC_DONE :
+	    PX_RC_CLOSE;
+}
+
+/* ---- server messages ------------------------------------------------------------- */
+
+static void
+proxy_response(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct px_open *o, *x;
+
+	if (c->proxy_inflight)
+		c->proxy_inflight--;
+	if (p->command != SMB2_WRITE)
+		return;
+	/* the open may have gone (session or tree torn down server-side) */
+	for (x = c->led.opens; x && x != p->u.io.open; x = x->next)
+		;
+	o = x;
+	wb_account(c, -(int64_t)p->u.io.length);
+	if (o) {
+		o->wb_inflight--;
+		o->wb_inflight_bytes -= p->u.io.length;
+	}
+	if (h->status == NT_STATUS_SUCCESS) {
+		struct smb2_write_rsp wr;
+
+		if (px_smb2_write_rsp_decode(e, &wr) == 0 &&
+		    wr.count == p->u.io.length)
+			return;
+	}
+	px_stats.deferred_errors++;
+	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
+	    "write failed status=0x%08x: acknowledged data lost, error "
+	    "deferred to the next WRITE, FLUSH or CLOSE",
+	    (unsigned long long)c->id, o ? tree_share(c, o) : "?",
+	    o && o->name ? o->name : "?",
+	    (unsigned long long)p->u.io.offset, p->u.io.length,
+	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status);
+	if (o && !o->failed_status)
+		o->failed_status = h->status == NT_STATUS_SUCCESS ?
+		    NT_STATUS_DISK_FULL : h->status;
+}
+
+/* Rewrite a CLOSE response into an error response carrying the deferred
+ * status, keeping the server's grant. */
+static int
+close_with_error(struct px_conn *c, const struct smb2_hdr *h, uint32_t st)
+{
+	struct smb2_hdr_out o;
+	uint8_t msg[64 + 9 + 8];
+	size_t n;
+
+	memset(&o, 0, sizeof(o));
+	o.command = SMB2_CLOSE;
+	o.credit_charge = h->credit_charge;
+	o.credit = h->credit;
+	o.status = st;
+	o.flags = SMB2_FLAGS_SERVER_TO_REDIR;
+	o.message_id = h->message_id;
+	o.tree_id = h->tree_id;
+	o.session_id = h->session_id;
+	if ((n = px_smb2_error_rsp_encode(msg, sizeof(msg), &o)) == 0)
+		return -1;
+	return px_conn_send(&c->cli, msg, n);
+}
+
+enum px_rc
+px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
+{
+	const uint8_t *msg = frame + PX_NBSS_HDR;
+	size_t mlen = len - PX_NBSS_HDR, off;
+	struct smb2_fileid last_create;
+	bool forward = true, replaced = false, kick = false;
+	int n, i;
+
+	switch (px_classify(msg, mlen)) {
+	case PX_MAGIC_SMB2:
+		break;
+	case PX_MAGIC_SMB1:
+		if (c->led.smb1_negotiate && !c->smb2_seen) {
+			px_conn_go_opaque(c, PX_OPAQUE_SMB1, NULL);
+			return px_conn_send_frame(&c->cli, frame, len) == 0 ?
+			    PX_RC_DONE : PX_RC_CLOSE;
+		}
+		/* FALLTHROUGH */
+	default:
+		if (!px_relay_quiet(c))
+			log_warnx("conn=%llu server sent an undecodable message "
+			    "with write-behind state outstanding",
+			    (unsigned long long)c->id);
+		px_conn_go_opaque(c, px_classify(msg, mlen) == PX_MAGIC_TRANSFORM ?
+		    PX_OPAQUE_ENCRYPTED_NO_KEY : PX_OPAQUE_DECODE_ERROR,
+		    "detail=server-message");
+		return px_conn_send_frame(&c->cli, frame, len) == 0 ?
+		    PX_RC_DONE : PX_RC_CLOSE;
+	}
+
+	n = px_smb2_compound_count(msg, mlen);
+	if (n < 1) {
+		px_conn_go_opaque(c, PX_OPAQUE_DECODE_ERROR,
+		    "detail=bad-server-header");
+		return px_conn_send_frame(&c->cli, frame, len) == 0 ?
+		    PX_RC_DONE : PX_RC_CLOSE;
+	}
+	c->smb2_seen = true;
+	c->led.smb1_negotiate = false;
+	memset(&last_create, 0xFF, sizeof(last_create));
+	for (off = 0, i = 0; i < n; i++) {
+		struct smb2_hdr h;
+		struct smb2_elem e;
+		struct px_pending *p;
+		bool interim;
+
+		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
+			break;
+		e.hdr = msg + off;
+		e.len = h.elem_len;
+		off += h.elem_len;
+		if (h.message_id == SMB2_NOTIFY_MESSAGE_ID &&
+		    h.command == SMB2_OPLOCK_BREAK) {
+			struct smb2_oplock_break b;
+
+			px_ledger_break(&c->led, &e);
+			/* write back before the client acknowledges (3.2.5.19) */
+			if (px_smb2_oplock_break_decode(&e, &b) == 0) {
+				struct px_open *o;
+
+				for (o = c->led.opens; o; o = o->next)
+					if (o->breaking && o->wb.len)
+						flush_open(c, o, CO_FLUSH_BREAK);
+				spend_pool(c);
+			}
+			continue;
+		}
+		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
+		    &interim);
+		if (p && p->origin == PX_ORIGIN_PROXY) {
+			/* proxy requests are never compounded with the
+			 * client's: the whole message is ours */
+			forward = false;
+			if (!interim) {
+				proxy_response(c, &h, &e, p);
+				px_pending_free(p);
+				kick = true;
+			}
+			continue;
+		}
+		if (p && !interim && p->command == SMB2_CLOSE &&
+		    p->u.io.offset == UINT64_MAX && n == 1) {
+			/* deferred write error reported on CLOSE; the CLOSE
+			 * itself went to the server, so no handle leaks */
+			if (close_with_error(c, &h, p->u.io.length) == -1) {
+				px_pending_free(p);
+				return PX_RC_CLOSE;
+			}
+			replaced = true;
+		}
+		if (p && !interim)
+			px_pending_free(p);
+	}
+	if (forward && !replaced &&
+	    px_conn_send_frame(&c->cli, frame, len) == -1)
+		return PX_RC_CLOSE;
+	if (kick) {
+		try_send_delayed(c);
+		/* pool ids left over once everything is flushed */
+		spend_pool(c);
+		px_stats.pool_ids_now = c->led.pool.count;
+		if (c->stall != PX_STALL_NONE)
+			px_conn_kick(c);
+		kick_peer_waiters(c);
+	}
+	return PX_RC_DONE;
+}
+
+/* ---- timers and teardown -------------------------------------------------------- */
+
+double
+px_relay_timer(struct px_conn *c, double now_ms)
+{
+	struct px_open *o;
+	double next = 0;
+	bool flushed = false;
+
+	for (o = c->led.opens; o; o = o->next) {
+		struct px_tree *t;
+		double idle, age, due;
+
+		if (o->wb.len == 0)
+			continue;
+		t = px_tree_find(&c->led, o->session_id, o->tree_id);
+		idle = o->wb.last_ms + (t ? t->policy.flush_idle_ms : 200);
+		age = o->wb.first_ms + (t ? t->policy.flush_max_age_ms : 2000);
+		if (now_ms >= idle || now_ms >= age) {
+			flush_open(c, o, now_ms >= idle ? CO_FLUSH_IDLE :
+			    CO_FLUSH_AGE);
+			flushed = true;
+			continue;
+		}
+		due = idle < age ? idle : age;
+		if (next == 0 || due < next)
+			next = due;
+	}
+	if (flushed)
+		spend_pool(c);
+	return next;
+}
+
+void
+px_relay_free(struct px_conn *c)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next) {
+		if (o->wb.len || o->wb_inflight_bytes) {
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%zu closed with write-behind data not "
+			    "acknowledged by the server",
+			    (unsigned long long)c->id, tree_share(c, o), o->name,
+			    (unsigned long long)o->wb.off,
+			    o->wb.len + (size_t)o->wb_inflight_bytes);
+			wb_account(c, -(int64_t)(o->wb.len + o->wb_inflight_bytes));
+		}
+	}
+	while (c->delayed) {
+		struct px_delayed *d = c->delayed;
+
+		c->delayed = d->next;
+		free(d);
+	}
+	c->delayed_tail = &c->delayed;
+	kick_peer_waiters(c);
+}

@@ -1,0 +1,492 @@
+# tests/integration/lib.sh - common harness for integration tests (bash).
+#
+# Sourced by every tests/integration/t_*.sh.  A test exits 0 (pass), 1 (fail)
+# or 77 (skip).  The harness gives each test:
+#   - a private temporary directory $T, removed on exit;
+#   - a private smbd on 127.0.0.1:$SMBD_PORT (start_smbd), shares [share]
+#     ($SHARE_DIR) and [dur] ($DUR_DIR), user smbtest%testpass;
+#   - the proxy on 127.0.0.1:$PROXY_PORT (start_proxy): bin/smbaccel, or
+#     haproxy in TCP mode as a stand-in when PROXY_IMPL=haproxy;
+#   - client helpers (smbc, smbdd_run) that each use their own $HOME;
+#   - assertions (fail, assert_eq, ...) that show the daemon logs on failure.
+# Everything started here is stopped by pid in cleanup(), even on failure:
+# smbd by the pid in its pid directory (it runs in its own session, never
+# with --no-process-group), everything else by the pid recorded at start.
+
+set -u
+
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP=$(cd "$TESTS_DIR/../.." && pwd)
+TEST_NAME=$(basename "$0" .sh)
+PY=/usr/bin/python3
+SMBACCEL=${SMBACCEL:-$TOP/bin/smbaccel}
+SMBACCELCTL=${SMBACCELCTL:-$TOP/bin/smbaccelctl}
+SMBDD=${SMBDD:-$TOP/bin/smbdd}
+PROXY_IMPL=${PROXY_IMPL:-smbaccel}
+RESULTS_DIR=${RESULTS_DIR:-}
+SMB_USER=smbtest
+SMB_PASS=testpass
+export PROXY_IMPL
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/smbaccel-$TEST_NAME.XXXXXX") || exit 1
+chmod 0755 "$T"
+SMBD_DIR=$T/smbd
+SMBD_CONF=$SMBD_DIR/smb.conf
+SMBD_LOG=$SMBD_DIR/log/smbd.log
+SHARE_DIR=$T/share
+DUR_DIR=$T/dur
+PROXY_CONF=$T/smbaccel.conf
+PROXY_LOG=$T/proxy.log
+CTL_SOCK=$T/control.sock
+CTL="$SMBACCELCTL -s $CTL_SOCK"
+SMBD_PORT=
+PROXY_PORT=
+PROXY_PID=
+SMBD_PID=
+BG_PIDS=
+NETNS_LIST=
+PROXY_NETNS=
+export T SHARE_DIR DUR_DIR SMBD_PORT PROXY_PORT CTL CTL_SOCK
+
+# Let run-all.sh find our leftovers if we are killed without cleanup.
+[ -n "$RESULTS_DIR" ] && [ -d "$RESULTS_DIR" ] && echo "$T" > "$RESULTS_DIR/$TEST_NAME.tmpdir"
+
+# ---------------------------------------------------------------- messages
+
+info() { printf '%s [%s] %s\n' "$(date +%T)" "$TEST_NAME" "$*"; }
+
+show_logs() {
+	if [ -n "$PROXY_PORT" ] && [ -f "$PROXY_LOG" ]; then
+		echo "---- last 30 lines of proxy log ($PROXY_IMPL) ----"
+		tail -n 30 "$PROXY_LOG"
+	fi
+	if [ -f "$SMBD_LOG" ]; then
+		echo "---- last 30 lines of smbd log ----"
+		tail -n 30 "$SMBD_LOG"
+	fi
+}
+
+# fail MSG: report, show the logs, exit 1 (cleanup runs from the EXIT trap).
+fail() {
+	echo "FAIL [$TEST_NAME]: $*"
+	show_logs
+	exit 1
+}
+
+# skip MSG: exit 77.
+skip() {
+	echo "SKIP [$TEST_NAME]: $*"
+	exit 77
+}
+
+assert_eq() {	# assert_eq EXPECTED ACTUAL WHAT
+	[ "$1" = "$2" ] || fail "${3:-value}: expected '$1', got '$2'"
+}
+
+assert_ge() {	# assert_ge MIN ACTUAL WHAT   (integers)
+	[ "$2" -ge "$1" ] 2>/dev/null || fail "${3:-value}: expected >= $1, got '$2'"
+}
+
+assert_file_eq() {	# assert_file_eq EXPECTED_FILE ACTUAL_FILE WHAT
+	local a b
+	[ -f "$2" ] || fail "${3:-file}: $2 does not exist"
+	a=$(sha256 "$1"); b=$(sha256 "$2")
+	[ "$a" = "$b" ] || fail "${3:-file}: sha256 $b of $2 differs from $a of $1"
+}
+
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
+
+# require_smbaccel WHAT: skip the rest when the stand-in relay is in use.
+is_smbaccel() { [ "$PROXY_IMPL" = smbaccel ]; }
+require_smbaccel() {
+	is_smbaccel || skip "${1:-this test} needs bin/smbaccel (PROXY_IMPL=$PROXY_IMPL)"
+}
+
+# ---------------------------------------------------------------- cleanup
+
+# stop_pid PID [SECONDS]: SIGTERM, wait, then SIGKILL.
+stop_pid() {
+	local pid=$1 n=$(( ${2:-5} * 10 ))
+	kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null
+	while [ $n -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 0.1; n=$((n - 1))
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+smbd_pid_from_file() {
+	local f
+	for f in "$SMBD_DIR"/pid/*.pid; do
+		[ -f "$f" ] && { tr -dc '0-9' < "$f"; return 0; }
+	done
+	return 1
+}
+
+# stop_smbd: SIGTERM the main smbd by its pid file; then anything left in
+# its process group (children, samba-dcerpcd), again by pid.
+stop_smbd() {
+	local pid p n
+	pid=${SMBD_PID:-$(smbd_pid_from_file)}
+	[ -n "$pid" ] || return 0
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null
+		n=100
+		while [ $n -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+			sleep 0.1; n=$((n - 1))
+		done
+		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	fi
+	# smbd -D made itself a session (and group) leader: pgid == pid.
+	for p in $(ps -e -o pid=,pgid= | awk -v g="$pid" '$2 == g && $1 != g {print $1}'); do
+		kill -KILL "$p" 2>/dev/null
+	done
+	SMBD_PID=
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	set +e
+	local p
+	for p in $BG_PIDS; do stop_pid "$p" 2; done
+	[ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 5
+	stop_smbd
+	for p in $NETNS_LIST; do ip netns del "$p" 2>/dev/null; done
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$RESULTS_DIR" ] && [ -d "$RESULTS_DIR" ]; then
+		mkdir -p "$RESULTS_DIR/$TEST_NAME.logs"
+		cp -f "$PROXY_LOG" "$PROXY_CONF" "$SMBD_CONF" "$RESULTS_DIR/$TEST_NAME.logs/" 2>/dev/null
+		cp -rf "$SMBD_DIR/log" "$RESULTS_DIR/$TEST_NAME.logs/smbd-log" 2>/dev/null
+		cp -f "$T"/*.log "$RESULTS_DIR/$TEST_NAME.logs/" 2>/dev/null
+	fi
+	if [ -n "${KEEP_TMP:-}" ]; then
+		echo "kept $T"
+	else
+		rm -rf "$T"
+	fi
+	[ -n "$RESULTS_DIR" ] && rm -f "$RESULTS_DIR/$TEST_NAME.tmpdir"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# bg CMD...: run in the background, remember the pid for cleanup ($! is set).
+bg() {
+	"$@" &
+	BG_PIDS="$BG_PIDS $!"
+}
+
+# ---------------------------------------------------------------- ports
+
+# free_port: print an unused TCP port on 127.0.0.1 below the ephemeral
+# range, never one handed out before in this test.
+free_port() {
+	"$PY" - "$T/.ports" <<'EOF'
+import random, socket, sys
+path = sys.argv[1]
+try:
+    used = {int(x) for x in open(path).read().split()}
+except FileNotFoundError:
+    used = set()
+for _ in range(500):
+    p = random.randint(20000, 32000)
+    if p in used:
+        continue
+    ok = True
+    for addr in ("127.0.0.1", "0.0.0.0"):
+        s = socket.socket()
+        try:
+            s.bind((addr, p))
+        except OSError:
+            ok = False
+        finally:
+            s.close()
+    if ok:
+        open(path, "a").write("%d\n" % p)
+        print(p)
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+# port_open PORT [NETNS]: true if something accepts on 127.0.0.1:PORT.
+port_open() {
+	${2:+ip netns exec "$2"} timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+}
+
+# wait_port PORT SECONDS [PID [NETNS]]: wait until PORT accepts; false on
+# timeout or when PID has died.
+wait_port() {
+	local port=$1 n=$(( $2 * 10 )) pid=${3:-} ns=${4:-}
+	while [ $n -gt 0 ]; do
+		port_open "$port" "$ns" && return 0
+		[ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && return 1
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# make_netns: create a network namespace with only lo (up); its name is
+# left in $NETNS.  Deleted by cleanup.  Nothing in it can reach another host.
+make_netns() {
+	NETNS=sa-$$-$RANDOM
+	ip netns add "$NETNS" || skip "cannot create a network namespace"
+	NETNS_LIST="$NETNS_LIST $NETNS"
+	ip netns exec "$NETNS" ip link set lo up || fail "cannot bring up lo in $NETNS"
+}
+
+# ---------------------------------------------------------------- smbd
+
+ensure_test_user() {
+	id "$SMB_USER" >/dev/null 2>&1 && return 0
+	useradd -M -s /usr/sbin/nologin "$SMB_USER" ||
+	    id "$SMB_USER" >/dev/null 2>&1 || fail "cannot create user $SMB_USER"
+}
+
+# start_smbd [smb.conf lines for [global]...]: start a private smbd.
+start_smbd() {
+	local l
+	ensure_test_user
+	SMBD_PORT=$(free_port) || fail "no free port for smbd"
+	export SMBD_PORT
+	mkdir -p "$SMBD_DIR"/pid "$SMBD_DIR"/lock "$SMBD_DIR"/state \
+	    "$SMBD_DIR"/cache "$SMBD_DIR"/private "$SMBD_DIR"/ncalrpc \
+	    "$SMBD_DIR"/binddns "$SMBD_DIR"/log "$SHARE_DIR" "$DUR_DIR"
+	chmod 0700 "$SMBD_DIR"/private
+	chown "$SMB_USER" "$SHARE_DIR" "$DUR_DIR"
+	{
+		cat <<EOF
+[global]
+	workgroup = SMBACCEL
+	netbios name = SMBACCELTEST
+	server role = standalone server
+	interfaces = 127.0.0.1
+	bind interfaces only = yes
+	smb ports = $SMBD_PORT
+	disable netbios = yes
+	pid directory = $SMBD_DIR/pid
+	lock directory = $SMBD_DIR/lock
+	state directory = $SMBD_DIR/state
+	cache directory = $SMBD_DIR/cache
+	private dir = $SMBD_DIR/private
+	ncalrpc dir = $SMBD_DIR/ncalrpc
+	binddns dir = $SMBD_DIR/binddns
+	log file = $SMBD_LOG
+	max log size = 0
+	log level = ${SMBD_LOG_LEVEL:-1}
+	passdb backend = tdbsam:$SMBD_DIR/private/passdb.tdb
+	map to guest = never
+	ea support = yes
+	vfs objects = acl_xattr streams_xattr
+	server min protocol = SMB2_02
+	load printers = no
+	printing = bsd
+	printcap name = /dev/null
+	disable spoolss = yes
+	usershare max shares = 0
+EOF
+		for l in "$@"; do printf '\t%s\n' "$l"; done
+		cat <<EOF
+
+[share]
+	path = $SHARE_DIR
+	read only = no
+
+[dur]
+	path = $DUR_DIR
+	read only = no
+	kernel oplocks = no
+	kernel share modes = no
+	posix locking = no
+EOF
+	} > "$SMBD_CONF"
+	testparm -s "$SMBD_CONF" >"$SMBD_DIR/testparm.out" 2>&1 ||
+	    { cat "$SMBD_DIR/testparm.out"; fail "testparm rejects $SMBD_CONF"; }
+	printf '%s\n%s\n' "$SMB_PASS" "$SMB_PASS" |
+	    smbpasswd -c "$SMBD_CONF" -s -a "$SMB_USER" >"$SMBD_DIR/smbpasswd.out" 2>&1 ||
+	    { cat "$SMBD_DIR/smbpasswd.out"; fail "smbpasswd failed"; }
+	# -D: daemon in its own session.  Never --no-process-group (SMB-NOTES).
+	smbd -s "$SMBD_CONF" -D </dev/null >"$SMBD_DIR/smbd.stdout" 2>&1 ||
+	    fail "smbd did not start: $(cat "$SMBD_DIR/smbd.stdout")"
+	wait_port "$SMBD_PORT" 20 || fail "smbd is not accepting on port $SMBD_PORT"
+	SMBD_PID=$(smbd_pid_from_file) || fail "smbd wrote no pid file"
+	info "smbd pid $SMBD_PID on 127.0.0.1:$SMBD_PORT"
+}
+
+# ---------------------------------------------------------------- proxy
+
+# write_proxy_conf FILE [lines...]: the minimal smbaccel config, then the
+# extra lines; a [share share] section with write_behind = always is added
+# unless PROXY_SHARE_SECTION=no.  PROXY_UPSTREAM overrides the upstream.
+write_proxy_conf() {
+	local f=$1 l; shift
+	{
+		echo "[global]"
+		echo "listen = 127.0.0.1:$PROXY_PORT"
+		echo "upstream = ${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}"
+		echo "mode = forward"
+		echo "control_socket = $CTL_SOCK"
+		for l in "$@"; do echo "$l"; done
+		if [ "${PROXY_SHARE_SECTION:-yes}" != no ]; then
+			echo ""
+			echo "[share share]"
+			echo "write_behind = always"
+		fi
+	} > "$f"
+}
+
+write_haproxy_conf() {
+	local up=${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}
+	cat > "$PROXY_CONF" <<EOF
+global
+	log stderr format raw local0 info
+	maxconn 1000
+defaults
+	mode tcp
+	log global
+	option tcplog
+	timeout connect ${HAPROXY_CONNECT_TIMEOUT:-5s}
+	retries 0
+	timeout client 10m
+	timeout server 10m
+frontend smb
+	bind 127.0.0.1:$PROXY_PORT
+	default_backend up
+backend up
+	server up $up
+EOF
+}
+
+# start_proxy [extra config lines...]: start the proxy (PROXY_IMPL) in the
+# foreground, logging to $PROXY_LOG; waits until it accepts.  With
+# PROXY_NETNS set it runs inside that network namespace.
+start_proxy() {
+	local nsx=
+	[ -n "$PROXY_NETNS" ] && nsx="ip netns exec $PROXY_NETNS"
+	[ -n "$PROXY_PORT" ] || PROXY_PORT=$(free_port) || fail "no free port for proxy"
+	export PROXY_PORT
+	case $PROXY_IMPL in
+	smbaccel)
+		[ -x "$SMBACCEL" ] || fail "$SMBACCEL not built (run make, or PROXY_IMPL=haproxy)"
+		write_proxy_conf "$PROXY_CONF" "$@"
+		$nsx "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
+		PROXY_PID=$!
+		;;
+	haproxy)
+		write_haproxy_conf
+		$nsx haproxy -f "$PROXY_CONF" -db </dev/null >>"$PROXY_LOG" 2>&1 &
+		PROXY_PID=$!
+		;;
+	*)	fail "unknown PROXY_IMPL=$PROXY_IMPL" ;;
+	esac
+	wait_port "$PROXY_PORT" 10 "$PROXY_PID" "$PROXY_NETNS" ||
+	    fail "$PROXY_IMPL is not accepting on port $PROXY_PORT"
+	info "$PROXY_IMPL pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> ${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}"
+}
+
+# stop_proxy: SIGTERM and wait; sets PROXY_RC to its exit status.
+stop_proxy() {
+	PROXY_RC=
+	[ -n "$PROXY_PID" ] || return 0
+	kill -TERM "$PROXY_PID" 2>/dev/null
+	local n=100
+	while [ $n -gt 0 ] && kill -0 "$PROXY_PID" 2>/dev/null; do
+		sleep 0.1; n=$((n - 1))
+	done
+	kill -0 "$PROXY_PID" 2>/dev/null && kill -KILL "$PROXY_PID" 2>/dev/null
+	wait "$PROXY_PID" 2>/dev/null
+	PROXY_RC=$?
+	PROXY_PID=
+}
+
+proxy_alive() { [ -n "$PROXY_PID" ] && kill -0 "$PROXY_PID" 2>/dev/null; }
+
+# ctl ARGS...: bin/smbaccelctl on this test's control socket.
+ctl() { "$SMBACCELCTL" -s "$CTL_SOCK" "$@"; }
+
+# stat_get JSON_PATH: one number from `smbaccelctl stats --json`, e.g.
+# stat_get opaque.smb1 (0 when the key is absent).
+stat_get() {
+	ctl stats --json | "$PY" -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v.get(k, 0) if isinstance(v, dict) else 0
+print(v if v is not None else 0)' "$1"
+}
+
+# proxy_rss_kb: VmRSS of the proxy process in KiB.
+proxy_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$PROXY_PID/status"; }
+
+# ---------------------------------------------------------------- clients
+
+# client_home NAME [smb.conf lines...]: make $T/home-NAME/.smb/smb.conf and
+# print the HOME path.  libsmbclient reads $HOME/.smb/smb.conf.
+client_home() {
+	local h=$T/home-$1 l; shift
+	mkdir -p "$h/.smb"
+	{
+		echo "[global]"
+		echo "	client min protocol = SMB2_02"
+		echo "	client max protocol = SMB3_11"
+		echo "	client use kerberos = off"
+		echo "	client signing = default"
+		echo "	client smb encrypt = default"
+		echo "	workgroup = SMBACCEL"
+		echo "	log level = 1"
+		for l in "$@"; do echo "	$l"; done
+	} > "$h/.smb/smb.conf"
+	echo "$h"
+}
+
+# smbc PORT PROTO COMMANDS [smbclient args...]: smbclient on //127.0.0.1/share
+# (SMBC_SHARE overrides), forcing the dialect PROTO as both min and max.
+smbc() {
+	local port=$1 proto=$2 cmds=$3; shift 3
+	local home=${SMBC_HOME:-$(client_home default)}
+	HOME=$home smbclient "//127.0.0.1/${SMBC_SHARE:-share}" -p "$port" \
+	    -U "$SMB_USER%$SMB_PASS" -m "$proto" \
+	    --option="client min protocol=$proto" \
+	    --option="client max protocol=$proto" \
+	    -c "$cmds" "$@"
+}
+
+# smb_url PORT PATH: URL for smbdd (libsmbclient).
+smb_url() { echo "smb://127.0.0.1:$1/${SMBC_SHARE:-share}/$2"; }
+
+# smbdd_run write|read PORT PATH BLOCK COUNT [args...]
+smbdd_run() {
+	local op=$1 port=$2 path=$3 bs=$4 count=$5; shift 5
+	[ -x "$SMBDD" ] || fail "$SMBDD not built"
+	local home=${SMBC_HOME:-$(client_home smbdd)}
+	HOME=$home "$SMBDD" "$op" "$(smb_url "$port" "$path")" "$bs" "$count" \
+	    -U "$SMB_USER%$SMB_PASS" "$@"
+}
+
+# random_file PATH MIB: PATH gets MIB MiB of random bytes.
+random_file() {
+	head -c "$(( $2 * 1048576 ))" /dev/urandom > "$1" || fail "cannot create $1"
+}
+
+# log_has REGEX: the proxy log has a matching line.
+log_has() { grep -Eq -- "$1" "$PROXY_LOG"; }
+
+# wait_log REGEX SECONDS
+wait_log() {
+	local n=$(( $2 * 10 ))
+	while [ $n -gt 0 ]; do
+		log_has "$1" && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+# mbps BYTES SECONDS
+mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.001; printf "%.1f", b / s / 1e6 }'; }
+
+# now: seconds since the epoch with fractions.
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }

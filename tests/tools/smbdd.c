@@ -1,0 +1,580 @@
+/*
+ * smbdd - dd-style SMB client on libsmbclient: the "unmodified client doing
+ * small writes" of the tests and benchmarks.
+ *
+ *   smbdd write|read|verify URL BLOCK COUNT [options]
+ *
+ * write creates/truncates URL and writes COUNT blocks of BLOCK bytes; read
+ * reads them back and checks every byte against the pattern; verify is read
+ * plus a check that the file is exactly COUNT*BLOCK bytes long.
+ *
+ * The data is a function of (seed, absolute offset) only: byte o is byte
+ * o%8 (little-endian) of mix64(seed, o/8).  It has no period at any power
+ * of two, so a block written at the wrong offset, two blocks swapped, or a
+ * stale block is caught by read, whatever BLOCK and order were used.
+ *
+ * Exit status: 0 ok, 1 libsmbclient/system error, 2 usage, 3 data mismatch
+ * (wrong byte, unexpected EOF, wrong size).  The last line on stdout is
+ *   bytes=N seconds=S MBps=M ops=N cpu_user=U cpu_sys=Y cpu_per_op_us=Z
+ * with MB = 1e6 bytes; seconds run from the return of smbc_open() to the
+ * return of smbc_close(), so connection setup is not counted but a flush
+ * on close is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The Makefile adds no samba include path; this header needs none. */
+#include <samba-4.0/libsmbclient.h>
+
+enum dd_mode {
+	DD_WRITE = 0,
+	DD_READ,
+	DD_VERIFY,
+};
+
+enum {
+	EX_OK = 0,
+	EX_ERR = 1,
+	EX_USAGE = 2,
+	EX_MISMATCH = 3,
+};
+
+struct dd_opts {
+	enum dd_mode	 mode;
+	const char	*url;
+	size_t		 block;
+	uint64_t	 count;
+	uint64_t	 seed;
+	char		 user[256];
+	char		 pass[256];
+	char		 domain[256];
+	const char	*proto_min;
+	const char	*proto_max;
+	bool		 random_order;
+	bool		 quiet;
+	bool		 progress;
+	bool		 strict_close;
+	bool		 no_verify;
+	int		 debug;
+	uint16_t	 port;		/* -p; 0: from URL or 445 */
+};
+
+static struct dd_opts opt;
+static SMBCCTX *ctx;		/* the one libsmbclient context */
+
+static void die(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
+static void
+die(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("smbdd: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(status);
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: smbdd write|read|verify smb://host[:port]/share/path BLOCK COUNT [options]\n"
+	    "  BLOCK    bytes per I/O, suffix K or M (1024-based)\n"
+	    "  -U user%%pass  credentials (default $SMBDD_USER/$SMBDD_PASS, else testuser%%testpass)\n"
+	    "  -W domain      workgroup/domain for the login\n"
+	    "  -p port        TCP port (alternative to host:port in the URL)\n"
+	    "  -s seed        pattern seed (default 1)\n"
+	    "  -r             random block order (seeded permutation)\n"
+	    "  -m [MIN:]MAX   client max (and min) protocol, e.g. SMB2_02, SMB3_11\n"
+	    "  -n             read: do not verify the data\n"
+	    "  -f             write: after close, stat the file and check its size\n"
+	    "  -P             progress line on stderr every 0.5 s\n"
+	    "  -q             quiet: only errors and the result line\n"
+	    "  -D level       libsmbclient debug level (to stderr)\n");
+	exit(EX_USAGE);
+}
+
+/* Splitmix64 finaliser over (seed, word index): a bijection of the word
+ * index for a fixed seed, so no two words of one file repeat by design. */
+static inline uint64_t
+mix64(uint64_t seed, uint64_t w)
+{
+	uint64_t z = w * 0x9E3779B97F4A7C15ULL + (seed ^ 0xD1B54A32D192ED03ULL) *
+	    0xBF58476D1CE4E5B9ULL;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static inline uint8_t
+pattern_byte(uint64_t seed, uint64_t off)
+{
+	return (uint8_t)(mix64(seed, off >> 3) >> (8 * (off & 7)));
+}
+
+/* Fill buf with the pattern bytes of file offsets [off, off+len). */
+static void
+pattern_fill(uint8_t *buf, uint64_t off, size_t len, uint64_t seed)
+{
+	size_t i = 0;
+
+	while (i < len && ((off + i) & 7) != 0) {
+		buf[i] = pattern_byte(seed, off + i);
+		i++;
+	}
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = mix64(seed, (off + i) >> 3);
+		uint8_t b[8];
+		int k;
+
+		for (k = 0; k < 8; k++)
+			b[k] = (uint8_t)(v >> (8 * k));
+		memcpy(buf + i, b, 8);
+	}
+	for (; i < len; i++)
+		buf[i] = pattern_byte(seed, off + i);
+}
+
+/* Parse a non-negative integer with an optional K/M/G suffix (1024-based). */
+static int
+parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (*s == '\0' || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s)
+		return -1;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		mul = 1024;
+		end++;
+		break;
+	case 'm': case 'M':
+		mul = 1024 * 1024;
+		end++;
+		break;
+	case 'g': case 'G':
+		mul = 1024ULL * 1024 * 1024;
+		end++;
+		break;
+	default:
+		return -1;
+	}
+	if (*end == 'i' || *end == 'B' || *end == 'b')	/* 1KiB, 1KB */
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end != '\0' || (v != 0 && mul > UINT64_MAX / v))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+static void
+set_cred(char *dst, size_t dstlen, const char *src)
+{
+	if (strlen(src) >= dstlen)
+		die(EX_USAGE, "credential too long");
+	strcpy(dst, src);
+}
+
+/* "user%pass" or "user"; the password never appears in messages. */
+static void
+parse_userpass(const char *s)
+{
+	const char *pct = strchr(s, '%');
+	size_t ulen = pct != NULL ? (size_t)(pct - s) : strlen(s);
+
+	if (ulen >= sizeof(opt.user))
+		die(EX_USAGE, "user name too long");
+	memcpy(opt.user, s, ulen);
+	opt.user[ulen] = '\0';
+	if (pct != NULL)
+		set_cred(opt.pass, sizeof(opt.pass), pct + 1);
+}
+
+static void
+auth_fn(SMBCCTX *c, const char *srv, const char *shr, char *wg, int wglen,
+    char *un, int unlen, char *pw, int pwlen)
+{
+	(void)c;
+	(void)srv;
+	(void)shr;
+	if (opt.domain[0] != '\0')
+		snprintf(wg, (size_t)wglen, "%s", opt.domain);
+	snprintf(un, (size_t)unlen, "%s", opt.user);
+	snprintf(pw, (size_t)pwlen, "%s", opt.pass);
+}
+
+static double
+now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seeded Fisher-Yates permutation of 0..n-1 (block indices for -r). */
+static uint64_t *
+make_order(uint64_t n, uint64_t seed)
+{
+	uint64_t *perm, i, state = seed ^ 0x5EEDF00DCAFEULL;
+
+	if (n > SIZE_MAX / sizeof(*perm))
+		die(EX_USAGE, "COUNT too large for -r");
+	perm = malloc((size_t)n * sizeof(*perm));
+	if (perm == NULL)
+		die(EX_ERR, "malloc: %s", strerror(errno));
+	for (i = 0; i < n; i++)
+		perm[i] = i;
+	for (i = n; i > 1; i--) {
+		uint64_t j, t;
+
+		state += 0x9E3779B97F4A7C15ULL;
+		j = mix64(0, state) % i;
+		t = perm[i - 1];
+		perm[i - 1] = perm[j];
+		perm[j] = t;
+	}
+	return perm;
+}
+
+struct progress {
+	double		 start;
+	double		 last;
+	uint64_t	 last_bytes;
+};
+
+static void
+progress_tick(struct progress *p, uint64_t bytes, bool final)
+{
+	double t = now_mono();
+
+	if (!final && t - p->last < 0.5)
+		return;
+	/* The running line shows the last interval, the final one the mean. */
+	if (final)
+		fprintf(stderr, "\r%10.1f MB  %8.1f MB/s average\n",
+		    (double)bytes / 1e6, t > p->start ?
+		    (double)bytes / 1e6 / (t - p->start) : 0.0);
+	else
+		fprintf(stderr, "\r%10.1f MB  %8.1f MB/s ", (double)bytes / 1e6,
+		    (double)(bytes - p->last_bytes) / 1e6 / (t - p->last));
+	p->last = t;
+	p->last_bytes = bytes;
+}
+
+/* Report the first differing byte of a block and exit 3. */
+static void
+mismatch(const uint8_t *got, const uint8_t *want, size_t len, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < len && got[i] == want[i]; i++)
+		;
+	die(EX_MISMATCH, "mismatch at offset %" PRIu64
+	    " (expected 0x%02x, got 0x%02x, seed %" PRIu64 ")",
+	    off + i, want[i], got[i], opt.seed);
+}
+
+/* Full write of one block; libsmbclient may return short counts. */
+static void
+write_block(SMBCFILE *f, const uint8_t *buf, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < opt.block) {
+		ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, buf + done,
+		    opt.block - done);
+
+		if (n < 0)
+			die(EX_ERR, "write at offset %" PRIu64 ": %s",
+			    off + done, strerror(errno));
+		if (n == 0)
+			die(EX_ERR, "write at offset %" PRIu64
+			    ": wrote 0 bytes", off + done);
+		done += (size_t)n;
+	}
+}
+
+static void
+read_block(SMBCFILE *f, uint8_t *buf, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < opt.block) {
+		ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, buf + done,
+		    opt.block - done);
+
+		if (n < 0)
+			die(EX_ERR, "read at offset %" PRIu64 ": %s",
+			    off + done, strerror(errno));
+		if (n == 0)
+			die(EX_MISMATCH, "unexpected EOF at offset %" PRIu64,
+			    off + done);
+		done += (size_t)n;
+	}
+}
+
+static void
+make_context(void)
+{
+	ctx = smbc_new_context();
+	if (ctx == NULL)
+		die(EX_ERR, "smbc_new_context: %s", strerror(errno));
+	smbc_setDebug(ctx, opt.debug);
+	smbc_setOptionDebugToStderr(ctx, 1);	/* stdout is for results */
+	smbc_setOptionUseKerberos(ctx, 0);
+	smbc_setOptionFallbackAfterKerberos(ctx, 1);
+	smbc_setOptionUseCCache(ctx, 0);
+	smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
+	smbc_setOptionOneSharePerServer(ctx, 1);
+	smbc_setFunctionAuthDataWithContext(ctx, auth_fn);
+	smbc_setUser(ctx, opt.user);
+	if (opt.port != 0)
+		smbc_setPort(ctx, opt.port);
+	if (opt.domain[0] != '\0')
+		smbc_setWorkgroup(ctx, opt.domain);
+	/*
+	 * smbc_init_context() loads $HOME/.smb/smb.conf if it exists and only
+	 * otherwise the system smb.conf; the tests give every client its own
+	 * HOME.  -m goes through lp_set_cmdline and overrides both.
+	 */
+	if (smbc_init_context(ctx) == NULL)
+		die(EX_ERR, "smbc_init_context: %s", strerror(errno));
+	if ((opt.proto_min != NULL || opt.proto_max != NULL) &&
+	    !smbc_setOptionProtocols(ctx, opt.proto_min, opt.proto_max))
+		die(EX_USAGE, "bad protocol in -m");
+}
+
+static void
+parse_args(int argc, char **argv)
+{
+	const char *env;
+	uint64_t v;
+	char *colon;
+	int c;
+
+	snprintf(opt.user, sizeof(opt.user), "testuser");
+	snprintf(opt.pass, sizeof(opt.pass), "testpass");
+	if ((env = getenv("SMBDD_USER")) != NULL)
+		set_cred(opt.user, sizeof(opt.user), env);
+	if ((env = getenv("SMBDD_PASS")) != NULL)
+		set_cred(opt.pass, sizeof(opt.pass), env);
+	opt.seed = 1;
+
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "write") == 0)
+		opt.mode = DD_WRITE;
+	else if (strcmp(argv[1], "read") == 0)
+		opt.mode = DD_READ;
+	else if (strcmp(argv[1], "verify") == 0)
+		opt.mode = DD_VERIFY;
+	else
+		usage();
+	argc--;
+	argv++;
+
+	/* Options may come before or after the positional arguments. */
+	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:h")) != -1) {
+		switch (c) {
+		case 'U':
+			parse_userpass(optarg);
+			break;
+		case 'W':
+			set_cred(opt.domain, sizeof(opt.domain), optarg);
+			break;
+		case 'p':
+			if (parse_size(optarg, &v) == -1 || v == 0 || v > 65535)
+				die(EX_USAGE, "bad port '%s'", optarg);
+			opt.port = (uint16_t)v;
+			break;
+		case 's':
+			if (parse_size(optarg, &opt.seed) == -1)
+				die(EX_USAGE, "bad seed '%s'", optarg);
+			break;
+		case 'r':
+			opt.random_order = true;
+			break;
+		case 'm':
+			if ((colon = strchr(optarg, ':')) != NULL) {
+				*colon = '\0';
+				opt.proto_min = optarg;
+				opt.proto_max = colon + 1;
+			} else
+				opt.proto_max = optarg;
+			break;
+		case 'n':
+			opt.no_verify = true;
+			break;
+		case 'f':
+			opt.strict_close = true;
+			break;
+		case 'P':
+			opt.progress = true;
+			break;
+		case 'q':
+			opt.quiet = true;
+			break;
+		case 'D':
+			if (parse_size(optarg, &v) == -1 || v > 10)
+				die(EX_USAGE, "bad debug level '%s'", optarg);
+			opt.debug = (int)v;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 3)
+		usage();
+	opt.url = argv[optind];
+	if (strncmp(opt.url, "smb://", 6) != 0)
+		die(EX_USAGE, "URL must start with smb://");
+	if (parse_size(argv[optind + 1], &v) == -1 || v == 0 ||
+	    v > 64 * 1024 * 1024)
+		die(EX_USAGE, "bad BLOCK '%s' (1 byte .. 64M)", argv[optind + 1]);
+	opt.block = (size_t)v;
+	if (parse_size(argv[optind + 2], &opt.count) == -1)
+		die(EX_USAGE, "bad COUNT '%s'", argv[optind + 2]);
+	if (opt.count != 0 && opt.block > (uint64_t)INT64_MAX / opt.count)
+		die(EX_USAGE, "BLOCK*COUNT too large");
+}
+
+int
+main(int argc, char **argv)
+{
+	SMBCFILE *f;
+	struct rusage ru;
+	struct progress prog;
+	struct stat st;
+	uint64_t *order = NULL, i, bytes = 0;
+	uint8_t *buf, *want;
+	double t0, t1, t_open, secs, cpu_u, cpu_s;
+	bool sequential;
+
+	parse_args(argc, argv);
+	make_context();
+
+	buf = malloc(opt.block);
+	want = malloc(opt.block);
+	if (buf == NULL || want == NULL)
+		die(EX_ERR, "malloc: %s", strerror(errno));
+	if (opt.random_order)
+		order = make_order(opt.count, opt.seed);
+	sequential = order == NULL;
+
+	t_open = now_mono();
+	f = smbc_getFunctionOpen(ctx)(ctx, opt.url, opt.mode == DD_WRITE ?
+	    O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY, 0644);
+	if (f == NULL)
+		die(EX_ERR, "open %s: %s", opt.url, strerror(errno));
+	t0 = now_mono();
+	t_open = t0 - t_open;
+
+	if (opt.mode == DD_VERIFY) {
+		uint64_t want_size = opt.block * opt.count;
+
+		if (smbc_getFunctionFstat(ctx)(ctx, f, &st) < 0)
+			die(EX_ERR, "fstat %s: %s", opt.url, strerror(errno));
+		if ((uint64_t)st.st_size != want_size)
+			die(EX_MISMATCH, "size of %s is %jd, expected %" PRIu64,
+			    opt.url, (intmax_t)st.st_size, want_size);
+	}
+
+	memset(&prog, 0, sizeof(prog));
+	prog.start = prog.last = t0;
+	for (i = 0; i < opt.count; i++) {
+		uint64_t blk = sequential ? i : order[i];
+		uint64_t off = blk * opt.block;
+
+		if (!sequential && smbc_getFunctionLseek(ctx)(ctx, f,
+		    (off_t)off, SEEK_SET) == (off_t)-1)
+			die(EX_ERR, "lseek to offset %" PRIu64 ": %s", off,
+			    strerror(errno));
+		if (opt.mode == DD_WRITE) {
+			pattern_fill(buf, off, opt.block, opt.seed);
+			write_block(f, buf, off);
+		} else {
+			read_block(f, buf, off);
+			if (!opt.no_verify || opt.mode == DD_VERIFY) {
+				pattern_fill(want, off, opt.block, opt.seed);
+				if (memcmp(buf, want, opt.block) != 0)
+					mismatch(buf, want, opt.block, off);
+			}
+		}
+		bytes += opt.block;
+		if (opt.progress)
+			progress_tick(&prog, bytes, false);
+	}
+
+	/* A write-behind cache may only report a lost write here. */
+	if (smbc_getFunctionClose(ctx)(ctx, f) < 0)
+		die(EX_ERR, "close %s after %" PRIu64 " bytes: %s", opt.url,
+		    bytes, strerror(errno));
+	t1 = now_mono();
+	if (opt.progress)
+		progress_tick(&prog, bytes, true);
+
+	if (opt.strict_close && opt.mode == DD_WRITE) {
+		if (smbc_getFunctionStat(ctx)(ctx, opt.url, &st) < 0)
+			die(EX_ERR, "stat %s after close: %s", opt.url,
+			    strerror(errno));
+		if ((uint64_t)st.st_size != opt.block * opt.count)
+			die(EX_MISMATCH, "size of %s after close is %jd, "
+			    "expected %" PRIu64, opt.url, (intmax_t)st.st_size,
+			    opt.block * opt.count);
+	}
+
+	if (getrusage(RUSAGE_SELF, &ru) == -1)
+		die(EX_ERR, "getrusage: %s", strerror(errno));
+	cpu_u = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	cpu_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	secs = t1 - t0;
+	if (!opt.quiet)
+		fprintf(stderr, "smbdd: %s %s: %" PRIu64 " x %zu bytes%s, "
+		    "open %.3f s, I/O+close %.3f s\n",
+		    opt.mode == DD_WRITE ? "wrote" : "read", opt.url,
+		    opt.count, opt.block, sequential ? "" : " (random order)",
+		    t_open, secs);
+	printf("bytes=%" PRIu64 " seconds=%.6f MBps=%.3f ops=%" PRIu64
+	    " cpu_user=%.3f cpu_sys=%.3f cpu_per_op_us=%.3f\n",
+	    bytes, secs, secs > 0 ? (double)bytes / 1e6 / secs : 0.0,
+	    opt.count, cpu_u, cpu_s,
+	    opt.count > 0 ? (cpu_u + cpu_s) * 1e6 / (double)opt.count : 0.0);
+
+	free(order);
+	order = NULL;
+	free(buf);
+	buf = NULL;
+	free(want);
+	want = NULL;
+	smbc_free_context(ctx, 1);
+	ctx = NULL;
+	return EX_OK;
+}

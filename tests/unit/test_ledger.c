@@ -1,0 +1,446 @@
+/*
+ * test_ledger.c - the message ledger: pending table, credit arithmetic
+ * (S, C, bank), sessions, trees, opens, breaks, inconsistency detection.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "proxy/proxy.h"
+#include "tests/unit/unit.h"
+
+struct msg {
+	uint8_t b[1024];
+	struct smb2_elem e;
+	struct smb2_hdr h;
+};
+
+/* Build one element: header from ho, then body bytes. */
+static void
+mk(struct msg *m, const struct smb2_hdr_out *ho, const uint8_t *body,
+    size_t blen)
+{
+	memset(m, 0, sizeof(*m));
+	px_smb2_hdr_encode(m->b, ho);
+	memcpy(m->b + 64, body, blen);
+	m->e.hdr = m->b;
+	m->e.len = 64 + blen;
+	CU_ASSERT_EQUAL_FATAL(px_smb2_hdr_decode(m->b, m->e.len, 0, &m->h), 0);
+}
+
+static struct smb2_hdr_out
+rq(uint16_t cmd, uint64_t mid, uint16_t charge, uint16_t credit)
+{
+	struct smb2_hdr_out h;
+
+	memset(&h, 0, sizeof(h));
+	h.command = cmd;
+	h.message_id = mid;
+	h.credit_charge = charge;
+	h.credit = credit;
+	h.session_id = 0x1234;
+	h.tree_id = 7;
+	return h;
+}
+
+static struct smb2_hdr_out
+rs(uint16_t cmd, uint64_t mid, uint16_t credit, uint32_t status)
+{
+	struct smb2_hdr_out h = rq(cmd, mid, 1, credit);
+
+	h.flags = SMB2_FLAGS_SERVER_TO_REDIR;
+	h.status = status;
+	return h;
+}
+
+static void
+client_req(struct px_ledger *l, const struct smb2_hdr_out *ho,
+    const uint8_t *body, size_t blen)
+{
+	struct msg m;
+
+	mk(&m, ho, body, blen);
+	(void)px_ledger_client_request(l, &m.h, &m.e, false, NULL);
+}
+
+static struct px_pending *
+server_rsp(struct px_ledger *l, const struct smb2_hdr_out *ho,
+    const uint8_t *body, size_t blen, bool *interim)
+{
+	struct msg m;
+	struct px_pending *p;
+	struct smb2_fileid last;
+	bool dummy;
+
+	mk(&m, ho, body, blen);
+	memset(&last, 0xff, sizeof(last));
+	px_ledger_server_response(l, &m.h, &m.e, &last, &p,
+	    interim ? interim : &dummy);
+	return p;
+}
+
+static const uint8_t echo_body[4] = { 4, 0, 0, 0 };
+static const uint8_t err_body[9] = { 9, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+/* ---- pending table ----------------------------------------------------- */
+
+static void
+test_pending_table(void)
+{
+	struct px_ledger l;
+	static uint8_t present[20000];
+	unsigned int seed = 12345, i, bad = 0;
+	uint64_t mid;
+
+	px_ledger_init(&l, 1);
+	memset(present, 0, sizeof(present));
+	for (i = 0; i < 200000; i++) {
+		seed = seed * 1103515245u + 12345u;
+		mid = (seed >> 8) % 20000;
+		if (present[mid]) {
+			struct px_pending *p = px_pending_find(&l, mid);
+
+			if (p == NULL || p->mid != mid)
+				bad++;
+			else {
+				px_pending_del(&l, p);
+				px_pending_free(p);
+				present[mid] = 0;
+			}
+		} else {
+			if (px_pending_find(&l, mid) != NULL)
+				bad++;
+			if (px_pending_add(&l, mid) == NULL)
+				bad++;
+			present[mid] = 1;
+		}
+	}
+	for (mid = 0; mid < 20000; mid++)
+		if ((px_pending_find(&l, mid) != NULL) != (present[mid] != 0))
+			bad++;
+	CU_ASSERT_EQUAL(bad, 0);
+	px_ledger_free(&l);
+}
+
+/* ---- credits ------------------------------------------------------------- */
+
+static void
+test_credit_flow(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+
+	px_ledger_init(&l, 1);
+	CU_ASSERT_EQUAL(l.cr.S, 1);
+	CU_ASSERT_EQUAL(l.cr.C, 1);
+	/* ECHO stands in for any request: mid 0 charge 0 asks 1 */
+	h = rq(SMB2_ECHO, 0, 0, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	CU_ASSERT_EQUAL(l.cr.client_next, 1);
+	CU_ASSERT_EQUAL(l.cr.client_outstanding, 1);
+	h = rs(SMB2_ECHO, 0, 31, 0);
+	p = server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	px_pending_free(p);
+	CU_ASSERT_EQUAL(l.cr.S, 32);
+	CU_ASSERT_EQUAL(l.cr.C, 32);
+	CU_ASSERT_EQUAL(l.cr.client_outstanding, 0);
+	CU_ASSERT_EQUAL(l.errors, 0);
+	/* a multi-credit request inside the window is fine ... */
+	h = rq(SMB2_ECHO, 1, 16, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	CU_ASSERT_EQUAL(l.errors, 0);
+	CU_ASSERT_EQUAL(l.cr.client_next, 17);
+	/* ... one reaching past C is an inconsistency */
+	h = rq(SMB2_ECHO, 17, 16, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	CU_ASSERT_EQUAL(l.errors, 1);
+	/* so is reusing an id still in flight */
+	h = rq(SMB2_ECHO, 1, 1, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	CU_ASSERT_EQUAL(l.errors, 2);
+	/* and a response nobody asked for */
+	h = rs(SMB2_ECHO, 999, 1, 0);
+	p = server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL);
+	CU_ASSERT_PTR_NULL(p);
+	CU_ASSERT_EQUAL(l.errors, 3);
+	/* a CANCEL consumes no credit and expects no response */
+	h = rq(SMB2_CANCEL, 1, 0, 0);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	CU_ASSERT_EQUAL(l.cr.client_next, 33);
+	px_ledger_free(&l);
+}
+
+static void
+test_bank_from_proxy_requests(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+
+	px_ledger_init(&l, 1);
+	l.cr.S = l.cr.C = 100;
+	/* a proxy-originated request: its grant goes to the bank only */
+	p = px_pending_add(&l, 50);
+	p->origin = PX_ORIGIN_PROXY;
+	p->command = SMB2_ECHO;
+	h = rs(SMB2_ECHO, 50, 8, 0);
+	p = server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	px_pending_free(p);
+	CU_ASSERT_EQUAL(l.cr.S, 108);
+	CU_ASSERT_EQUAL(l.cr.C, 100);
+	CU_ASSERT_EQUAL(co_bank(&l.cr), 8);
+	CU_ASSERT_TRUE(l.cr.C <= l.cr.S);
+	px_ledger_free(&l);
+}
+
+static void
+test_async_interim(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+	bool interim = false;
+
+	px_ledger_init(&l, 1);
+	l.cr.S = l.cr.C = 10;
+	h = rq(SMB2_ECHO, 3, 1, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	h = rs(SMB2_ECHO, 3, 1, NT_STATUS_PENDING);
+	h.flags |= SMB2_FLAGS_ASYNC_COMMAND;
+	p = server_rsp(&l, &h, err_body, sizeof(err_body), &interim);
+	CU_ASSERT_TRUE(interim);
+	CU_ASSERT_PTR_NOT_NULL(px_pending_find(&l, 3));
+	CU_ASSERT_EQUAL(l.cr.C, 11);          /* credits ride on the interim */
+	h = rs(SMB2_ECHO, 3, 0, 0);
+	h.flags |= SMB2_FLAGS_ASYNC_COMMAND;
+	p = server_rsp(&l, &h, echo_body, sizeof(echo_body), &interim);
+	CU_ASSERT_FALSE(interim);
+	CU_ASSERT_PTR_NOT_NULL(p);
+	px_pending_free(p);
+	CU_ASSERT_PTR_NULL(px_pending_find(&l, 3));
+	CU_ASSERT_EQUAL(l.cr.C, 11);
+	CU_ASSERT_EQUAL(l.errors, 0);
+	px_ledger_free(&l);
+}
+
+/* ---- trees and opens -------------------------------------------------------- */
+
+static size_t
+tcon_req_body(uint8_t *b, const char *path)
+{
+	size_t i, n = strlen(path);
+
+	memset(b, 0, 8);
+	px_put_u16(b, 9);
+	px_put_u16(b + 4, 64 + 8);
+	px_put_u16(b + 6, (uint16_t)(2 * n));
+	for (i = 0; i < n; i++)
+		px_put_u16(b + 8 + 2 * i, (uint16_t)path[i]);
+	return 8 + 2 * n;
+}
+
+static size_t
+create_req_body(uint8_t *b, const char *name, uint32_t access,
+    uint32_t options, uint8_t oplock)
+{
+	size_t i, n = strlen(name);
+
+	memset(b, 0, 56);
+	px_put_u16(b, 57);
+	b[3] = oplock;
+	px_put_u32(b + 4, 2);                 /* impersonation */
+	px_put_u32(b + 24, access);
+	px_put_u32(b + 32, 7);                /* share all */
+	px_put_u32(b + 36, FILE_OPEN_IF);
+	px_put_u32(b + 40, options);
+	px_put_u16(b + 44, 64 + 56);
+	px_put_u16(b + 46, (uint16_t)(2 * n));
+	for (i = 0; i < n; i++)
+		px_put_u16(b + 56 + 2 * i, (uint16_t)name[i]);
+	if (n == 0)
+		b[56] = 0, n = 1;
+	return 56 + 2 * n;
+}
+
+static size_t
+create_rsp_body(uint8_t *b, uint8_t oplock, uint64_t fid)
+{
+	memset(b, 0, 89);
+	px_put_u16(b, 89);
+	b[2] = oplock;
+	px_put_u32(b + 4, 2);                 /* FILE_CREATED */
+	px_put_u64(b + 64, fid);
+	px_put_u64(b + 72, fid + 100);
+	return 89;
+}
+
+static size_t
+fid_body(uint8_t *b, uint16_t ssize, uint64_t fid)
+{
+	memset(b, 0, ssize);
+	px_put_u16(b, ssize);
+	px_put_u64(b + 8, fid);
+	px_put_u64(b + 16, fid + 100);
+	return ssize;
+}
+
+static void
+test_tree_open_lifecycle(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+	struct px_tree *t;
+	struct px_open *o;
+	struct smb2_fileid fid = { 77, 177 };
+	uint8_t body[512];
+	size_t n;
+
+	struct pol_config *cfg = pol_load_string("[global]\nlisten = 127.0.0.1:1\n"
+	    "upstream = 127.0.0.1:2\n[share other]\nwrite_behind = always\n",
+	    "test", NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	px_ledger_init(&l, 1);
+	l.cfg = cfg;
+	l.cr.S = l.cr.C = 100;
+	h = rq(SMB2_TREE_CONNECT, 5, 1, 1);
+	n = tcon_req_body(body, "\\\\127.0.0.1\\Backup");
+	client_req(&l, &h, body, n);
+	memset(body, 0, 16);
+	px_put_u16(body, 16);
+	body[2] = SMB2_SHARE_TYPE_DISK;
+	px_put_u32(body + 12, 0x1f01ff);
+	h = rs(SMB2_TREE_CONNECT, 5, 1, 0);
+	p = server_rsp(&l, &h, body, 16, NULL);
+	px_pending_free(p);
+	t = px_tree_find(&l, 0x1234, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_STRING_EQUAL(t->server, "127.0.0.1");
+	CU_ASSERT_STRING_EQUAL(t->share, "Backup");
+	CU_ASSERT_EQUAL(t->maximal_access, 0x1f01ff);
+	CU_ASSERT_EQUAL(t->policy.write_behind, POL_GATE_LEASED); /* default */
+
+	/* CREATE asking for write access, with a batch oplock granted */
+	h = rq(SMB2_CREATE, 6, 1, 1);
+	n = create_req_body(body, "dir\\file.bin", GENERIC_WRITE, 0,
+	    SMB2_OPLOCK_LEVEL_BATCH);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CREATE, 6, 1, 0);
+	n = create_rsp_body(body, SMB2_OPLOCK_LEVEL_BATCH, 77);
+	p = server_rsp(&l, &h, body, n, NULL);
+	px_pending_free(p);
+	o = px_open_find(&l, &fid);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_STRING_EQUAL(o->name, "dir\\file.bin");
+	CU_ASSERT_TRUE(px_open_write_access(o));
+	CU_ASSERT_TRUE(px_open_write_caching(o));
+	CU_ASSERT_TRUE(px_open_read_caching(o));
+	CU_ASSERT_EQUAL(l.nopens, 1);
+
+	/* the server breaks to level II: absorption must stop */
+	h = rs(SMB2_OPLOCK_BREAK, SMB2_NOTIFY_MESSAGE_ID, 0, 0);
+	n = fid_body(body, 24, 77);
+	body[2] = SMB2_OPLOCK_LEVEL_II;
+	{
+		struct msg m;
+
+		mk(&m, &h, body, n);
+		px_ledger_break(&l, &m.e);
+	}
+	CU_ASSERT_TRUE(o->breaking);
+	/* the client acknowledges level II; the response settles it */
+	h = rq(SMB2_OPLOCK_BREAK, 7, 1, 1);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_OPLOCK_BREAK, 7, 1, 0);
+	p = server_rsp(&l, &h, body, n, NULL);
+	px_pending_free(p);
+	CU_ASSERT_FALSE(o->breaking);
+	CU_ASSERT_EQUAL(o->oplock, SMB2_OPLOCK_LEVEL_II);
+	CU_ASSERT_FALSE(px_open_write_caching(o));
+	CU_ASSERT_TRUE(px_open_read_caching(o));
+
+	/* a failed CREATE leaves no open */
+	h = rq(SMB2_CREATE, 8, 1, 1);
+	n = create_req_body(body, "nope", FILE_READ_DATA, 0, 0);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CREATE, 8, 1, NT_STATUS_ACCESS_DENIED);
+	p = server_rsp(&l, &h, err_body, sizeof(err_body), NULL);
+	px_pending_free(p);
+	CU_ASSERT_EQUAL(l.nopens, 1);
+
+	/* CLOSE removes the open */
+	h = rq(SMB2_CLOSE, 9, 1, 1);
+	n = fid_body(body, 24, 77);
+	client_req(&l, &h, body, n);
+	memset(body, 0, 60);
+	px_put_u16(body, 60);
+	h = rs(SMB2_CLOSE, 9, 1, 0);
+	p = server_rsp(&l, &h, body, 60, NULL);
+	px_pending_free(p);
+	CU_ASSERT_PTR_NULL(px_open_find(&l, &fid));
+	CU_ASSERT_EQUAL(l.nopens, 0);
+	CU_ASSERT_EQUAL(l.errors, 0);
+
+	/* TREE_DISCONNECT drops the tree */
+	h = rq(SMB2_TREE_DISCONNECT, 10, 1, 1);
+	memset(body, 0, 4);
+	px_put_u16(body, 4);
+	client_req(&l, &h, body, 4);
+	h = rs(SMB2_TREE_DISCONNECT, 10, 1, 0);
+	p = server_rsp(&l, &h, body, 4, NULL);
+	px_pending_free(p);
+	CU_ASSERT_PTR_NULL(px_tree_find(&l, 0x1234, 7));
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
+static void
+test_access_rules(void)
+{
+	struct px_open o;
+
+	memset(&o, 0, sizeof(o));
+	o.desired_access = FILE_READ_DATA;
+	CU_ASSERT_FALSE(px_open_write_access(&o));
+	o.desired_access = FILE_WRITE_DATA;
+	CU_ASSERT_TRUE(px_open_write_access(&o));
+	o.desired_access = GENERIC_ALL;
+	CU_ASSERT_TRUE(px_open_write_access(&o));
+	/* MAXIMUM_ALLOWED only with write in the maximal-access answer */
+	o.desired_access = MAXIMUM_ALLOWED;
+	CU_ASSERT_FALSE(px_open_write_access(&o));
+	o.maximal_access = FILE_READ_DATA;
+	CU_ASSERT_FALSE(px_open_write_access(&o));
+	o.maximal_access = 0x1f01ff;
+	CU_ASSERT_TRUE(px_open_write_access(&o));
+	/* leases: W for writes, R for reads */
+	o.oplock = SMB2_OPLOCK_LEVEL_LEASE;
+	o.has_lease = true;
+	o.lease_state = SMB2_LEASE_READ | SMB2_LEASE_HANDLE;
+	CU_ASSERT_FALSE(px_open_write_caching(&o));
+	CU_ASSERT_TRUE(px_open_read_caching(&o));
+	o.lease_state |= SMB2_LEASE_WRITE;
+	CU_ASSERT_TRUE(px_open_write_caching(&o));
+	o.oplock = SMB2_OPLOCK_LEVEL_NONE;
+	CU_ASSERT_FALSE(px_open_read_caching(&o));
+	o.oplock = SMB2_OPLOCK_LEVEL_EXCLUSIVE;
+	CU_ASSERT_TRUE(px_open_write_caching(&o));
+}
+
+void
+ut_register_ledger(void)
+{
+	CU_pSuite s = CU_add_suite("ledger", NULL, NULL);
+
+	CU_add_test(s, "pending table vs reference", test_pending_table);
+	CU_add_test(s, "credit flow and inconsistencies", test_credit_flow);
+	CU_add_test(s, "bank from proxy requests", test_bank_from_proxy_requests);
+	CU_add_test(s, "async interim responses", test_async_interim);
+	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
+	CU_add_test(s, "access and caching rules", test_access_rules);
+}
