@@ -152,7 +152,7 @@ enum sect_kind {
 	SK_GLOBAL,
 	SK_SHARE,       /* [share NAME] */
 	SK_UNC,         /* [//server/share] */
-	SK_BAD,         /* malformed share section: keys checked, never matched */
+	SK_BAD,         /* malformed share header: keys checked, no match */
 };
 
 struct section {
@@ -194,7 +194,7 @@ struct parser {
 	bool stop;                /* stop reading: too many errors, ENOMEM */
 };
 
-/* ---- errors ------------------------------------------------------------- */
+/* ---- errors ----------------------------------------------------------- */
 
 static void errs_vadd(struct pol_errors *, const char *, int, const char *,
     va_list) __attribute__((format(printf, 4, 0)));
@@ -293,7 +293,7 @@ pol_errors_print(const struct pol_errors *errs, FILE *fp)
 		fprintf(fp, "(%zu more errors not shown)\n", errs->dropped);
 }
 
-/* ---- value syntax --------------------------------------------------------- */
+/* ---- value syntax ----------------------------------------------------- */
 
 /* Decimal digits, at least one, no sign or blanks; *end past the last. */
 static int
@@ -439,6 +439,9 @@ fmt_duration(uint64_t v, char *buf, size_t sz)
 		snprintf(buf, sz, "%llums", (unsigned long long)v);
 }
 
+#define ZONE_CHARS "abcdefghijklmnopqrstuvwxyz" \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
+
 /*
  * A host: an IPv4 literal, an IPv6 literal (optionally %zone), or a name.
  * Anything made of digits and dots must be a valid IPv4 address, anything
@@ -470,9 +473,8 @@ check_host(const char *h, char *canon, size_t canonsz,
 		if ((pct = strchr(tmp, '%')) != NULL) {
 			*pct = '\0';
 			zone = pct + 1;
-			if (*zone == '\0' || zone[strspn(zone,
-			    "abcdefghijklmnopqrstuvwxyz"
-			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")] != '\0') {
+			if (*zone == '\0' || zone[strspn(zone, ZONE_CHARS)] !=
+			    '\0') {
 				snprintf(why, whysz, "bad zone in '%s'", h);
 				return -1;
 			}
@@ -591,7 +593,7 @@ addr_equal(const struct pol_addr *a, const struct pol_addr *b)
 	return a->port == b->port && strcasecmp(a->host, b->host) == 0;
 }
 
-/* ---- table-driven values -------------------------------------------------- */
+/* ---- table-driven values ---------------------------------------------- */
 
 static void *
 field(void *base, const struct setting *st)
@@ -637,6 +639,16 @@ get_num(const void *p, size_t size)
 	}
 }
 
+/* Entries of a T_ADDRLIST. */
+static size_t
+list_len(const void *base, const struct setting *st)
+{
+	size_t n;
+
+	memcpy(&n, (const char *)base + st->off2, sizeof(n));
+	return n;
+}
+
 static void
 fmt_num(const struct setting *st, uint64_t v, char *buf, size_t sz)
 {
@@ -675,8 +687,7 @@ fmt_value(const struct setting *st, const void *base, char *buf, size_t sz)
 		fmt_addr(a, buf, sz);
 		break;
 	case T_ADDRLIST:
-		n = (size_t)get_num((const char *)base + st->off2,
-		    sizeof(size_t));
+		n = list_len(base, st);
 		buf[0] = '\0';
 		for (i = 0; i < n; i++) {
 			used = strlen(buf);
@@ -706,8 +717,8 @@ value_equal(const struct setting *st, const void *a, const void *b)
 		return addr_equal(la, lb);
 	case T_ADDRLIST:
 		/* The same addresses in any order. */
-		na = (size_t)get_num((const char *)a + st->off2, sizeof(size_t));
-		nb = (size_t)get_num((const char *)b + st->off2, sizeof(size_t));
+		na = list_len(a, st);
+		nb = list_len(b, st);
 		if (na != nb)
 			return false;
 		for (i = 0; i < na; i++) {
@@ -774,7 +785,7 @@ parse_addrlist(const struct setting *st, const char *value, void *base,
 			break;
 		p = comma + 1;
 	}
-	put_num((char *)base + st->off2, sizeof(size_t), n);
+	memcpy((char *)base + st->off2, &n, sizeof(n));
 	return 0;
 }
 
@@ -973,7 +984,7 @@ section_header(struct parser *ps, const char *text, size_t len)
 {
 	struct pol_config *cfg = ps->cfg;
 	struct section sec, *grown;
-	char *h, *close, *rest, *inner, *name, *srv, *sep;
+	char *h, *close, *rest, *inner, *name, *srv, *sep, sepc;
 	char why[512], canon[POL_HOST_MAX + 1];
 	enum pol_addr_kind kind;
 	size_t i, ncap;
@@ -1024,6 +1035,7 @@ section_header(struct parser *ps, const char *text, size_t len)
 			perr(ps, ps->line, "[%s] needs a server name, as in "
 			    "[//server/share]", inner);
 		} else {
+			sepc = *sep;
 			*sep = '\0';
 			if (check_host(srv, canon, sizeof(canon), &kind, why,
 			    sizeof(why)) == -1) {
@@ -1037,7 +1049,7 @@ section_header(struct parser *ps, const char *text, size_t len)
 				sec.server = strdup(canon);
 				sec.share = strdup(sep + 1);
 			}
-			*sep = '/';
+			*sep = sepc;
 		}
 	} else {
 		perr(ps, ps->line, "unknown section [%s]: expected [global], "
@@ -1087,7 +1099,7 @@ out:
 	free(h); h = NULL;
 }
 
-/* ---- the inih reader and handler ---------------------------------------- */
+/* ---- the inih reader and handler -------------------------------------- */
 
 /* The line last handed to inih was a key line; did inih accept it? */
 static void
@@ -1223,7 +1235,7 @@ on_pair(void *user, const char *section, const char *name,
 	return 1;
 }
 
-/* ---- load --------------------------------------------------------------- */
+/* ---- load ------------------------------------------------------------- */
 
 static int
 set_defaults(struct parser *ps)
@@ -1400,7 +1412,7 @@ pol_name(const struct pol_config *cfg)
 	return cfg->name;
 }
 
-/* ---- lookup ------------------------------------------------------------- */
+/* ---- lookup ----------------------------------------------------------- */
 
 static void
 overlay(struct pol_share *out, const struct section *sec,
@@ -1458,7 +1470,7 @@ pol_share_lookup(const struct pol_config *cfg, const char *server,
 	lookup(cfg, server, share, out, NULL);
 }
 
-/* ---- reload and dump ---------------------------------------------------- */
+/* ---- reload and dump -------------------------------------------------- */
 
 int
 pol_diff_reloadable(const struct pol_config *old_cfg,

@@ -39,7 +39,7 @@ enum pol_mode {
 /* Gate of write_behind and read_ahead (DESIGN.md sections 4 and 5). */
 enum pol_gate {
 	POL_GATE_OFF = 0,
-	POL_GATE_LEASED,        /* only while the client holds the caching right */
+	POL_GATE_LEASED,        /* only while the client holds a caching right */
 	POL_GATE_ALWAYS,        /* regardless of oplocks/leases */
 };
 

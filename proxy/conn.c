@@ -176,34 +176,86 @@ conn_update(struct px_conn *c)
 
 /* ---- sending ---------------------------------------------------------------- */
 
+/*
+ * Where a message for side s goes: its output queue, or, while the other
+ * side is cutting a large frame through to s, a hold queue appended once
+ * that frame is complete (messages must never interleave with it).
+ */
+struct px_buf *
+px_conn_outbuf(struct px_side *s)
+{
+	return s->peer->stream_left > 0 ? &s->hold : &s->out;
+}
+
+/* Account n bytes just placed in px_conn_outbuf(s) and start writing. */
+void
+px_conn_out_commit(struct px_side *s, size_t n)
+{
+	if (s == &s->conn->cli)
+		px_stats.bytes_s2c += n;
+	else
+		px_stats.bytes_c2s += n;
+	if (!ev_is_active(&s->wio) && s->fd != -1 && px_buf_len(&s->out))
+		ev_io_start(px_rt.loop, &s->wio);
+}
+
+static int
+append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
+{
+	if (px_buf_append(b, p, len) == -1)
+		return -1;
+	px_conn_out_commit(s, len);
+	return 0;
+}
+
+/* Bytes of a frame being cut through (peer -> s): straight to s->out. */
+static int
+stream_to(struct px_side *s, const uint8_t *p, size_t len)
+{
+	if (s->fd == -1 || s->wr_shut)
+		return 0;
+	return append_to(s, &s->out, p, len);
+}
+
+/* The cut-through frame to s is complete: release what was held. */
+static int
+release_hold(struct px_side *s)
+{
+	int rc = 0;
+
+	if (px_buf_len(&s->hold) == 0)
+		return 0;
+	if (s->fd != -1 && !s->wr_shut)
+		rc = px_buf_append(&s->out, s->hold.data + s->hold.head,
+		    px_buf_len(&s->hold));
+	px_buf_consume(&s->hold, px_buf_len(&s->hold));
+	px_buf_shrink(&s->hold, 0);
+	if (!ev_is_active(&s->wio) && s->fd != -1 && px_buf_len(&s->out))
+		ev_io_start(px_rt.loop, &s->wio);
+	return rc;
+}
+
 int
 px_conn_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
 {
 	if (s->fd == -1 || s->wr_shut)
 		return 0; /* the side is gone: nothing to deliver to */
-	if (px_buf_append(&s->out, frame, len) == -1)
-		return -1;
-	if (s == &s->conn->cli)
-		px_stats.bytes_s2c += len;
-	else
-		px_stats.bytes_c2s += len;
-	if (!ev_is_active(&s->wio))
-		ev_io_start(px_rt.loop, &s->wio);
-	return 0;
+	return append_to(s, px_conn_outbuf(s), frame, len);
 }
 
 int
 px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)
 {
 	uint8_t hdr[PX_NBSS_HDR];
+	struct px_buf *b = px_conn_outbuf(s);
 
 	if (s->fd == -1 || s->wr_shut)
 		return 0;
-	if (px_buf_reserve(&s->out, len + PX_NBSS_HDR) == -1)
+	if (px_buf_reserve(b, len + PX_NBSS_HDR) == -1)
 		return -1;
 	px_frame_put_hdr(hdr, len);
-	if (px_conn_send_frame(s, hdr, sizeof(hdr)) == -1 ||
-	    px_conn_send_frame(s, msg, len) == -1)
+	if (append_to(s, b, hdr, sizeof(hdr)) == -1 ||
+	    append_to(s, b, msg, len) == -1)
 		return -1;
 	return 0;
 }
@@ -280,6 +332,8 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	px_buf_free(&c->cli.out);
 	px_buf_free(&c->srv.in);
 	px_buf_free(&c->srv.out);
+	px_buf_free(&c->cli.hold);
+	px_buf_free(&c->srv.hold);
 	free(c);
 	if (was_draining)
 		wake_waiters();
@@ -602,6 +656,21 @@ process_input(struct px_side *s)
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 			break;
 		}
+		if (s->stream_left > 0) {
+			/* the rest of a large frame already decided on */
+			size_t n = px_buf_len(&s->in) < s->stream_left ?
+			    px_buf_len(&s->in) : s->stream_left;
+
+			if (px_buf_len(&s->peer->out) >= g->queue_limit)
+				break;
+			if (stream_to(s->peer, p, n) == -1)
+				goto nomem;
+			px_buf_consume(&s->in, n);
+			s->stream_left -= n;
+			if (s->stream_left == 0 && release_hold(s->peer) == -1)
+				goto nomem;
+			continue;
+		}
 		if (s == &c->cli && c->stall != PX_STALL_NONE &&
 		    !px_relay_stall_cleared(c))
 			break;
@@ -609,8 +678,26 @@ process_input(struct px_side *s)
 			break;
 		fr = px_frame_parse(p, px_buf_len(&s->in), FRAME_MAX, &flen,
 		    &type);
-		if (fr == PX_FRAME_NEED)
-			break;
+		if (fr == PX_FRAME_NEED) {
+			size_t have = px_buf_len(&s->in), full;
+
+			/* a large WRITE or READ response that is forwarded as
+			 * is goes through as it arrives (cut-through) instead
+			 * of being held until complete */
+			if (have < PX_STREAM_HEAD || p[0] != PX_NBSS_MESSAGE)
+				break;
+			full = PX_NBSS_HDR + ((size_t)p[1] << 16 |
+			    (size_t)p[2] << 8 | p[3]);
+			if (full < PX_STREAM_MIN || c->state != PX_CONN_RELAY ||
+			    !(s == &c->cli ? px_relay_client_stream(c, p, full) :
+			    px_relay_server_stream(c, p, full)))
+				break;
+			if (stream_to(s->peer, p, have) == -1)
+				goto nomem;
+			px_buf_consume(&s->in, have);
+			s->stream_left = full - have;
+			continue;
+		}
 		if (fr == PX_FRAME_BAD) {
 			log_warnx("conn=%llu bad NBSS frame from %s (type 0x%02x "
 			    "length %u), closing", (unsigned long long)c->id,

@@ -16,10 +16,13 @@ struct px_side {
 	ev_io wio;
 	struct px_buf in;          /* bytes read, not yet handled */
 	struct px_buf out;         /* bytes to write to this side */
+	struct px_buf hold;        /* messages waiting for a cut-through frame
+	                            * from the peer to end (see px_conn_outbuf) */
 	bool rd_eof;               /* read returned 0 or an error */
 	bool rd_reset;             /* ... and it was a reset */
 	bool wr_shut;              /* shutdown(SHUT_WR) done */
 	uint64_t bytes_in;
+	size_t stream_left;        /* bytes of a cut-through frame to pass on */
 	struct px_conn *conn;
 	struct px_side *peer;
 	const char *name;          /* "client" / "server" */
@@ -81,6 +84,8 @@ int px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)
     PX_MUSTCHECK; /* adds the NBSS header */
 int px_conn_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
     PX_MUSTCHECK; /* frame already has its NBSS header */
+struct px_buf *px_conn_outbuf(struct px_side *s);
+void px_conn_out_commit(struct px_side *s, size_t n);
 void px_conn_set_state(struct px_conn *c, enum px_conn_state st);
 void px_conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
     const char *detail);
@@ -96,6 +101,19 @@ enum px_rc px_relay_client_frame(struct px_conn *c, const uint8_t *frame,
     size_t len);
 enum px_rc px_relay_server_frame(struct px_conn *c, const uint8_t *frame,
     size_t len);
+/*
+ * Cut-through: may a large frame (full bytes with its NBSS header, of which
+ * at least PX_STREAM_HEAD are at frame) be forwarded before it is
+ * complete?  True means yes, and the ledger has recorded it.  Only
+ * standalone WRITE requests that will not be absorbed and READ responses
+ * to the client qualify.
+ */
+#define PX_STREAM_HEAD (PX_NBSS_HDR + SMB2_HDR_LEN + 48)
+#define PX_STREAM_MIN  (256 * 1024)
+bool px_relay_client_stream(struct px_conn *c, const uint8_t *frame,
+    size_t full);
+bool px_relay_server_stream(struct px_conn *c, const uint8_t *frame,
+    size_t full);
 /* Flush every open of the connection (absorbed data goes upstream). */
 void px_relay_flush_all(struct px_conn *c, enum co_flush_cause cause);
 /* True when nothing absorbed is buffered or in flight and no proxy request

@@ -131,6 +131,7 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		uint8_t *dst;
 		struct smb2_hdr_out h;
 		struct px_pending *p;
+		struct px_buf *ob;
 
 		run = co_pool_take_run(&c->led.pool,
 		    large_mtu(c) ? 0xFFFF : 1, &lo);
@@ -154,7 +155,8 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		if (n > unit)
 			n = unit;
 		need = 64 + 48 + n;
-		if (px_buf_reserve(&c->srv.out, need + PX_NBSS_HDR) == -1)
+		ob = px_conn_outbuf(&c->srv);
+		if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
 			goto nomem;
 		memset(&h, 0, sizeof(h));
 		h.command = SMB2_WRITE;
@@ -163,16 +165,14 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		h.message_id = lo;
 		h.tree_id = o->tree_id;
 		h.session_id = o->session_id;
-		dst = c->srv.out.data + c->srv.out.tail;
+		dst = ob->data + ob->tail;
 		if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
-		    c->srv.out.cap - c->srv.out.tail - PX_NBSS_HDR, &h, &o->fid,
+		    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
 		    off + pos, data + pos, (uint32_t)n, 0) != need)
 			goto nomem;
 		px_frame_put_hdr(dst, need);
-		c->srv.out.tail += need + PX_NBSS_HDR;
-		px_stats.bytes_c2s += need + PX_NBSS_HDR;
-		if (!ev_is_active(&c->srv.wio) && c->srv.fd != -1)
-			ev_io_start(px_rt.loop, &c->srv.wio);
+		ob->tail += need + PX_NBSS_HDR;
+		px_conn_out_commit(&c->srv, need + PX_NBSS_HDR);
 		if ((p = proxy_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
 			goto nomem;
 		p->fid = o->fid;
@@ -920,6 +920,73 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	}
 	return px_conn_send_frame(&c->srv, frame, len) == 0 ? PX_RC_DONE :
 	    PX_RC_CLOSE;
+}
+
+bool
+px_relay_client_stream(struct px_conn *c, const uint8_t *frame, size_t full)
+{
+	const uint8_t *msg = frame + PX_NBSS_HDR;
+	size_t mlen = full - PX_NBSS_HDR;
+	struct smb2_hdr h;
+	struct smb2_elem e;
+	struct smb2_write_req w;
+	struct px_open *o;
+	struct px_tree *t;
+	struct smb2_fileid related;
+
+	/* only the header and the fixed part of the body are present: every
+	 * decoder used here reads no further than that */
+	if (px_classify(msg, mlen) != PX_MAGIC_SMB2 ||
+	    px_smb2_hdr_decode(msg, mlen, 0, &h) == -1 || h.is_response ||
+	    h.next_command != 0 || h.command != SMB2_WRITE)
+		return false;
+	e.hdr = msg;
+	e.len = mlen;
+	if (px_smb2_write_req_decode(&e, &w) == -1)
+		return false;
+	if ((o = px_open_find(&c->led, &w.file_id)) != NULL) {
+		if (o->failed_status)
+			return false;
+		t = px_tree_find(&c->led, o->session_id, o->tree_id);
+		if (t && w.length <= coalesce_limit(c, t))
+			return false;   /* might be absorbed: decide on all of it */
+	}
+	if (must_wait(c, &h, &e, false) || must_wait_peers(c, &h, &e))
+		return false;
+	memset(&related, 0xFF, sizeof(related));
+	(void)px_ledger_client_request(&c->led, &h, &e, false, &related);
+	px_stats.requests[SMB2_WRITE]++;
+	px_stats.writes_forwarded++;
+	c->smb2_seen = true;
+	return true;
+}
+
+bool
+px_relay_server_stream(struct px_conn *c, const uint8_t *frame, size_t full)
+{
+	const uint8_t *msg = frame + PX_NBSS_HDR;
+	size_t mlen = full - PX_NBSS_HDR;
+	struct smb2_hdr h;
+	struct smb2_elem e;
+	struct px_pending *p;
+	struct smb2_fileid last;
+	bool interim;
+
+	if (px_classify(msg, mlen) != PX_MAGIC_SMB2 ||
+	    px_smb2_hdr_decode(msg, mlen, 0, &h) == -1 || !h.is_response ||
+	    h.next_command != 0 || h.command != SMB2_READ ||
+	    h.message_id == SMB2_NOTIFY_MESSAGE_ID)
+		return false;
+	p = px_pending_find(&c->led, h.message_id);
+	if (p == NULL || p->origin != PX_ORIGIN_CLIENT)
+		return false;
+	e.hdr = msg;
+	e.len = mlen;
+	memset(&last, 0xFF, sizeof(last));
+	px_ledger_server_response(&c->led, &h, &e, &last, &p, &interim);
+	if (p && !interim)
+		px_pending_free(p);
+	return true;
 }
 
 /* ---- server messages ------------------------------------------------------------- */

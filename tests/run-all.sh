@@ -48,15 +48,15 @@ export SUMMARY_FILE
 rm -f "$SUMMARY_FILE"
 bash "$TOP/tests/run-integration.sh" | grep -vE '^[0-9]+ passed, [0-9]+ failed|^failed:'
 if [ -f "$SUMMARY_FILE" ]; then
-	read -r ip if_ is < "$SUMMARY_FILE"
+	{ read -r ip if_ is; read -r ifailed; } < "$SUMMARY_FILE"
 	pass=$((pass + ip)); failn=$((failn + if_)); skipn=$((skipn + is))
+	unit_failed="$unit_failed${ifailed:+ $ifailed}"
 else
 	echo "FAIL  run-integration.sh did not complete"
 	failn=$((failn + 1))
 fi
 
-failed_list=$unit_failed$(cd "$RESULTS_DIR" && for f in t_*.log; do
-	[ -f "$f" ] && grep -q '^FAIL \[' "$f" && printf ' %s' "${f%.log}"; done)
+[ -n "$unit_failed" ] && echo "failed:$unit_failed"
 line="$pass passed, $failn failed"
 [ $skipn -gt 0 ] && line="$line, $skipn skipped"
 echo "$line"

@@ -69,7 +69,7 @@ for t in $list; do
 	esac
 done
 
-[ -n "${SUMMARY_FILE:-}" ] && echo "$pass $failn $skipn" > "$SUMMARY_FILE"
+[ -n "${SUMMARY_FILE:-}" ] && printf '%s %s %s\n%s\n' "$pass" "$failn" "$skipn" "$failed" > "$SUMMARY_FILE"
 line="$pass passed, $failn failed"
 [ $skipn -gt 0 ] && line="$line, $skipn skipped"
 [ -n "$failed" ] && echo "failed:$failed"

@@ -12,8 +12,10 @@
  * arrival time and appended to a chunk queue.  A byte is written no earlier
  * than arrival + delay, and writes are paced by a token bucket of `rate`
  * bit/s whose depth is max(32 KiB, rate x 2 ms).  (2 ms rather than 1: libev
- * on epoll sleeps in whole milliseconds, and a 1 ms bucket would lose tokens
- * on every late wake-up.)  The queue holds at most `qlimit` bytes; at the
+ * on epoll sleeps in whole milliseconds.)  When due bytes wait only for
+ * tokens and the process is woken late (a busy test machine), the tokens of
+ * the lateness are kept, up to 50 ms, so the average rate stays the link's
+ * rate rather than the scheduler's.  The queue holds at most `qlimit` bytes; at the
  * limit the source socket is no longer read, so the sender is throttled by
  * its TCP window as by a real bottleneck buffer.  Bytes are never dropped or
  * reordered.  EOF is forwarded as shutdown(SHUT_WR) once the queue has
@@ -54,6 +56,7 @@
 #define IOV_MAX_SEND	64		/* chunks per sendmsg */
 #define BUCKET_MIN	(32 * 1024)	/* 2 x 16 KiB */
 #define BUCKET_TIME	0.002		/* seconds of rate in the bucket */
+#define CATCHUP_MAX	0.050		/* seconds of late wake-up made up */
 #define QUEUE_EXTRA	(4 * 1024 * 1024)
 #define ASSUMED_BPS	125000000.0	/* for qlimit when rate is unlimited */
 
@@ -124,6 +127,7 @@ struct dir {
 	double		 t_end;		/* when src's FIN or reset arrived */
 	double		 tokens;
 	double		 t_refill;
+	double		 t_token_wake;	/* planned wake-up for tokens, or 0 */
 	ev_timer	 timer;
 };
 
@@ -355,11 +359,22 @@ dir_pump(struct dir *d)
 	ev_timer_stop(loop, &d->timer);
 	now = now_mono();
 	if (lk->rate > 0) {
+		double cap = lk->bucket;
+
+		/*
+		 * Woken late while due bytes waited only for tokens: the link
+		 * would have kept sending meanwhile, so keep those tokens
+		 * (up to CATCHUP_MAX) instead of losing rate to scheduling.
+		 */
+		if (d->t_token_wake > 0 && now > d->t_token_wake)
+			cap += fmin(now - d->t_token_wake, CATCHUP_MAX) *
+			    lk->rate;
 		d->tokens += (now - d->t_refill) * lk->rate;
-		if (d->tokens > lk->bucket)
-			d->tokens = lk->bucket;
+		if (d->tokens > cap)
+			d->tokens = cap;
 	}
 	d->t_refill = now;
+	d->t_token_wake = 0;
 
 	while (d->head != NULL) {
 		struct iovec iov[IOV_MAX_SEND];
@@ -381,7 +396,10 @@ dir_pump(struct dir *d)
 			if (need > lk->bucket / 2)
 				need = lk->bucket / 2;
 			if (d->tokens < need) {
-				dir_arm(d, (need - d->tokens) / lk->rate);
+				double wait = (need - d->tokens) / lk->rate;
+
+				dir_arm(d, wait);
+				d->t_token_wake = now + wait;
 				return;
 			}
 			allow = (size_t)d->tokens;

@@ -23,7 +23,8 @@
 static const char minimal[] =
     "[global]\n"
     "listen = 127.0.0.1:4445          ; one or more, comma-separated\n"
-    "upstream = 127.0.0.1:445         ; forward mode: where listen connects to\n"
+    "upstream = 127.0.0.1:445         "
+    "; forward mode: where listen connects to\n"
     "mode = forward                   ; forward | transparent | tproxy\n"
     "control_socket = /run/smbaccel/control.sock\n"
     "\n"
@@ -147,7 +148,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_EQUAL(g->drain_timeout_ms, 60000);
 }
 
-/* ---- good files ----------------------------------------------------------- */
+/* ---- good files ------------------------------------------------------- */
 
 static void
 test_minimal(void)
@@ -504,7 +505,7 @@ test_value_syntax(void)
 	CU_ASSERT_STRING_EQUAL(pol_log_level_name(POL_LOG_WARN), "warn");
 }
 
-/* ---- errors, each with its line -------------------------------------------- */
+/* ---- errors, each with its line --------------------------------------- */
 
 static void
 test_bad_values(void)
@@ -512,7 +513,8 @@ test_bad_values(void)
 	static const struct { const char *line, *needle; } rows[] = {
 		{ "connect_timeout = 5", "'5' is not a duration" },
 		{ "connect_timeout = 5x", "not a duration" },
-		{ "connect_timeout = 50ms", "'50ms' is below the minimum 100ms" },
+		{ "connect_timeout = 50ms",
+		  "'50ms' is below the minimum 100ms" },
 		{ "idle_timeout = 169h", "'169h' is above the maximum 168h" },
 		{ "flush_idle = 0", "below the minimum 1ms" },
 		{ "coalesce_size = 16M", "'16M' is above the maximum 8M" },
@@ -526,7 +528,8 @@ test_bad_values(void)
 		  "'sometimes' is not one of off, leased, always" },
 		{ "read_ahead = yes", "not one of" },
 		{ "mode = reverse", "not one of forward, transparent, tproxy" },
-		{ "log_level = verbose", "not one of error, warn, info, debug" },
+		{ "log_level = verbose",
+		  "not one of error, warn, info, debug" },
 		{ "mode =", "bad value for 'mode': empty value" },
 		{ "max_connections = -1", "'-1' is not a number" },
 		{ "max_connections = 1e3", "not a number" },

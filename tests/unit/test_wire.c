@@ -725,7 +725,7 @@ test_hdr_truncated(void)
 
 	n = mk_flush_req(b);
 	for (len = 0; len <= n; len++) {
-		uint8_t *c = malloc(len + 1);
+		uint8_t *c = malloc(len ? len : 1);
 		int rc;
 
 		CU_ASSERT_FATAL(c != NULL);
@@ -1942,7 +1942,7 @@ test_utf16(void)
 	size_t i;
 
 	for (i = 0; i < NELEM(cases); i++) {
-		uint8_t *src = malloc(cases[i].len + 1);
+		uint8_t *src = malloc(cases[i].len ? cases[i].len : 1);
 		char *dst = malloc(cases[i].cap + 1);
 		int rc;
 
