@@ -37,7 +37,7 @@ BIN     := bin
 # --- modules ------------------------------------------------------------
 WIRE_SRC   := proxy/frame.c proxy/smb2_wire.c
 POLICY_SRC := policy/policy.c
-COALESCE_SRC := coalesce/extent.c coalesce/credits.c
+COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
               proxy/control.c proxy/listener.c proxy/daemon.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)

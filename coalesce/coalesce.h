@@ -188,4 +188,76 @@ enum co_absorb co_write_decide(enum co_gate gate,
     size_t coalesce_size);
 const char *co_absorb_name(enum co_absorb a);
 
+/* ---- read-ahead cache (DESIGN.md section 5) -------------------------------- */
+
+/*
+ * Per open: chunks of file data fetched ahead of a sequential reader, in
+ * offset order, each either in flight or arrived.  A chunk that arrived
+ * short (or with END_OF_FILE) tells where the file ends, so later reads
+ * are answered exactly as the server would (MS-SMB2 3.3.5.12): offset at
+ * or past EOF, or fewer bytes than MinimumCount, is STATUS_END_OF_FILE.
+ */
+struct co_chunk {
+	struct co_chunk *next;
+	uint64_t off;
+	uint32_t len;          /* bytes asked for */
+	uint32_t got;          /* bytes that arrived */
+	bool arrived;
+	uint8_t *data;         /* got bytes, once arrived */
+};
+
+struct co_ra {
+	struct co_chunk *chunks;
+	uint64_t next_expected;  /* end of the client's last read */
+	uint64_t fetch_end;      /* end of what is cached or in flight */
+	bool seq;                /* last read continued the previous one */
+	uint32_t nreads;         /* client reads seen on the open */
+	bool eof_known;
+	uint64_t eof;
+	uint64_t window;         /* how far ahead to fetch */
+	uint64_t bytes;          /* memory held: sum of chunk lengths */
+	uint32_t gen;            /* bumped by every invalidation */
+};
+
+enum co_ra_look {
+	CO_RA_MISS = 0,          /* not cached: forward */
+	CO_RA_HIT,               /* all bytes here (or EOF known): answer */
+	CO_RA_WAIT,              /* covered by a chunk still in flight */
+};
+
+void co_ra_init(struct co_ra *ra);
+/* Drop everything (data and in-flight chunks); responses to chunks in
+ * flight will not find them (their generation is gone). */
+void co_ra_invalidate(struct co_ra *ra);
+/* Where would a client read [off, off+len) be answered from? */
+enum co_ra_look co_ra_lookup(const struct co_ra *ra, uint64_t off,
+    uint32_t len);
+/*
+ * Answer a HIT the way the server would: copies up to len bytes into buf
+ * (cap >= len), sets *n and *status (SUCCESS or END_OF_FILE given
+ * minimum).  Advances next_expected and frees chunks wholly consumed.
+ */
+void co_ra_serve(struct co_ra *ra, uint64_t off, uint32_t len,
+    uint32_t minimum, uint8_t *buf, uint32_t *n, uint32_t *status);
+/* Record a client read that was forwarded (sequential detection). */
+void co_ra_note_read(struct co_ra *ra, uint64_t off, uint32_t len);
+/*
+ * Next chunk to fetch, or 0: at most max_len bytes (ids, MaxRead, policy),
+ * only while less than window bytes are ahead of the reader, the file end
+ * is not known, and the memory budget mem_left allows.
+ */
+uint32_t co_ra_plan(const struct co_ra *ra, uint32_t max_len,
+    uint64_t mem_left, uint64_t *off);
+/* A chunk was requested: returns it (NULL on OOM). */
+struct co_chunk *co_ra_add(struct co_ra *ra, uint64_t off, uint32_t len);
+/*
+ * A fetch answered: data (got bytes; 0 with END_OF_FILE) for the chunk at
+ * off of generation gen.  Returns false when the chunk is gone (stale).
+ * Other errors: pass ok=false; the cache is dropped.
+ */
+bool co_ra_arrive(struct co_ra *ra, uint32_t gen, uint64_t off, bool ok,
+    const uint8_t *data, uint32_t got);
+/* Grow the window after a chunk was consumed (Linux-style doubling). */
+void co_ra_grow(struct co_ra *ra, uint64_t max_window);
+
 #endif

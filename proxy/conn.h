@@ -32,10 +32,9 @@ struct px_side {
  * or for write-behind memory. */
 struct px_delayed {
 	struct px_delayed *next;
-	struct smb2_hdr_out h;     /* credit filled in when sent */
+	uint8_t *msg;              /* whole SMB2 response; credit patched */
+	size_t len;
 	uint16_t credit_request;
-	uint32_t count;            /* WRITE response count */
-	bool for_memory;           /* waiting for the memory budget */
 };
 
 /* What a stalled client frame waits for before it can be handled. */
@@ -46,6 +45,7 @@ enum px_stall {
 	PX_STALL_PEERS,            /* other connections flushing the path */
 	PX_STALL_MEMORY,           /* write-behind budget */
 	PX_STALL_CREDITS,          /* a delayed response must go first */
+	PX_STALL_READ,             /* read-ahead data for it is in flight */
 };
 
 struct px_conn {
@@ -68,6 +68,8 @@ struct px_conn {
 	enum px_stall stall;
 	struct smb2_fileid stall_fid;
 	uint64_t stall_mem;                  /* open's memory when it stalled */
+	uint64_t stall_off;                  /* read waiting for read-ahead */
+	uint32_t stall_len;
 	struct px_delayed *delayed;          /* FIFO */
 	struct px_delayed **delayed_tail;
 	unsigned int ndelayed;

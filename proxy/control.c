@@ -82,7 +82,23 @@ px_stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->deferred_errors,
 		    (unsigned long long)s->delayed_responses,
 		    (unsigned long long)s->ledger_errors);
-		fprintf(f, "flush causes      ");
+		fprintf(f, "read-ahead         %llu reads served from cache (%llu "
+		    "bytes), %llu waited, %llu widened; %llu fetches (%llu "
+		    "bytes); cached now %llu bytes, window max %llu\n",
+		    (unsigned long long)s->ra_hits,
+		    (unsigned long long)s->ra_served_bytes,
+		    (unsigned long long)s->ra_waits,
+		    (unsigned long long)s->ra_widened,
+		    (unsigned long long)s->ra_fetches,
+		    (unsigned long long)s->ra_fetch_bytes,
+		    (unsigned long long)s->ra_bytes_now,
+		    (unsigned long long)s->ra_window_max);
+		fprintf(f, "invalidations     ");
+		for (i = 0; i < PX_RA_NCAUSES; i++)
+			if (s->ra_invalidations[i])
+				fprintf(f, " %s=%llu", px_ra_cause_name(i),
+				    (unsigned long long)s->ra_invalidations[i]);
+		fprintf(f, "\nflush causes      ");
 		for (i = 0; i < CO_FLUSH_NCAUSES; i++)
 			if (s->flushes[i])
 				fprintf(f, " %s=%llu", co_flush_cause_name(i),
@@ -128,6 +144,21 @@ px_stats_dump(FILE *f, bool json)
 	    (unsigned long long)s->deferred_errors,
 	    (unsigned long long)s->delayed_responses,
 	    (unsigned long long)s->ledger_errors);
+	fprintf(f, "\"ra_hits\":%llu,\"ra_served_bytes\":%llu,\"ra_waits\":%llu,"
+	    "\"ra_widened\":%llu,\"ra_fetches\":%llu,\"ra_fetch_bytes\":%llu,"
+	    "\"ra_bytes_now\":%llu,\"ra_window_max\":%llu,\"ra_invalidations\":{",
+	    (unsigned long long)s->ra_hits,
+	    (unsigned long long)s->ra_served_bytes,
+	    (unsigned long long)s->ra_waits,
+	    (unsigned long long)s->ra_widened,
+	    (unsigned long long)s->ra_fetches,
+	    (unsigned long long)s->ra_fetch_bytes,
+	    (unsigned long long)s->ra_bytes_now,
+	    (unsigned long long)s->ra_window_max);
+	for (i = 0, first = true; i < PX_RA_NCAUSES; i++, first = false)
+		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+		    px_ra_cause_name(i), (unsigned long long)s->ra_invalidations[i]);
+	fprintf(f, "},");
 	fprintf(f, "\"flush_causes\":{");
 	for (i = 0, first = true; i < CO_FLUSH_NCAUSES; i++, first = false)
 		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",

@@ -45,6 +45,8 @@ px_pending_free(struct px_pending *p)
 void
 px_open_free(struct px_open *o)
 {
+	px_stats.ra_bytes_now -= o->ra.bytes;
+	co_ra_invalidate(&o->ra);
 	co_extent_free(&o->wb);
 	free(o->name);
 	free(o);
@@ -270,6 +272,16 @@ drop_trees(struct px_ledger *l, uint64_t sid, bool all, uint32_t tid)
 			pp = &t->next;
 	}
 	drop_opens(l, sid, all, tid);
+}
+
+bool
+px_open_read_access(const struct px_open *o)
+{
+	uint32_t a = o->desired_access;
+
+	if (a & (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL))
+		return true;
+	return (a & MAXIMUM_ALLOWED) && (o->maximal_access & FILE_READ_DATA);
 }
 
 bool
@@ -505,6 +517,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	if (cr.has_mxac && cr.mxac_status == NT_STATUS_SUCCESS)
 		o->maximal_access = cr.maximal_access;
 	co_extent_init(&o->wb);
+	co_ra_init(&o->ra);
 	o->next = l->opens;
 	l->opens = o;
 	l->nopens++;

@@ -91,6 +91,12 @@ enum px_close_reason {
 };
 const char *px_close_reason_name(enum px_close_reason r);
 
+enum px_ra_cause {
+	PX_RA_WRITE = 0, PX_RA_SETINFO, PX_RA_LOCK, PX_RA_BREAK, PX_RA_CLOSE,
+	PX_RA_PEER, PX_RA_RANDOM, PX_RA_ERROR, PX_RA_NCAUSES
+};
+const char *px_ra_cause_name(enum px_ra_cause c);
+
 struct px_stats {
 	uint64_t conns_total;
 	uint64_t conns_active;
@@ -113,6 +119,16 @@ struct px_stats {
 	uint64_t wb_bytes_now;      /* buffered, not yet acknowledged upstream */
 	uint64_t wb_bytes_peak;
 	uint64_t pool_ids_now;
+	/* read-ahead */
+	uint64_t ra_hits;             /* reads served from the cache */
+	uint64_t ra_waits;            /* reads that waited for a fetch */
+	uint64_t ra_widened;
+	uint64_t ra_fetches;          /* upstream read-ahead READs */
+	uint64_t ra_fetch_bytes;      /* bytes asked upstream */
+	uint64_t ra_served_bytes;     /* bytes delivered from the cache */
+	uint64_t ra_bytes_now;
+	uint64_t ra_window_max;
+	uint64_t ra_invalidations[PX_RA_NCAUSES];
 };
 extern struct px_stats px_stats;
 
@@ -180,7 +196,11 @@ struct px_pending {
 		struct {
 			uint64_t offset;
 			uint32_t length;
-			struct px_open *open;   /* proxy write: whose data */
+			struct px_open *open;   /* proxy write/read: whose */
+			uint32_t gen;           /* read-ahead generation */
+			uint32_t client_len;    /* widened read: what the */
+			uint32_t client_min;    /* client asked for */
+			bool widened;
 		} io;
 	} u;
 };
@@ -206,6 +226,7 @@ struct px_open {
 	uint64_t wb_inflight_lo;    /* hull of the ranges in flight */
 	uint64_t wb_inflight_hi;
 	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
+	struct co_ra ra;            /* read-ahead cache */
 	bool locked;
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */
@@ -271,6 +292,7 @@ void px_pending_free(struct px_pending *p);
 void px_ledger_break(struct px_ledger *l, const struct smb2_elem *e);
 
 bool px_open_write_access(const struct px_open *o);
+bool px_open_read_access(const struct px_open *o);
 bool px_open_write_caching(const struct px_open *o);
 bool px_open_read_caching(const struct px_open *o);
 const char *px_dialect_name(uint16_t d);

@@ -222,6 +222,14 @@ spend_pool(struct px_conn *c)
 	for (o = c->led.opens; o; o = o->next)
 		if (o->wb.len)
 			return;
+	/* a sequential reader's ids fund its next read-ahead, unless the
+	 * pool is at its hoard bound */
+	if (!co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	    c->led.window) && c->state == PX_CONN_RELAY &&
+	    !px_rt.stopping && c->cli.fd != -1 && !c->cli.rd_eof)
+		for (o = c->led.opens; o; o = o->next)
+			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
+				return;
 	while (c->led.pool.count) {
 		uint64_t lo, run;
 		uint8_t msg[64 + 4];
@@ -376,54 +384,45 @@ kick_peer_waiters(struct px_conn *c)
 
 /* ---- synthesized responses ------------------------------------------------------ */
 
+/* Send a synthesized response with grant g; it answers one absorbed
+ * request of the client. */
 static int
-send_synth(struct px_conn *c, struct smb2_hdr_out *h, uint32_t count,
-    bool error)
+send_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g)
 {
-	uint8_t msg[64 + 17 + 8];
-	size_t n;
-
-	h->flags |= SMB2_FLAGS_SERVER_TO_REDIR;
-	if (error)
-		n = px_smb2_error_rsp_encode(msg, sizeof(msg), h);
-	else
-		n = px_smb2_write_rsp_encode(msg, sizeof(msg), h, count);
-	if (n == 0)
-		return -1;
-	c->led.cr.C += h->credit;
+	px_put_u16(msg + 14, g);          /* CreditResponse (MS-SMB2 2.2.1) */
+	c->led.cr.C += g;
 	if (c->led.cr.client_outstanding)
 		c->led.cr.client_outstanding--;
-	return px_conn_send(&c->cli, msg, n);
+	return px_conn_send(&c->cli, msg, len);
 }
 
 /*
- * Answer an absorbed request, or queue the answer when granting from the
- * bank would leave the client with no credits and nothing in flight.
+ * Answer an absorbed request with msg (a complete response; its credit
+ * field is filled here), or queue it when granting from the bank would
+ * leave the client with no credits and nothing in flight (DESIGN.md
+ * section 3 rule 3).  Takes ownership of msg.
  */
 static int
-answer_absorbed(struct px_conn *c, const struct smb2_hdr *rq, uint32_t status,
-    uint32_t count)
+answer_msg(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
+    size_t len)
 {
 	struct px_delayed *d;
-	struct smb2_hdr_out h;
 	uint16_t grant;
+	int rc;
 
-	memset(&h, 0, sizeof(h));
-	h.command = rq->command;
-	h.credit_charge = rq->credit_charge;
-	h.status = status;
-	h.message_id = rq->message_id;
-	h.tree_id = rq->tree_id;
-	h.session_id = rq->session_id;
-	if (c->delayed == NULL && co_synth_grant(&c->led.cr, rq->credit, &grant)) {
-		h.credit = grant;
-		return send_synth(c, &h, count, status != NT_STATUS_SUCCESS);
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
+		rc = send_synth(c, msg, len, grant);
+		free(msg);
+		return rc;
 	}
-	if ((d = calloc(1, sizeof(*d))) == NULL)
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		free(msg);
 		return -1;
-	d->h = h;
-	d->credit_request = rq->credit;
-	d->count = count;
+	}
+	d->msg = msg;
+	d->len = len;
+	d->credit_request = credit_request;
 	*c->delayed_tail = d;
 	c->delayed_tail = &d->next;
 	c->ndelayed++;
@@ -431,6 +430,42 @@ answer_absorbed(struct px_conn *c, const struct smb2_hdr *rq, uint32_t status,
 	/* the bank refills only from responses to proxy requests */
 	px_relay_flush_all(c, CO_FLUSH_CREDITS);
 	return 0;
+}
+
+static void
+rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq, uint32_t status)
+{
+	memset(h, 0, sizeof(*h));
+	h->command = rq->command;
+	h->credit_charge = rq->credit_charge;
+	h->status = status;
+	h->flags = SMB2_FLAGS_SERVER_TO_REDIR;
+	h->message_id = rq->message_id;
+	h->tree_id = rq->tree_id;
+	h->session_id = rq->session_id;
+}
+
+/* WRITE success (count) or an error response for an absorbed request. */
+static int
+answer_absorbed(struct px_conn *c, const struct smb2_hdr *rq, uint32_t status,
+    uint32_t count)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 17 + 8);
+	size_t n;
+
+	if (msg == NULL)
+		return -1;
+	rsp_hdr(&h, rq, status);
+	if (status != NT_STATUS_SUCCESS)
+		n = px_smb2_error_rsp_encode(msg, 64 + 17 + 8, &h);
+	else
+		n = px_smb2_write_rsp_encode(msg, 64 + 17 + 8, &h, count);
+	if (n == 0) {
+		free(msg);
+		return -1;
+	}
+	return answer_msg(c, rq->credit, msg, n);
 }
 
 static void
@@ -444,17 +479,15 @@ try_send_delayed(struct px_conn *c)
 		    c->proxy_inflight > 0)
 			return; /* more grants are on their way */
 		/* with nothing in flight nothing will refill the bank: grant
-		 * what there is (the client may have none left, but waiting
-		 * would never end) */
-		d->h.credit = grant;
+		 * what there is (waiting would never end) */
 		c->delayed = d->next;
 		if (c->delayed == NULL)
 			c->delayed_tail = &c->delayed;
 		c->ndelayed--;
-		if (send_synth(c, &d->h, d->count,
-		    d->h.status != NT_STATUS_SUCCESS) == -1)
+		if (send_synth(c, d->msg, d->len, grant) == -1)
 			log_warnx("conn=%llu cannot send delayed response",
 			    (unsigned long long)c->id);
+		free(d->msg);
 		free(d);
 	}
 }
@@ -587,6 +620,426 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	    c->led.window))
 		px_relay_flush_all(c, CO_FLUSH_POOL);
 	return AB_DONE;
+}
+
+/* ---- read-ahead (DESIGN.md section 5) ---------------------------------------- */
+
+#define RA_CHUNK_MAX (1024 * 1024)   /* largest read-ahead READ */
+#define RA_WIDEN     (64 * 1024)     /* a first sequential read grows to */
+
+static const char *const ra_cause_names[PX_RA_NCAUSES] = {
+	"write", "setinfo", "lock", "break", "close", "peer", "random", "error",
+};
+
+const char *
+px_ra_cause_name(enum px_ra_cause c)
+{
+	return (unsigned int)c < PX_RA_NCAUSES ? ra_cause_names[c] : "?";
+}
+
+/* Drop an open's read cache (data and in-flight fetches). */
+static void
+ra_drop(struct px_open *o, enum px_ra_cause why)
+{
+	if (o->ra.chunks == NULL && !o->ra.eof_known && !o->ra.seq)
+		return;
+	if (o->ra.chunks || o->ra.eof_known)
+		px_stats.ra_invalidations[why]++;
+	px_stats.ra_bytes_now -= o->ra.bytes;
+	co_ra_invalidate(&o->ra);
+}
+
+/* A change to file `name` of share `share`: every open of it through this
+ * smbaccel, on this connection or another, drops its read cache. */
+static void
+ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
+    enum px_ra_cause why)
+{
+	struct px_conn *x, *next;
+
+	for (x = px_conn_first(); x; x = next) {
+		struct px_open *o;
+		bool hit = false;
+
+		next = x->next;
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o->name && strcasecmp(o->name, name) == 0 &&
+			    strcasecmp(tree_share(x, o), share) == 0 &&
+			    (o->ra.chunks || o->ra.eof_known)) {
+				ra_drop(o, x == c ? why : PX_RA_PEER);
+				hit = true;
+			}
+		/* a read of x waiting for a fetch now goes to the server */
+		if (hit && x != c && x->stall == PX_STALL_READ)
+			px_conn_kick(x);
+	}
+}
+
+/* Invalidations caused by a request about to reach the server or be
+ * absorbed. */
+static void
+ra_on_request(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_fileid fid;
+	struct px_open *o;
+
+	switch (h->command) {
+	case SMB2_WRITE:
+	case SMB2_SET_INFO:
+		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    (o = px_open_find(&c->led, &fid)) != NULL) {
+			ra_drop(o, h->command == SMB2_WRITE ? PX_RA_WRITE :
+			    PX_RA_SETINFO);
+			if (o->name)
+				ra_invalidate_path(c, tree_share(c, o), o->name,
+				    h->command == SMB2_WRITE ? PX_RA_WRITE :
+				    PX_RA_SETINFO);
+		}
+		break;
+	case SMB2_LOCK:
+	case SMB2_CLOSE:
+		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    (o = px_open_find(&c->led, &fid)) != NULL)
+			ra_drop(o, h->command == SMB2_LOCK ? PX_RA_LOCK :
+			    PX_RA_CLOSE);
+		break;
+	case SMB2_CREATE: {
+		struct smb2_create_req *cr = malloc(sizeof(*cr));
+		struct px_tree *t = px_tree_find(&c->led, h->session_id,
+		    h->tree_id);
+
+		if (cr && t && px_smb2_create_req_decode(e, cr) == 0 &&
+		    (cr->create_disposition == FILE_SUPERSEDE ||
+		    cr->create_disposition == FILE_OVERWRITE ||
+		    cr->create_disposition == FILE_OVERWRITE_IF ||
+		    (cr->create_options & FILE_DELETE_ON_CLOSE)))
+			ra_invalidate_path(c, t->share, cr->name, PX_RA_SETINFO);
+		free(cr);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static bool
+ra_gate(const struct px_tree *t, const struct px_open *o)
+{
+	switch (t->policy.read_ahead) {
+	case POL_GATE_ALWAYS:
+		return true;
+	case POL_GATE_LEASED:
+		return px_open_read_caching(o);
+	default:
+		return false;
+	}
+}
+
+/* Fetch ahead of a sequential reader with donated ids (pipelined). */
+static void
+ra_plan(struct px_conn *c, struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	const struct px_open *x;
+
+	if (t == NULL || !ra_gate(t, o) || !o->ra.seq || o->breaking ||
+	    c->srv.fd == -1 || c->state != PX_CONN_RELAY)
+		return;
+	/* buffered write-behind data has first claim on the ids */
+	for (x = c->led.opens; x; x = x->next)
+		if (x->wb.len)
+			return;
+	for (;;) {
+		uint64_t run = co_pool_first_run(&c->led.pool), lo, off;
+		uint64_t budget = pol_global(px_rt.cfg)->read_ahead_memory;
+		uint64_t unit, mem_left;
+		uint32_t len;
+		uint8_t msg[64 + 49 + 8];
+		struct smb2_hdr_out h;
+		struct px_pending *p;
+		size_t n;
+
+		if (run == 0)
+			return;
+		if (large_mtu(c))
+			unit = run * SMB2_UNIT;
+		else
+			unit = SMB2_UNIT;
+		if (unit > RA_CHUNK_MAX)
+			unit = RA_CHUNK_MAX;
+		if (c->led.max_read && unit > c->led.max_read)
+			unit = c->led.max_read;
+		mem_left = budget > px_stats.ra_bytes_now ?
+		    budget - px_stats.ra_bytes_now : 0;
+		len = co_ra_plan(&o->ra, (uint32_t)unit, mem_left, &off);
+		if (len == 0)
+			return;
+		run = co_pool_take_run(&c->led.pool, large_mtu(c) ? 0xFFFF : 1,
+		    &lo);
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_READ;
+		h.credit_charge = large_mtu(c) ? (uint16_t)run : 1;
+		h.credit = 1;
+		h.message_id = lo;
+		h.tree_id = o->tree_id;
+		h.session_id = o->session_id;
+		n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
+		    len, 0);
+		if (n == 0 || px_conn_send(&c->srv, msg, n) == -1 ||
+		    (p = proxy_pending(c, lo, SMB2_READ, h.credit_charge)) ==
+		    NULL || co_ra_add(&o->ra, off, len) == NULL) {
+			log_warnx("conn=%llu read-ahead request failed",
+			    (unsigned long long)c->id);
+			return;
+		}
+		p->fid = o->fid;
+		p->u.io.offset = off;
+		p->u.io.length = len;
+		p->u.io.open = o;
+		p->u.io.gen = o->ra.gen;
+		px_stats.ra_bytes_now += len;
+		px_stats.ra_fetches++;
+		px_stats.ra_fetch_bytes += len;
+		px_stats.pool_ids_now = c->led.pool.count;
+	}
+}
+
+/* Build a READ response (or END_OF_FILE error) answering rq. */
+static uint8_t *
+read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
+    const uint8_t *data, uint32_t n, size_t *len)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 16 + (size_t)n + 8);
+
+	if (msg == NULL)
+		return NULL;
+	rsp_hdr(&h, rq, status);
+	h.credit = credit;
+	if (status != NT_STATUS_SUCCESS) {
+		*len = px_smb2_error_rsp_encode(msg, 64 + 16 + 8, &h);
+		return msg;
+	}
+	*len = px_smb2_read_rsp_encode(msg, 64 + 16 + (size_t)n + 8, &h, data,
+	    n);
+	return msg;
+}
+
+/*
+ * A standalone READ: serve it from the read-ahead cache, make it wait for a
+ * fetch in flight, widen it, or forward it.
+ */
+static enum absorb_rc
+try_read(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, const uint8_t *frame, size_t flen)
+{
+	struct smb2_read_req r;
+	struct px_session *s;
+	struct px_tree *t;
+	struct px_open *o;
+	enum co_ra_look look;
+	uint64_t charge;
+
+	if (px_smb2_read_req_decode(e, &r) == -1)
+		return AB_FORWARD;
+	if ((o = px_open_find(&c->led, &r.file_id)) == NULL ||
+	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
+	    o->closed)
+		return AB_FORWARD;
+	s = px_session_find(&c->led, h->session_id);
+	t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	if (s == NULL || t == NULL || !s->established || !ra_gate(t, o) ||
+	    (h->flags & SMB2_FLAGS_SIGNED) || s->signing_required ||
+	    s->encrypt || (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) ||
+	    (r.flags & SMB2_READFLAG_READ_UNBUFFERED) || r.channel != 0 ||
+	    r.length == 0 || !px_open_read_access(o) || o->breaking ||
+	    (c->led.max_read && r.length > c->led.max_read)) {
+		ra_drop(o, PX_RA_RANDOM);
+		return AB_FORWARD;
+	}
+	/* buffered writes first (the generic path flushes and waits) */
+	if (!same_file_idle(c, o))
+		return AB_FORWARD;
+	charge = large_mtu(c) && h->credit_charge ? h->credit_charge : 1;
+	if (h->message_id + charge > c->led.cr.C ||
+	    px_pending_find(&c->led, h->message_id) != NULL)
+		return AB_FORWARD;
+
+	look = co_ra_lookup(&o->ra, r.offset, r.length);
+	if (look == CO_RA_WAIT) {
+		c->stall = PX_STALL_READ;
+		c->stall_fid = o->fid;
+		c->stall_off = r.offset;
+		c->stall_len = r.length;
+		px_stats.ra_waits++;
+		return AB_STALL;
+	}
+	if (look == CO_RA_HIT) {
+		uint8_t *buf = malloc(r.length ? r.length : 1), *msg;
+		uint32_t n, st;
+		size_t mlen;
+		uint64_t before;
+
+		if (buf == NULL)
+			return AB_FAIL;
+		if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+			free(buf);
+			spend_pool(c);
+			return AB_FORWARD;
+		}
+		before = o->ra.bytes;
+		co_ra_serve(&o->ra, r.offset, r.length, r.minimum_count, buf, &n,
+		    &st);
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+		msg = read_rsp(h, 0, st, buf, n, &mlen);
+		free(buf);
+		if (msg == NULL)
+			return AB_FAIL;
+		if (h->message_id + charge > c->led.cr.client_next)
+			c->led.cr.client_next = h->message_id + charge;
+		c->led.cr.client_outstanding++;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.ra_hits++;
+		px_stats.ra_served_bytes += n;
+		if (answer_msg(c, h->credit, msg, mlen) == -1)
+			return AB_FAIL;
+		ra_plan(c, o);
+		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+		    c->led.window))
+			spend_pool(c);
+		return AB_DONE;
+	}
+	/* a miss: a read outside what was fetched means random access */
+	if (o->ra.chunks)
+		ra_drop(o, PX_RA_RANDOM);
+	co_ra_note_read(&o->ra, r.offset, r.length);
+	if (o->ra.seq && r.length < RA_WIDEN &&
+	    (!c->led.max_read || c->led.max_read >= RA_WIDEN)) {
+		/* widen a small sequential read within its credit charge
+		 * (one credit pays for 64 KiB); the answer is cut back to
+		 * what the client asked for */
+		uint8_t *copy = malloc(flen);
+		struct px_pending *p;
+		struct smb2_fileid related;
+
+		if (copy == NULL)
+			return AB_FAIL;
+		memcpy(copy, frame, flen);
+		px_put_u32(copy + PX_NBSS_HDR + SMB2_HDR_LEN + 4, RA_WIDEN);
+		memset(&related, 0xFF, sizeof(related));
+		p = px_ledger_client_request(&c->led, h, e, false, &related);
+		if (p == NULL || co_ra_add(&o->ra, r.offset, RA_WIDEN) == NULL ||
+		    px_conn_send_frame(&c->srv, copy, flen) == -1) {
+			free(copy);
+			return AB_FAIL;
+		}
+		free(copy);
+		p->u.io.widened = true;
+		p->u.io.offset = r.offset;
+		p->u.io.length = RA_WIDEN;
+		p->u.io.client_len = r.length;
+		p->u.io.client_min = r.minimum_count;
+		p->u.io.open = o;
+		p->u.io.gen = o->ra.gen;
+		px_stats.ra_bytes_now += RA_WIDEN;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.ra_widened++;
+		return AB_DONE;
+	}
+	return AB_FORWARD;
+}
+
+/* Is o still one of c's opens (a pointer kept in a pending entry)? */
+static struct px_open *
+open_alive(struct px_conn *c, struct px_open *o)
+{
+	struct px_open *x;
+
+	for (x = c->led.opens; x && x != o; x = x->next)
+		;
+	return x;
+}
+
+/* A read-ahead fetch answered. */
+static void
+ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct px_open *o = open_alive(c, p->u.io.open);
+	struct smb2_read_rsp rr;
+	bool ok = false;
+	uint64_t before;
+	struct px_tree *t;
+
+	if (o == NULL)
+		return;
+	memset(&rr, 0, sizeof(rr));
+	if (h->status == NT_STATUS_SUCCESS && px_smb2_read_rsp_decode(e, &rr) == 0)
+		ok = true;
+	else if (h->status == NT_STATUS_END_OF_FILE)
+		ok = true;
+	before = o->ra.bytes;
+	if (!co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, ok, rr.data,
+	    rr.data_len)) {
+		if (!ok)
+			px_stats.ra_invalidations[PX_RA_ERROR]++;
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+		return;
+	}
+	t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	co_ra_grow(&o->ra, t ? t->policy.read_ahead_max : 8 << 20);
+	if (o->ra.window > px_stats.ra_window_max)
+		px_stats.ra_window_max = o->ra.window;
+}
+
+/* The answer to a widened client READ: feed the cache, then answer the
+ * client with what it asked for, keeping the server's grant. */
+static int
+widened_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p, bool *replaced)
+{
+	struct px_open *o = open_alive(c, p->u.io.open);
+	struct smb2_read_rsp rr;
+	struct smb2_hdr rq;
+	uint32_t n, st;
+	uint8_t *msg;
+	size_t mlen;
+	int rc;
+
+	*replaced = false;
+	if (h->status == NT_STATUS_END_OF_FILE) {
+		if (o)
+			(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset,
+			    true, NULL, 0);
+		return 0;
+	}
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_read_rsp_decode(e, &rr) == -1) {
+		if (o)
+			ra_drop(o, PX_RA_ERROR);
+		return 0;   /* forwarded as it came */
+	}
+	if (o)
+		(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, true,
+		    rr.data, rr.data_len);
+	n = rr.data_len < p->u.io.client_len ? rr.data_len : p->u.io.client_len;
+	st = (n == 0 || n < p->u.io.client_min) ? NT_STATUS_END_OF_FILE :
+	    NT_STATUS_SUCCESS;
+	rq = *h;
+	msg = read_rsp(&rq, h->credit, st, rr.data, st ? 0 : n, &mlen);
+	if (msg == NULL)
+		return -1;
+	/* keep the server's header fields (flags, async id, ...) */
+	memcpy(msg, e->hdr, SMB2_HDR_LEN);
+	px_put_u32(msg + 8, st);
+	px_put_u32(msg + 20, 0);          /* NextCommand */
+	rc = px_conn_send(&c->cli, msg, mlen);
+	free(msg);
+	*replaced = true;
+	return rc;
 }
 
 /* ---- client requests ---------------------------------------------------------- */
@@ -737,6 +1190,11 @@ px_relay_stall_cleared(struct px_conn *c)
 	case PX_STALL_CREDITS:
 		ok = c->delayed == NULL;
 		break;
+	case PX_STALL_READ:
+		o = px_open_find(&c->led, &c->stall_fid);
+		ok = o == NULL || co_ra_lookup(&o->ra, c->stall_off,
+		    c->stall_len) != CO_RA_WAIT;
+		break;
 	}
 	if (ok)
 		c->stall = PX_STALL_NONE;
@@ -850,9 +1308,19 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			px_stats.requests[first.command]++;
 			return PX_RC_DONE;
 		}
+		if (first.command == SMB2_READ) {
+			ar = try_read(c, &first, &e, frame, len);
+			if (ar == AB_DONE)
+				return PX_RC_DONE;
+			if (ar == AB_STALL)
+				return PX_RC_STALL;
+			if (ar == AB_FAIL)
+				return PX_RC_CLOSE;
+		}
 		if (first.command == SMB2_WRITE) {
 			ar = try_absorb_write(c, &first, &e);
 			if (ar == AB_DONE) {
+				ra_on_request(c, &first, &e);
 				px_stats.requests[SMB2_WRITE]++;
 				return PX_RC_DONE;
 			}
@@ -896,6 +1364,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		e.len = h.elem_len;
 		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
 		    SMB2_NCMDS]++;
+		ra_on_request(c, &h, &e);
 		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
 		if (p && h.command == SMB2_CLOSE) {
 			struct px_open *o = px_open_find(&c->led, &p->fid);
@@ -999,6 +1468,12 @@ proxy_response(struct px_conn *c, const struct smb2_hdr *h,
 
 	if (c->proxy_inflight)
 		c->proxy_inflight--;
+	if (p->command == SMB2_READ) {
+		ra_arrived(c, h, e, p);
+		if ((o = open_alive(c, p->u.io.open)) != NULL)
+			ra_plan(c, o);
+		return;
+	}
 	if (p->command != SMB2_WRITE)
 		return;
 	/* the open may have gone (session or tree torn down server-side) */
@@ -1114,9 +1589,12 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			if (px_smb2_oplock_break_decode(&e, &b) == 0) {
 				struct px_open *o;
 
-				for (o = c->led.opens; o; o = o->next)
+				for (o = c->led.opens; o; o = o->next) {
+					if (o->breaking)
+						ra_drop(o, PX_RA_BREAK);
 					if (o->breaking && o->wb.len)
 						flush_open(c, o, CO_FLUSH_BREAK);
+				}
 				spend_pool(c);
 			}
 			continue;
@@ -1133,6 +1611,16 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 				kick = true;
 			}
 			continue;
+		}
+		if (p && !interim && p->command == SMB2_READ &&
+		    p->u.io.widened && n == 1) {
+			bool rep;
+
+			if (widened_answer(c, &h, &e, p, &rep) == -1) {
+				px_pending_free(p);
+				return PX_RC_CLOSE;
+			}
+			replaced = replaced || rep;
 		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
 		    p->u.io.offset == UINT64_MAX && n == 1) {
@@ -1215,6 +1703,7 @@ px_relay_free(struct px_conn *c)
 		struct px_delayed *d = c->delayed;
 
 		c->delayed = d->next;
+		free(d->msg);
 		free(d);
 	}
 	c->delayed_tail = &c->delayed;

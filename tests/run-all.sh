@@ -7,6 +7,7 @@
 #   TESTS="t_smb1 t_garbage"  a subset; the unit tests run only when TESTS
 #                             is empty or names "unit"
 #   other variables: see tests/run-integration.sh
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS_DIR=${RESULTS_DIR:-$TOP/tests/results}

@@ -12,6 +12,7 @@
 # lines) only when it fails.  The last line is "N passed, N failed" (plus
 # ", N skipped").  Exit status 1 if any test failed.  When SUMMARY_FILE is
 # set, "passed failed skipped" counts are also written there (run-all.sh).
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS_DIR=${RESULTS_DIR:-$TOP/tests/results}

@@ -76,7 +76,11 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 	    strnlen(u.cq.name, sizeof(u.cq.name)) == sizeof(u.cq.name))
 		abort();
 	rc |= px_smb2_create_rsp_decode(e, &u.cr);
-	rc |= px_smb2_close_req_decode(e, &u.cl);
+	if (px_smb2_close_req_decode(e, &u.cl) == 0 &&
+	    px_fileid_is_related(&u.cl.file_id) !=
+	    (u.cl.file_id.persistent == UINT64_MAX &&
+	    u.cl.file_id.volatile_ == UINT64_MAX))
+		abort();
 	rc |= px_smb2_flush_req_decode(e, &u.fl);
 	if (px_smb2_read_req_decode(e, &u.rq) == 0 &&
 	    u.rq.length > UINT64_MAX - u.rq.offset)
@@ -177,6 +181,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		if (h.elem_off != off || h.elem_len < SMB2_HDR_LEN ||
 		    h.elem_len > size - off)
+			abort();
+		if (px_smb2_cmd_name(h.command) == NULL)
 			abort();
 		decode_copy(data + off, h.elem_len, &h);
 		n++;

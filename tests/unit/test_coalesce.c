@@ -268,6 +268,140 @@ test_write_decide(void)
 	}
 }
 
+/* ---- read-ahead cache ---- */
+
+static void
+fill(uint8_t *b, uint64_t off, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		b[i] = (uint8_t)((off + i) * 7 + 3);
+}
+
+static void
+test_ra_sequential(void)
+{
+	struct co_ra ra;
+	uint8_t data[65536], out[8192], want[8192];
+	uint64_t off;
+	uint32_t len, n, st;
+	struct co_chunk *c;
+
+	co_ra_init(&ra);
+	/* nothing known: a miss, and the first read is not sequential */
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 0, 4096), CO_RA_MISS);
+	co_ra_note_read(&ra, 0, 4096);
+	CU_ASSERT_FALSE(ra.seq);
+	co_ra_note_read(&ra, 4096, 4096);
+	CU_ASSERT_TRUE(ra.seq);
+	/* a chunk in flight: a read inside it waits */
+	c = co_ra_add(&ra, 8192, 65536);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	CU_ASSERT_EQUAL(ra.fetch_end, 8192 + 65536);
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 8192, 4096), CO_RA_WAIT);
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 4096, 8192), CO_RA_MISS); /* before */
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 70000, 8192), CO_RA_MISS); /* past */
+	/* a stale generation does not land */
+	fill(data, 8192, 65536);
+	CU_ASSERT_FALSE(co_ra_arrive(&ra, ra.gen + 1, 8192, true, data, 65536));
+	CU_ASSERT_TRUE(co_ra_arrive(&ra, ra.gen, 8192, true, data, 65536));
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 8192, 4096), CO_RA_HIT);
+	co_ra_serve(&ra, 8192, 4096, 0, out, &n, &st);
+	fill(want, 8192, 4096);
+	CU_ASSERT_EQUAL(n, 4096);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_EQUAL(memcmp(out, want, 4096), 0);
+	CU_ASSERT_TRUE(ra.seq);
+	/* planning: ahead = 60 KiB of a 128 KiB window */
+	len = co_ra_plan(&ra, 1 << 20, 1 << 30, &off);
+	CU_ASSERT_EQUAL(off, 8192 + 65536);
+	CU_ASSERT_EQUAL(len, 128 * 1024 - (65536 - 4096));
+	/* too few ids for a real chunk while enough is ahead: wait */
+	CU_ASSERT_EQUAL(co_ra_plan(&ra, 4096, 1 << 30, &off), 0);
+	/* memory budget respected */
+	CU_ASSERT_EQUAL(co_ra_plan(&ra, 1 << 20, 0, &off), 0);
+	co_ra_grow(&ra, 256 * 1024);
+	co_ra_grow(&ra, 256 * 1024);
+	CU_ASSERT_EQUAL(ra.window, 256 * 1024);
+	co_ra_invalidate(&ra);
+	CU_ASSERT_EQUAL(ra.bytes, 0);
+	CU_ASSERT_PTR_NULL(ra.chunks);
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 8192, 4096), CO_RA_MISS);
+}
+
+static void
+test_ra_eof(void)
+{
+	struct co_ra ra;
+	uint8_t data[10000], out[8192];
+	uint32_t n, st;
+	uint64_t off;
+
+	co_ra_init(&ra);
+	fill(data, 0, sizeof(data));
+	CU_ASSERT_PTR_NOT_NULL(co_ra_add(&ra, 0, 65536));
+	/* the file has 10000 bytes: a short answer */
+	CU_ASSERT_TRUE(co_ra_arrive(&ra, ra.gen, 0, true, data, 10000));
+	CU_ASSERT_TRUE(ra.eof_known);
+	CU_ASSERT_EQUAL(ra.eof, 10000);
+	/* across EOF: short data, as the server answers */
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 8192, 4096), CO_RA_HIT);
+	co_ra_serve(&ra, 8192, 4096, 0, out, &n, &st);
+	CU_ASSERT_EQUAL(n, 10000 - 8192);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT_EQUAL(memcmp(out, data + 8192, n), 0);
+	/* MinimumCount above what is left: END_OF_FILE */
+	co_ra_serve(&ra, 8192, 4096, 4096, out, &n, &st);
+	CU_ASSERT_EQUAL(st, 0xC0000011u);
+	CU_ASSERT_EQUAL(n, 0);
+	/* at or past EOF: END_OF_FILE */
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 10000, 4096), CO_RA_HIT);
+	co_ra_serve(&ra, 10000, 4096, 0, out, &n, &st);
+	CU_ASSERT_EQUAL(st, 0xC0000011u);
+	/* nothing more to fetch past a known end */
+	CU_ASSERT_EQUAL(co_ra_plan(&ra, 1 << 20, 1 << 30, &off), 0);
+
+	/* an empty file: END_OF_FILE with no data */
+	co_ra_invalidate(&ra);
+	CU_ASSERT_PTR_NOT_NULL(co_ra_add(&ra, 0, 65536));
+	CU_ASSERT_TRUE(co_ra_arrive(&ra, ra.gen, 0, true, NULL, 0));
+	co_ra_serve(&ra, 0, 4096, 0, out, &n, &st);
+	CU_ASSERT_EQUAL(st, 0xC0000011u);
+	/* an error answer drops everything */
+	co_ra_invalidate(&ra);
+	CU_ASSERT_PTR_NOT_NULL(co_ra_add(&ra, 0, 65536));
+	CU_ASSERT_FALSE(co_ra_arrive(&ra, ra.gen, 0, false, NULL, 0));
+	CU_ASSERT_PTR_NULL(ra.chunks);
+}
+
+static void
+test_ra_spanning(void)
+{
+	struct co_ra ra;
+	uint8_t a[4096], b[4096], out[4096], want[4096];
+	uint32_t n, st;
+
+	co_ra_init(&ra);
+	fill(a, 0, 4096);
+	fill(b, 4096, 4096);
+	fill(want, 2048, 4096);
+	CU_ASSERT_PTR_NOT_NULL(co_ra_add(&ra, 0, 4096));
+	CU_ASSERT_PTR_NOT_NULL(co_ra_add(&ra, 4096, 4096));
+	/* out of order arrival */
+	CU_ASSERT_TRUE(co_ra_arrive(&ra, ra.gen, 4096, true, b, 4096));
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 2048, 4096), CO_RA_WAIT);
+	CU_ASSERT_TRUE(co_ra_arrive(&ra, ra.gen, 0, true, a, 4096));
+	CU_ASSERT_EQUAL(co_ra_lookup(&ra, 2048, 4096), CO_RA_HIT);
+	co_ra_serve(&ra, 2048, 4096, 0, out, &n, &st);
+	CU_ASSERT_EQUAL(n, 4096);
+	CU_ASSERT_EQUAL(memcmp(out, want, 4096), 0);
+	/* the first chunk is consumed and freed; the second is kept */
+	CU_ASSERT_EQUAL(ra.chunks->off, 4096);
+	CU_ASSERT_EQUAL(ra.bytes, 4096);
+	co_ra_invalidate(&ra);
+}
+
 void
 ut_register_coalesce(void)
 {
@@ -281,4 +415,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "absorb decision table", test_write_decide);
+	CU_add_test(s, "read-ahead sequential cache", test_ra_sequential);
+	CU_add_test(s, "read-ahead EOF answers", test_ra_eof);
+	CU_add_test(s, "read-ahead spanning chunks", test_ra_spanning);
 }

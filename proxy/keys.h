@@ -1,0 +1,279 @@
+/*
+ * keys.h - keyed sessions: the secrets file, NTLMv2 session keys from the
+ * relayed SPNEGO/NTLMSSP exchange, SMB 2/3 key derivation, signing,
+ * TRANSFORM_HEADER encryption and the nonces smbaccel itself uses
+ * (DESIGN.md section 7).
+ *
+ * Everything here is pure: byte buffers in, byte buffers out, no sockets.
+ * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF); MD4 and
+ * RC4 come from the legacy provider.  px_crypto_init() loads the providers
+ * once; every other function calls it on first use, but the daemon should
+ * call it at start-up to fail early with a readable message.  The module
+ * keeps process-wide state (fetched algorithms) and is not thread-safe
+ * before px_crypto_init() has returned; after that it is.
+ */
+#ifndef SMBACCEL_KEYS_H
+#define SMBACCEL_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/smb2.h"
+
+/*
+ * Load the "legacy" and "default" OpenSSL providers into the default
+ * library context and fetch every algorithm used here.  Idempotent.
+ * Returns 0, or -1 with a sentence in err (e.g. when the legacy provider,
+ * needed for MD4 and RC4, is not installed).
+ */
+int px_crypto_init(char *err, size_t errlen) PX_MUSTCHECK;
+
+/* ---- secrets file --------------------------------------------------------- */
+
+/*
+ * One entry a line, '#' at the start of a line (after blanks) is a comment,
+ * blank lines are ignored:
+ *     [DOMAIN\]user:nthash:<32 hex digits>
+ *     [DOMAIN\]user:password:<text to the end of the line>
+ * Blanks around the principal, the type and the hash are ignored; a
+ * password is taken verbatim (only a trailing '\r' is removed).  The file
+ * must be a regular file owned by root with no group/other permission bits.
+ */
+#define PX_SECRETS_MAX_ENTRIES 10000
+#define PX_SECRETS_MAX_LINE    1024          /* bytes, without the newline */
+#define PX_SECRETS_MAX_SIZE    (4u << 20)    /* whole file */
+#define PX_SECRETS_NAME_MAX    256           /* user or domain, UTF-8 bytes */
+
+struct px_secrets;
+
+/*
+ * Parse the file.  Returns NULL and a sentence in err naming the reason
+ * (ownership, permissions, size, "line N: ...") on any problem: a file
+ * with one bad line is refused whole.
+ */
+struct px_secrets *px_secrets_load(const char *path, char *err,
+    size_t errlen);
+/*
+ * NT hash for (domain, user), compared ASCII-case-insensitively.  An entry
+ * with the same domain wins over one without a domain; an entry without a
+ * domain matches any domain.  domain may be NULL or "".  NULL if unknown.
+ */
+const uint8_t *px_secrets_nthash(const struct px_secrets *s,
+    const char *domain, const char *user);
+size_t px_secrets_count(const struct px_secrets *s);
+void px_secrets_free(struct px_secrets *s);   /* wipes the hashes; NULL ok */
+
+/* NT hash = MD4(UTF-16LE(password)); password is UTF-8.  0 or -1. */
+int px_nt_hash(const char *password, size_t len, uint8_t out[16])
+    PX_MUSTCHECK;
+
+/* ---- SPNEGO / NTLMSSP (RFC 4178, MS-SPNG, MS-NLMP) ------------------------- */
+
+#define PX_NTLMSSP_NEGOTIATE_UNICODE      0x00000001u
+#define PX_NTLMSSP_NEGOTIATE_SIGN         0x00000010u
+#define PX_NTLMSSP_NEGOTIATE_SEAL         0x00000020u
+#define PX_NTLMSSP_NEGOTIATE_NTLM         0x00000200u
+#define PX_NTLMSSP_NEGOTIATE_ANONYMOUS    0x00000800u
+#define PX_NTLMSSP_NEGOTIATE_EXTENDED_SESSIONSECURITY 0x00080000u
+#define PX_NTLMSSP_NEGOTIATE_TARGET_INFO  0x00800000u
+#define PX_NTLMSSP_NEGOTIATE_VERSION      0x02000000u
+#define PX_NTLMSSP_NEGOTIATE_128          0x20000000u
+#define PX_NTLMSSP_NEGOTIATE_KEY_EXCH     0x40000000u
+
+#define PX_NTLM_NAME_MAX  (PX_SECRETS_NAME_MAX + 1)  /* with the NUL */
+#define PX_NTLM_BLOB_MAX  8192   /* NTLMv2 client challenge ("temp") */
+
+/* The mechanism a security buffer carries. */
+enum px_gss_mech {
+	PX_MECH_NONE = 0,    /* no token (e.g. final negTokenResp, mech list) */
+	PX_MECH_NTLMSSP,
+	PX_MECH_KERBEROS,    /* krb5, MS krb5, IAKERB, user-to-user */
+	PX_MECH_OTHER,       /* NEGOEX, unknown OID, token of unknown form */
+};
+const char *px_gss_mech_name(enum px_gss_mech m);
+
+/* Return values of the two parsers. */
+enum px_ntlm_rc {
+	PX_NTLM_BAD = -1,    /* malformed: a length, offset or tag is wrong */
+	PX_NTLM_OK = 0,      /* an NTLMSSP message of the wanted type, parsed */
+	PX_NTLM_OTHER = 1,   /* well formed, but not that message: see .mech
+	                      * and .ntlm_type (Kerberos, NTLM NEGOTIATE, ...) */
+};
+
+/* From the server's CHALLENGE_MESSAGE (MS-NLMP 2.2.1.2). */
+struct px_ntlm_challenge {
+	enum px_gss_mech mech;
+	uint32_t ntlm_type;          /* NTLMSSP MessageType seen, 0 if none */
+	uint32_t flags;              /* NegotiateFlags */
+	uint8_t server_challenge[8];
+};
+
+/*
+ * From the client's AUTHENTICATE_MESSAGE (MS-NLMP 2.2.1.3).  Self-contained
+ * (no pointers into the parsed buffer), so it can be kept until the
+ * response arrives.
+ */
+struct px_ntlm_auth {
+	enum px_gss_mech mech;
+	uint32_t ntlm_type;
+	uint32_t flags;              /* NegotiateFlags */
+	bool anonymous;              /* empty user and empty NT response, or
+	                              * the ANONYMOUS flag */
+	char domain[PX_NTLM_NAME_MAX];   /* UTF-8, NUL-terminated */
+	char user[PX_NTLM_NAME_MAX];
+	size_t nt_response_len;      /* 24: NTLMv1; > 24: NTLMv2 */
+	uint8_t nt_proof[16];        /* NTLMv2: first 16 bytes of the response */
+	size_t blob_len;             /* NTLMv2: the rest of the response */
+	uint8_t blob[PX_NTLM_BLOB_MAX];
+	bool has_enc_key;            /* EncryptedRandomSessionKey is 16 bytes */
+	uint8_t enc_session_key[16];
+};
+
+/*
+ * Find the NTLMSSP message in a SESSION_SETUP security buffer: a GSS
+ * InitialContextToken with SPNEGO's NegTokenInit, a bare NegTokenResp, or
+ * raw NTLMSSP.  Every DER length and every NTLMSSP offset is checked
+ * against its enclosing buffer.  On anything but PX_NTLM_OK the fields
+ * other than mech and ntlm_type are zero.
+ */
+int px_ntlm_parse_challenge(const uint8_t *buf, size_t len,
+    struct px_ntlm_challenge *out) PX_MUSTCHECK;
+int px_ntlm_parse_authenticate(const uint8_t *buf, size_t len,
+    struct px_ntlm_auth *out) PX_MUSTCHECK;
+
+enum px_key_result {
+	PX_KEY_OK = 0,
+	PX_KEY_MISMATCH,     /* NTProofStr does not verify: wrong secret */
+	PX_KEY_ANONYMOUS,
+	PX_KEY_UNSUPPORTED,  /* NTLMv1/LM, Kerberos, KEY_EXCH without a key */
+	PX_KEY_ERROR,        /* OpenSSL failed */
+};
+const char *px_key_result_name(enum px_key_result r); /* "key-mismatch"... */
+
+/*
+ * MS-NLMP 3.3.2: verify NTProofStr (constant time) with nthash, then
+ * derive the exported session key: SessionBaseKey, or with KEY_EXCH
+ * negotiated in both the challenge and the authenticate flags (and SIGN
+ * or SEAL) RC4(SessionBaseKey, EncryptedRandomSessionKey).
+ * session_key is written only on PX_KEY_OK.
+ */
+enum px_key_result px_ntlm_session_key(const struct px_ntlm_challenge *c,
+    const struct px_ntlm_auth *a, const uint8_t nthash[16],
+    uint8_t session_key[16]);
+
+/* ---- SMB2/3 keys, signing, encryption (MS-SMB2 3.1.4) ---------------------- */
+
+#define PX_PREAUTH_LEN 64
+
+/* preauth = SHA-512(preauth || msg); start from 64 zero bytes.  0 / -1. */
+int px_preauth_update(uint8_t hash[PX_PREAUTH_LEN], const uint8_t *msg,
+    size_t len) PX_MUSTCHECK;
+
+#define PX_CIPHER_NONE        0
+#define PX_CIPHER_AES128_CCM  1
+#define PX_CIPHER_AES128_GCM  2
+#define PX_CIPHER_AES256_CCM  3
+#define PX_CIPHER_AES256_GCM  4
+
+#define PX_SIGN_HMAC_SHA256   0
+#define PX_SIGN_AES_CMAC      1
+#define PX_SIGN_AES_GMAC      2
+
+/* Which cipher key: the one the client encrypts with, or the server. */
+enum px_key_dir {
+	PX_C2S = 0,   /* 3.0.x "ServerIn ", 3.1.1 "SMBC2SCipherKey" */
+	PX_S2C = 1,   /* 3.0.x "ServerOut", 3.1.1 "SMBS2CCipherKey" */
+};
+
+struct px_smb_keys {
+	uint16_t dialect;
+	uint16_t cipher;          /* PX_CIPHER_*, NONE: no cipher keys */
+	size_t cipher_key_len;    /* 0, 16 or 32 */
+	uint8_t signing[16];
+	uint8_t c2s[32];
+	uint8_t s2c[32];
+};
+
+/*
+ * Derive the session's keys (MS-SMB2 3.2.5.3.1 / 3.3.5.5.3):
+ *  - 2.0.2, 2.1: signing key = the session key; no cipher keys.
+ *  - 3.0, 3.0.2: SP800-108 (HMAC-SHA256, counter, r = 32) with
+ *    "SMB2AESCMAC\0"/"SmbSign\0", "SMB2AESCCM\0"/"ServerIn \0" and
+ *    "ServerOut\0"; the cipher is always AES-128-CCM (cipher must be NONE
+ *    or AES128_CCM).
+ *  - 3.1.1: "SMBSigningKey\0", "SMBC2SCipherKey\0", "SMBS2CCipherKey\0",
+ *    context = the session's preauth hash.
+ * session_key is the GSS key (16 bytes for NTLM, may be 32 for Kerberos).
+ * Session.SessionKey is its first 16 bytes (zero padded if shorter): it
+ * keys the signing key and the 128-bit cipher keys.  For AES-256 ciphers
+ * the cipher keys are derived from the full key (Session.FullSessionKey)
+ * with L = 256; the signing key keeps L = 128, as Samba and Windows do.
+ * Returns 0, or -1 for an unknown dialect/cipher or a crypto failure.
+ */
+int px_smb_keys_derive(uint16_t dialect, const uint8_t *session_key,
+    size_t session_key_len, const uint8_t preauth[PX_PREAUTH_LEN],
+    uint16_t cipher, struct px_smb_keys *out) PX_MUSTCHECK;
+
+/*
+ * Sign one compound element in place (msg = its header, len = its length
+ * including padding up to NextCommand): set SMB2_FLAGS_SIGNED, zero the
+ * signature, MAC the element, write 16 bytes at offset 48.  Algorithm:
+ * 2.0.2/2.1 HMAC-SHA256; 3.0/3.0.2 AES-128-CMAC; 3.1.1 signing_alg
+ * (PX_SIGN_*; pass PX_SIGN_AES_CMAC when no SIGNING_CAPABILITIES context
+ * was negotiated).  GMAC nonce: MessageId (LE) and a 32-bit word with bit 0
+ * for from_server and bit 1 for is_cancel.  dialect must equal k->dialect.
+ * Returns 0 or -1.
+ */
+int px_smb2_sign(const struct px_smb_keys *k, uint16_t dialect,
+    uint16_t signing_alg, uint8_t *msg, size_t len, bool from_server,
+    bool is_cancel) PX_MUSTCHECK;
+/* 0 if the element's signature is right (constant-time compare), -1 if
+ * not; msg is not modified. */
+int px_smb2_verify(const struct px_smb_keys *k, uint16_t dialect,
+    uint16_t signing_alg, const uint8_t *msg, size_t len, bool from_server,
+    bool is_cancel) PX_MUSTCHECK;
+
+#define PX_TRANSFORM_HDR_LEN 52
+#define PX_TRANSFORM_MAX_MSG 0x00FFFFFFu  /* an NBSS frame holds no more */
+
+/*
+ * Encrypt msg[0..len) into out[0..52 + len): TRANSFORM_HEADER (MS-SMB2
+ * 2.2.41) with ProtocolId 0xFD 'SMB', the 16-byte tag as Signature, the 16
+ * nonce bytes as given (the cipher uses the first 11 for CCM, 12 for GCM;
+ * the rest must be zero per the spec and is authenticated either way),
+ * OriginalMessageSize = len, Flags = 1, SessionId; AAD = header bytes
+ * 20..51.  dir picks the key (PX_S2C for what smbaccel sends the client,
+ * PX_C2S for what it sends the server).  cipher must equal k->cipher.
+ * out + 52 may equal msg (in place); otherwise they must not overlap.
+ */
+int px_smb2_encrypt(const struct px_smb_keys *k, uint16_t cipher,
+    enum px_key_dir dir, uint64_t session_id, const uint8_t nonce[16],
+    const uint8_t *msg, size_t len, uint8_t *out) PX_MUSTCHECK;
+/*
+ * Check and decrypt a TRANSFORM message in[0..len) into out (len - 52
+ * bytes; out may equal in + 52).  Refuses a wrong ProtocolId, Flags != 1,
+ * OriginalMessageSize != len - 52, an empty payload and a bad tag; on
+ * failure out is wiped.  The caller checks SessionId (px_get_u64(in + 44)).
+ */
+int px_smb2_decrypt(const struct px_smb_keys *k, uint16_t cipher,
+    enum px_key_dir dir, const uint8_t *in, size_t len, uint8_t *out,
+    size_t *outlen) PX_MUSTCHECK;
+
+/*
+ * Nonces for the messages smbaccel encrypts itself.  Use one generator per
+ * (session, direction) key, shared by every connection bound to that
+ * session.  See smbcrypto.c for why these never collide with the nonces
+ * of the client and the server under the same key.
+ */
+struct px_nonce_gen {
+	uint16_t cipher;
+	uint64_t next;        /* low 63 bits of the next nonce's first 8 bytes */
+	uint64_t left;        /* nonces left before the generator refuses */
+	uint8_t salt[4];      /* bytes 8..10 (CCM) or 8..11 (GCM) */
+};
+int px_nonce_gen_init(struct px_nonce_gen *g, uint16_t cipher) PX_MUSTCHECK;
+/* Next nonce (16 bytes, unused tail zero); -1 when exhausted (2^62). */
+int px_nonce_next(struct px_nonce_gen *g, uint8_t nonce[16]) PX_MUSTCHECK;
+
+#endif
