@@ -174,6 +174,14 @@ struct co_write_facts {
 	                         * encryption, without a key */
 };
 
+/*
+ * Writes ending beyond 1 TiB are forwarded: near the largest file of
+ * common file systems (ext4 with 4 KiB blocks: 16 TiB) the server answers
+ * EFBIG/INVALID_PARAMETER, and such a write must not be acknowledged
+ * early (smbtorture smb2.rw.invalid writes at 2^63 and just below 16 TiB).
+ */
+#define CO_ABSORB_END_MAX (UINT64_C(1) << 40)
+
 enum co_absorb {
 	CO_ABSORB = 0,
 	CO_FWD_GATE,            /* policy gate says no */

@@ -89,7 +89,8 @@ co_write_decide(enum co_gate gate, const struct co_open_facts *o,
 		return CO_FWD_OPEN;
 	if (!w->standalone || w->channel != 0 || w->length == 0 ||
 	    w->length > coalesce_size || w->offset == APPEND_OFFSET ||
-	    w->offset + w->length < w->offset)
+	    w->offset + w->length < w->offset ||
+	    w->offset + w->length > CO_ABSORB_END_MAX)
 		return CO_FWD_SHAPE;
 	return CO_ABSORB;
 }

@@ -139,6 +139,9 @@ side_may_read(const struct px_side *s)
 		return false;
 	if (px_buf_len(&s->peer->out) >= glob()->queue_limit)
 		return false;
+	/* shutting down: no new client requests, only the drain */
+	if (s == &c->cli && px_rt.stopping)
+		return false;
 	/* a stalled client frame blocks further client input */
 	if (s == &c->cli && c->stall != PX_STALL_NONE)
 		return false;
@@ -647,7 +650,13 @@ conn_check_done(struct px_conn *c)
 static void
 on_client_eof(struct px_conn *c)
 {
+	if (c->state == PX_CONN_DRAINING || c->state == PX_CONN_CLOSED)
+		return;
 	if (!px_relay_quiet(c) || px_buf_len(&c->cli.in) > 0) {
+		log_info("conn=%llu client %s with %llu bytes buffered: writing "
+		    "them before closing the server connection",
+		    (unsigned long long)c->id, c->cli.rd_reset ? "reset" :
+		    "closed", (unsigned long long)c->wb_bytes);
 		px_conn_set_state(c, PX_CONN_DRAINING);
 		px_relay_flush_all(c, CO_FLUSH_DISCONNECT);
 	}
@@ -741,6 +750,21 @@ process_input(struct px_side *s)
 			return;
 		}
 		px_buf_consume(&s->in, flen);
+	}
+	if (s->rd_eof && px_buf_len(&s->in) > 0 && c->state != PX_CONN_OPAQUE) {
+		size_t flen;
+		uint8_t type;
+
+		/* the peer went away in the middle of a frame: it can never
+		 * be completed, so it is dropped (a whole stalled frame
+		 * stays to be handled) */
+		if (px_frame_parse(s->in.data + s->in.head, px_buf_len(&s->in),
+		    FRAME_MAX, &flen, &type) != PX_FRAME_OK) {
+			log_warnx("conn=%llu %s closed inside a frame; %zu bytes "
+			    "dropped", (unsigned long long)c->id, s->name,
+			    px_buf_len(&s->in));
+			px_buf_consume(&s->in, px_buf_len(&s->in));
+		}
 	}
 	px_buf_shrink(&s->in, 1024 * 1024);
 	if (s->rd_eof && s == &c->cli && c->state != PX_CONN_CLOSED)

@@ -227,7 +227,8 @@ struct px_open {
 	uint64_t wb_inflight_hi;
 	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
 	struct co_ra ra;            /* read-ahead cache */
-	bool locked;
+	bool locked;                /* a LOCK was seen on this file */
+	bool lock_checked;          /* other opens' locks looked at */
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */
 };

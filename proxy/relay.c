@@ -26,6 +26,7 @@
 #define SMB2_UNIT (64 * 1024)   /* one credit's worth of payload */
 
 static void try_send_delayed(struct px_conn *c);
+static bool path_locked(struct px_conn *c, const struct px_open *n);
 static void spend_pool(struct px_conn *c);
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -544,6 +545,11 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	of.write_access = px_open_write_access(o);
 	of.write_through = (o->create_options & FILE_WRITE_THROUGH) != 0;
 	of.write_caching = px_open_write_caching(o);
+	if (!o->locked && !o->lock_checked) {
+		/* opened after another handle locked the file */
+		o->locked = path_locked(c, o);
+		o->lock_checked = true;
+	}
 	of.locked = o->locked;
 	of.breaking = o->breaking;
 	memset(&wf, 0, sizeof(wf));
@@ -677,6 +683,46 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 	}
 }
 
+/*
+ * A byte-range lock on a file stops write absorption on every open of it
+ * through this smbaccel: a write into a range locked by another handle
+ * must get the server's FILE_LOCK_CONFLICT, not an early success.
+ */
+static void
+lock_path(struct px_conn *c, const char *share, const char *name)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_conn_first(); x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o->name && strcasecmp(o->name, name) == 0 &&
+			    strcasecmp(tree_share(x, o), share) == 0)
+				o->locked = true;
+	}
+}
+
+/* Does another open of this file (any connection) hold locks? */
+static bool
+path_locked(struct px_conn *c, const struct px_open *n)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_conn_first(); x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o != n && o->locked && o->name && n->name &&
+			    strcasecmp(o->name, n->name) == 0 &&
+			    strcasecmp(tree_share(x, o), tree_share(c, n)) == 0)
+				return true;
+	}
+	return false;
+}
+
 /* Invalidations caused by a request about to reach the server or be
  * absorbed. */
 static void
@@ -702,9 +748,12 @@ ra_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	case SMB2_LOCK:
 	case SMB2_CLOSE:
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
-		    (o = px_open_find(&c->led, &fid)) != NULL)
+		    (o = px_open_find(&c->led, &fid)) != NULL) {
 			ra_drop(o, h->command == SMB2_LOCK ? PX_RA_LOCK :
 			    PX_RA_CLOSE);
+			if (h->command == SMB2_LOCK && o->name)
+				lock_path(c, tree_share(c, o), o->name);
+		}
 		break;
 	case SMB2_CREATE: {
 		struct smb2_create_req *cr = malloc(sizeof(*cr));
@@ -1133,6 +1182,13 @@ must_wait_peers(struct px_conn *c, const struct smb2_hdr *h,
 			return false;
 		if (px_smb2_create_req_decode(e, cr) == 0)
 			name = cr->name;
+	} else if ((h->command == SMB2_READ || h->command == SMB2_WRITE ||
+	    h->command == SMB2_QUERY_INFO || h->command == SMB2_LOCK ||
+	    h->command == SMB2_FLUSH) &&
+	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
+		/* the file's data seen through another connection */
+		name = o->name;
 	} else if ((h->command == SMB2_QUERY_DIRECTORY ||
 	    h->command == SMB2_SET_INFO) &&
 	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
@@ -1143,10 +1199,7 @@ must_wait_peers(struct px_conn *c, const struct smb2_hdr *h,
 		} else {
 			struct smb2_set_info_req si;
 
-			if (px_smb2_set_info_req_decode(e, &si) == 0 &&
-			    (si.info_class == FILE_RENAME_INFORMATION ||
-			    si.info_class == FILE_DISPOSITION_INFORMATION ||
-			    si.info_class == FILE_END_OF_FILE_INFORMATION))
+			if (px_smb2_set_info_req_decode(e, &si) == 0)
 				name = o->name;
 		}
 	}

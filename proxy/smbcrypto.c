@@ -194,3 +194,419 @@ kdf(const uint8_t *ki, size_t kilen, const char *label, size_t labellen,
 	EVP_KDF_CTX_free(k);
 	return ok ? 0 : -1;
 }
+
+/* Label and context strings, terminating NUL included (MS-SMB2 3.2.5.3.1). */
+#define LBL(s) s, sizeof(s)
+
+static bool
+cipher_known(uint16_t c)
+{
+	return c >= PX_CIPHER_AES128_CCM && c <= PX_CIPHER_AES256_GCM;
+}
+
+static size_t
+cipher_key_len(uint16_t c)
+{
+	return (c == PX_CIPHER_AES256_CCM || c == PX_CIPHER_AES256_GCM) ?
+	    32 : 16;
+}
+
+int
+px_smb_keys_derive(uint16_t dialect, const uint8_t *session_key,
+    size_t session_key_len, const uint8_t preauth[PX_PREAUTH_LEN],
+    uint16_t cipher, struct px_smb_keys *out)
+{
+	uint8_t sk[16];     /* Session.SessionKey: first 16 bytes, 0-padded */
+	const uint8_t *ck;  /* key for the cipher keys */
+	size_t cklen, n;
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!ready() || session_key == NULL || session_key_len == 0 ||
+	    session_key_len > 64)
+		return -1;
+	memset(sk, 0, sizeof(sk));
+	memcpy(sk, session_key, session_key_len < 16 ? session_key_len : 16);
+	out->dialect = dialect;
+
+	switch (dialect) {
+	case SMB2_DIALECT_0202:
+	case SMB2_DIALECT_0210:
+		/* 3.2.5.3.1: Session.SigningKey = Session.SessionKey. */
+		if (cipher != PX_CIPHER_NONE)
+			goto fail;
+		memcpy(out->signing, sk, 16);
+		rc = 0;
+		break;
+	case SMB2_DIALECT_0300:
+	case SMB2_DIALECT_0302:
+		/* 3.0.x has one cipher, AES-128-CCM, and no FullSessionKey. */
+		if (cipher != PX_CIPHER_NONE && cipher != PX_CIPHER_AES128_CCM)
+			goto fail;
+		out->cipher = PX_CIPHER_AES128_CCM;
+		out->cipher_key_len = 16;
+		if (kdf(sk, 16, LBL("SMB2AESCMAC"), (const uint8_t *)"SmbSign",
+		    sizeof("SmbSign"), out->signing, 16) == -1 ||
+		    kdf(sk, 16, LBL("SMB2AESCCM"), (const uint8_t *)"ServerIn ",
+		    sizeof("ServerIn "), out->c2s, 16) == -1 ||
+		    kdf(sk, 16, LBL("SMB2AESCCM"), (const uint8_t *)"ServerOut",
+		    sizeof("ServerOut"), out->s2c, 16) == -1)
+			goto fail;
+		rc = 0;
+		break;
+	case SMB2_DIALECT_0311:
+		if (preauth == NULL ||
+		    (cipher != PX_CIPHER_NONE && !cipher_known(cipher)))
+			goto fail;
+		if (kdf(sk, 16, LBL("SMBSigningKey"), preauth, PX_PREAUTH_LEN,
+		    out->signing, 16) == -1)
+			goto fail;
+		if (cipher != PX_CIPHER_NONE) {
+			/*
+			 * 3.2.5.3.1: AES-256 cipher keys come from
+			 * Session.FullSessionKey (the whole GSS key: 16 bytes
+			 * for NTLM, where it equals SessionKey; 32 for an AES
+			 * Kerberos ticket) with L = 256 (3.1.4.2).
+			 */
+			n = cipher_key_len(cipher);
+			ck = n == 32 ? session_key : sk;
+			cklen = n == 32 ? session_key_len : 16;
+			if (kdf(ck, cklen, LBL("SMBC2SCipherKey"), preauth,
+			    PX_PREAUTH_LEN, out->c2s, n) == -1 ||
+			    kdf(ck, cklen, LBL("SMBS2CCipherKey"), preauth,
+			    PX_PREAUTH_LEN, out->s2c, n) == -1)
+				goto fail;
+			out->cipher = cipher;
+			out->cipher_key_len = n;
+		}
+		rc = 0;
+		break;
+	default:
+		break;
+	}
+fail:
+	OPENSSL_cleanse(sk, sizeof(sk));
+	if (rc == -1)
+		OPENSSL_cleanse(out, sizeof(*out));
+	return rc;
+}
+
+/* ---- signing (MS-SMB2 3.1.4.1) --------------------------------------------- */
+
+/*
+ * MAC of one element with its signature field taken as zero, without
+ * writing to it: the MAC is fed [0, 48), 16 zero bytes, [64, len).
+ */
+static int
+smb2_mac(const struct px_smb_keys *k, uint16_t dialect, uint16_t alg,
+    const uint8_t *msg, size_t len, bool from_server, bool is_cancel,
+    uint8_t sig[16])
+{
+	static const uint8_t zero[16];
+	EVP_MAC_CTX *c = NULL;
+	EVP_MAC *mac;
+	OSSL_PARAM p[3];
+	uint8_t iv[12], out[EVP_MAX_MD_SIZE];
+	size_t outlen = 0;
+	int ok;
+
+	if (!ready() || k == NULL || msg == NULL || len < SMB2_HDR_LEN ||
+	    len > PX_NBSS_MAX || dialect != k->dialect)
+		return -1;
+	switch (dialect) {
+	case SMB2_DIALECT_0202:
+	case SMB2_DIALECT_0210:
+		alg = PX_SIGN_HMAC_SHA256;
+		break;
+	case SMB2_DIALECT_0300:
+	case SMB2_DIALECT_0302:
+		alg = PX_SIGN_AES_CMAC;
+		break;
+	case SMB2_DIALECT_0311:
+		if (alg > PX_SIGN_AES_GMAC)
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+	switch (alg) {
+	case PX_SIGN_HMAC_SHA256:
+		mac = px_alg.hmac;
+		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+		    (char *)(uintptr_t)"SHA256", 0);
+		p[1] = OSSL_PARAM_construct_end();
+		break;
+	case PX_SIGN_AES_CMAC:
+		mac = px_alg.cmac;
+		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+		    (char *)(uintptr_t)"AES-128-CBC", 0);
+		p[1] = OSSL_PARAM_construct_end();
+		break;
+	default:
+		/* 3.1.4.1: nonce = MessageId || 32-bit flags word, LE. */
+		mac = px_alg.gmac;
+		memcpy(iv, msg + MSGID_OFF, 8);
+		px_put_u32(iv + 8, (from_server ? 1u : 0u) |
+		    (is_cancel ? 2u : 0u));
+		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+		    (char *)(uintptr_t)"AES-128-GCM", 0);
+		p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
+		    iv, sizeof(iv));
+		p[2] = OSSL_PARAM_construct_end();
+		break;
+	}
+	if ((c = EVP_MAC_CTX_new(mac)) == NULL)
+		return -1;
+	ok = EVP_MAC_init(c, k->signing, sizeof(k->signing), p) == 1 &&
+	    EVP_MAC_update(c, msg, SIG_OFF) == 1 &&
+	    EVP_MAC_update(c, zero, sizeof(zero)) == 1 &&
+	    EVP_MAC_update(c, msg + SMB2_HDR_LEN, len - SMB2_HDR_LEN) == 1 &&
+	    EVP_MAC_final(c, out, &outlen, sizeof(out)) == 1 && outlen >= 16;
+	EVP_MAC_CTX_free(c);
+	if (ok)
+		memcpy(sig, out, 16);
+	OPENSSL_cleanse(out, sizeof(out));
+	return ok ? 0 : -1;
+}
+
+int
+px_smb2_sign(const struct px_smb_keys *k, uint16_t dialect,
+    uint16_t signing_alg, uint8_t *msg, size_t len, bool from_server,
+    bool is_cancel)
+{
+	uint8_t sig[16];
+
+	if (msg == NULL || len < SMB2_HDR_LEN)
+		return -1;
+	/* The flag is covered by the MAC: set it first. */
+	px_put_u32(msg + FLAGS_OFF,
+	    px_get_u32(msg + FLAGS_OFF) | SMB2_FLAGS_SIGNED);
+	if (smb2_mac(k, dialect, signing_alg, msg, len, from_server,
+	    is_cancel, sig) == -1)
+		return -1;
+	memcpy(msg + SIG_OFF, sig, sizeof(sig));
+	return 0;
+}
+
+int
+px_smb2_verify(const struct px_smb_keys *k, uint16_t dialect,
+    uint16_t signing_alg, const uint8_t *msg, size_t len, bool from_server,
+    bool is_cancel)
+{
+	uint8_t sig[16];
+
+	if (smb2_mac(k, dialect, signing_alg, msg, len, from_server,
+	    is_cancel, sig) == -1)
+		return -1;
+	return CRYPTO_memcmp(sig, msg + SIG_OFF, sizeof(sig)) == 0 ? 0 : -1;
+}
+
+/* ---- encryption (MS-SMB2 3.1.4.3, 2.2.41) ---------------------------------- */
+
+#define TF_SIG    4
+#define TF_NONCE  20
+#define TF_SIZE   36
+#define TF_FLAGS  42
+#define TF_SESS   44
+#define TF_AAD_LEN 32
+
+static const EVP_CIPHER *
+cipher_of(uint16_t c, bool *ccm)
+{
+	*ccm = c == PX_CIPHER_AES128_CCM || c == PX_CIPHER_AES256_CCM;
+	switch (c) {
+	case PX_CIPHER_AES128_CCM: return px_alg.ccm128;
+	case PX_CIPHER_AES128_GCM: return px_alg.gcm128;
+	case PX_CIPHER_AES256_CCM: return px_alg.ccm256;
+	case PX_CIPHER_AES256_GCM: return px_alg.gcm256;
+	default: return NULL;
+	}
+}
+
+/*
+ * One AEAD pass over hdr (the 52-byte transform header; its bytes 20..51
+ * are the AAD, its Signature receives or supplies the tag).  CCM needs the
+ * total length before the AAD (OpenSSL's CCM interface), GCM does not.
+ */
+static int
+aead(const struct px_smb_keys *k, uint16_t cipher, enum px_key_dir dir,
+    bool enc, uint8_t *hdr, const uint8_t *in, size_t len, uint8_t *out)
+{
+	const EVP_CIPHER *ci;
+	EVP_CIPHER_CTX *c;
+	const uint8_t *key;
+	bool ccm;
+	int n, ivlen, ok;
+
+	if (!ready() || k == NULL || cipher != k->cipher ||
+	    k->cipher_key_len == 0 || len == 0 || len > PX_TRANSFORM_MAX_MSG)
+		return -1;
+	if ((ci = cipher_of(cipher, &ccm)) == NULL ||
+	    (size_t)EVP_CIPHER_get_key_length(ci) != k->cipher_key_len)
+		return -1;
+	key = dir == PX_C2S ? k->c2s : k->s2c;
+	ivlen = ccm ? 11 : 12;
+	if ((c = EVP_CIPHER_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_CipherInit_ex2(c, ci, NULL, NULL, enc ? 1 : 0, NULL) == 1 &&
+	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_IVLEN, ivlen, NULL) == 1;
+	/* CCM fixes the tag length (and, decrypting, the tag) up front. */
+	if (ok && ccm)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16,
+		    enc ? NULL : hdr + TF_SIG) == 1;
+	ok = ok && EVP_CipherInit_ex2(c, NULL, key, hdr + TF_NONCE, -1,
+	    NULL) == 1;
+	if (ok && ccm)
+		ok = EVP_CipherUpdate(c, NULL, &n, NULL, (int)len) == 1;
+	ok = ok && EVP_CipherUpdate(c, NULL, &n, hdr + TF_NONCE,
+	    TF_AAD_LEN) == 1;
+	/* CCM decryption checks the tag inside this update. */
+	ok = ok && EVP_CipherUpdate(c, out, &n, in, (int)len) == 1 &&
+	    (size_t)n == len;
+	if (ok && !ccm && !enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16,
+		    hdr + TF_SIG) == 1;
+	/* GCM checks the tag here; it writes no bytes. */
+	if (ok && !ccm)
+		ok = EVP_CipherFinal_ex(c, out + len, &n) == 1 && n == 0;
+	if (ok && enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16,
+		    hdr + TF_SIG) == 1;
+	EVP_CIPHER_CTX_free(c);
+	return ok ? 0 : -1;
+}
+
+int
+px_smb2_encrypt(const struct px_smb_keys *k, uint16_t cipher,
+    enum px_key_dir dir, uint64_t session_id, const uint8_t nonce[16],
+    const uint8_t *msg, size_t len, uint8_t *out)
+{
+	uint8_t hdr[PX_TRANSFORM_HDR_LEN];
+
+	if (msg == NULL || out == NULL || nonce == NULL ||
+	    len > PX_TRANSFORM_MAX_MSG)
+		return -1;
+	/* Built aside: with out + 52 == msg, out[0..52) is free, but the
+	 * caller's buffer is not written until the cipher has run. */
+	hdr[0] = 0xFD;
+	memcpy(hdr + 1, "SMB", 3);
+	memset(hdr + TF_SIG, 0, 16);
+	memcpy(hdr + TF_NONCE, nonce, 16);
+	px_put_u32(hdr + TF_SIZE, (uint32_t)len);
+	px_put_u16(hdr + 40, 0);                /* Reserved */
+	px_put_u16(hdr + TF_FLAGS, 0x0001);     /* Encrypted */
+	px_put_u64(hdr + TF_SESS, session_id);
+	if (aead(k, cipher, dir, true, hdr, msg, len,
+	    out + PX_TRANSFORM_HDR_LEN) == -1)
+		return -1;
+	memcpy(out, hdr, sizeof(hdr));
+	return 0;
+}
+
+int
+px_smb2_decrypt(const struct px_smb_keys *k, uint16_t cipher,
+    enum px_key_dir dir, const uint8_t *in, size_t len, uint8_t *out,
+    size_t *outlen)
+{
+	uint8_t hdr[PX_TRANSFORM_HDR_LEN];
+	size_t n;
+
+	if (outlen != NULL)
+		*outlen = 0;
+	if (in == NULL || out == NULL || outlen == NULL ||
+	    len <= PX_TRANSFORM_HDR_LEN)
+		return -1;
+	n = len - PX_TRANSFORM_HDR_LEN;
+	if (in[0] != 0xFD || memcmp(in + 1, "SMB", 3) != 0 ||
+	    px_get_u16(in + TF_FLAGS) != 0x0001 ||
+	    px_get_u32(in + TF_SIZE) != n || n > PX_TRANSFORM_MAX_MSG)
+		return -1;
+	memcpy(hdr, in, sizeof(hdr));   /* out may overwrite in + 52 on */
+	if (aead(k, cipher, dir, false, hdr, in + PX_TRANSFORM_HDR_LEN, n,
+	    out) == -1) {
+		OPENSSL_cleanse(out, n);
+		return -1;
+	}
+	*outlen = n;
+	return 0;
+}
+
+/* ---- nonces (MS-SMB2 3.1.4.3, 2.2.41) -------------------------------------- */
+
+/*
+ * Why smbaccel's nonces do not repeat under a key.
+ *
+ * The two cipher keys of a session are distinct (different KDF labels).
+ * Under C2S the client encrypts its requests and smbaccel encrypts the
+ * requests it writes itself (coalesced WRITEs, read-ahead READs, rewritten
+ * requests); under S2C the server encrypts its responses and smbaccel
+ * encrypts the responses it synthesises.  So under each key there are
+ * exactly two encryptors: smbaccel and one peer whose nonce scheme
+ * smbaccel does not choose.  (With multichannel, several connections of
+ * the same session share the keys: hence one generator per session and
+ * direction, not per connection.)
+ *
+ * Nonce layout used here (first 8 bytes read as a little-endian u64 V,
+ * then a salt, then zeros up to 16 bytes as the spec requires):
+ *     V    = 2^63 | next,    next = random start + count, count < 2^62,
+ *            start drawn below 2^62, so V never wraps;
+ *     salt = 3 random bytes (CCM, 11-byte nonce) or 4 (GCM, 12 bytes).
+ *
+ * (1) smbaccel against itself: V is strictly increasing within one
+ *     generator, so one generator never repeats.  Two generators for the
+ *     same key (only by misuse, or after a restart that re-derives the
+ *     same key, which cannot happen: keys die with the session) would need
+ *     overlapping ranges and equal salts.
+ * (2) Against a counter-based peer: Samba (smbd and its client) puts a
+ *     64-bit little-endian message counter starting near 1 in the first
+ *     8 bytes and random bytes after it; Windows is, as far as public
+ *     captures show, counter based too.  Such a counter stays below 2^63,
+ *     so its nonces and ours differ in bit 63 of V: no collision at all,
+ *     whatever the salts, for the first 2^63 peer messages.
+ * (3) Against a peer drawing random nonces per message (Linux cifs does):
+ *     each of its M nonces equals one of our q nonces with probability at
+ *     most q / 2^88 (CCM; 2^96 for GCM), so M * q / 2^88 in all; for
+ *     M = q = 2^32 that is 2^-24 (CCM) and 2^-32 (GCM).  The peer's own
+ *     birthday bound, M^2 / 2^89, is of the same order: smbaccel adds no
+ *     more risk than the peer already accepts.
+ * The generator refuses after 2^62 nonces (never reached in practice).
+ */
+#define NONCE_TOP  (UINT64_C(1) << 63)
+#define NONCE_SPAN (UINT64_C(1) << 62)
+
+int
+px_nonce_gen_init(struct px_nonce_gen *g, uint16_t cipher)
+{
+	uint8_t r[8];
+
+	memset(g, 0, sizeof(*g));
+	if (!cipher_known(cipher) || !ready())
+		return -1;
+	if (RAND_bytes(r, sizeof(r)) != 1 ||
+	    RAND_bytes(g->salt, sizeof(g->salt)) != 1)
+		return -1;
+	g->cipher = cipher;
+	g->next = px_get_u64(r) & (NONCE_SPAN - 1);
+	g->left = NONCE_SPAN;
+	if (cipher == PX_CIPHER_AES128_CCM || cipher == PX_CIPHER_AES256_CCM)
+		g->salt[3] = 0;
+	OPENSSL_cleanse(r, sizeof(r));
+	return 0;
+}
+
+int
+px_nonce_next(struct px_nonce_gen *g, uint8_t nonce[16])
+{
+	bool ccm;
+
+	memset(nonce, 0, 16);
+	if (!cipher_known(g->cipher) || g->left == 0)
+		return -1;
+	ccm = g->cipher == PX_CIPHER_AES128_CCM ||
+	    g->cipher == PX_CIPHER_AES256_CCM;
+	px_put_u64(nonce, NONCE_TOP | g->next);
+	memcpy(nonce + 8, g->salt, ccm ? 3 : 4);
+	g->next++;
+	g->left--;
+	return 0;
+}

@@ -141,6 +141,8 @@ for name, need_neg, data, half in CASES:
             got += len(b)
         else:
             outcome = "answered %d bytes" % got if got else None
+    except socket.timeout:
+        outcome = None          # the NEGOTIATE of the setup got no answer
     except (ConnectionResetError, BrokenPipeError) as e:
         outcome = "reset (%s)" % e.__class__.__name__
     except (EOFError, OSError) as e:

@@ -60,7 +60,10 @@ for d in SMB2_02 SMB2_10 SMB3_00 SMB3_11; do
 import json, sys
 print(" ".join(sorted({str(c.get("dialect")) for c in json.load(open(sys.argv[1]))["conns"]})))' "$T/conns.proxy-$d") ||
 		    fail "bad smbaccelctl conns --json: $(cat "$T/conns.proxy-$d")"
-		info "smbaccelctl conns dialect: $cd_"
+		case $d in
+		SMB2_02) dx=2.0.2 ;; SMB2_10) dx=2.1 ;; SMB3_00) dx=3.0 ;; SMB3_11) dx=3.1.1 ;;
+		esac
+		assert_eq "$dx" "$cd_" "dialect in smbaccelctl conns --json"
 	fi
 	assert_eq "$want" "$(sha256 "$SHARE_DIR/proxy-$d")" "$d: sha256 on smbd's disk after put via proxy"
 	assert_eq "$want" "$(sha256 "$T/back.proxy-$d")" "$d: sha256 of the copy read back via proxy"

@@ -9,6 +9,7 @@ start_smbd
 start_proxy
 
 # Idle client: NEGOTIATE, then wait for EOF (prints how it ended).
+: > "$T/idle.out"
 "$PY" - "$PROXY_PORT" > "$T/idle.out" 2>&1 <<'PYEOF' &
 import os, socket, struct, sys, time
 port = int(sys.argv[1])

@@ -73,6 +73,7 @@ struct dd_opts {
 
 static struct dd_opts opt;
 static SMBCCTX *ctx;		/* the one libsmbclient context */
+static bool progress_shown;	/* a "\r..." line is on stderr */
 
 static void die(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
@@ -82,6 +83,8 @@ die(int status, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (progress_shown)
+		fputc('\n', stderr);
 	fputs("smbdd: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -285,6 +288,7 @@ progress_tick(struct progress *p, uint64_t bytes, bool final)
 	else
 		fprintf(stderr, "\r%10.1f MB  %8.1f MB/s ", (double)bytes / 1e6,
 		    (double)(bytes - p->last_bytes) / 1e6 / (t - p->last));
+	progress_shown = !final;
 	p->last = t;
 	p->last_bytes = bytes;
 }

@@ -251,6 +251,12 @@ test_write_decide(void)
 		  { UINT64_MAX, 1024, 0, 0, true, false }, CO_FWD_SHAPE },
 		{ CO_GATE_ALWAYS, { .write_access = true },
 		  { UINT64_MAX - 10, 1024, 0, 0, true, false }, CO_FWD_SHAPE },
+		{ CO_GATE_ALWAYS, { .write_access = true },
+		  { UINT64_C(1) << 63, 1, 0, 0, true, false }, CO_FWD_SHAPE },
+		{ CO_GATE_ALWAYS, { .write_access = true },
+		  { (UINT64_C(1) << 40) - 1024, 1024, 0, 0, true, false }, CO_ABSORB },
+		{ CO_GATE_ALWAYS, { .write_access = true },
+		  { (UINT64_C(1) << 44) - 65536, 1, 0, 0, true, false }, CO_FWD_SHAPE },
 		/* signed */
 		{ CO_GATE_ALWAYS, { .write_access = true },
 		  { 0, 1024, 0, 0, true, true }, CO_FWD_SIGNED },

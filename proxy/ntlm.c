@@ -1,0 +1,725 @@
+/*
+ * ntlm.c - SPNEGO (RFC 4178, MS-SPNG) and NTLMSSP (MS-NLMP) parsing of the
+ * relayed SESSION_SETUP security buffers, and the NTLMv2 session key
+ * (MS-NLMP 3.3.2) that smbaccel derives from them with the user's NT hash.
+ *
+ * The parsers read untrusted bytes.  The DER reader below accepts only
+ * single-byte tags and definite lengths of at most 4 length bytes, and
+ * checks every length against its enclosing element; every NTLMSSP
+ * (length, offset) pair is checked against the NTLMSSP message.  Nothing
+ * is ever read outside [buf, buf + len).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include "proxy/keys.h"
+#include "proxy/smb2.h"
+
+const char *
+px_gss_mech_name(enum px_gss_mech m)
+{
+	switch (m) {
+	case PX_MECH_NONE: return "none";
+	case PX_MECH_NTLMSSP: return "ntlmssp";
+	case PX_MECH_KERBEROS: return "kerberos";
+	case PX_MECH_OTHER: return "other";
+	}
+	return "?";
+}
+
+const char *
+px_key_result_name(enum px_key_result r)
+{
+	switch (r) {
+	case PX_KEY_OK: return "ok";
+	case PX_KEY_MISMATCH: return "key-mismatch";
+	case PX_KEY_ANONYMOUS: return "anonymous";
+	case PX_KEY_UNSUPPORTED: return "unsupported-auth";
+	case PX_KEY_ERROR: return "crypto-error";
+	}
+	return "?";
+}
+
+/* ---- UTF-8 -> UTF-16LE, with the upper-casing NTOWFv2 needs ---------------- */
+
+/*
+ * Upper case of a BMP code point for NTOWFv2's UPPER(User).  Windows uses
+ * its own upcase table; this covers ASCII, Latin-1, Latin Extended-A,
+ * basic Greek and Cyrillic, which is what user names use in practice.  A
+ * name outside it that Windows would upcase differently gives a
+ * NTProofStr mismatch, i.e. an opaquely relayed session, never a wrong key.
+ */
+static uint32_t
+upcase(uint32_t c)
+{
+	if (c >= 'a' && c <= 'z')
+		return c - 32;
+	if (c < 0xE0)
+		return c;
+	if (c <= 0xFE)
+		return c == 0xF7 ? c : c - 32;
+	if (c == 0xFF)
+		return 0x178;
+	if ((c >= 0x100 && c <= 0x12F) || (c >= 0x132 && c <= 0x137) ||
+	    (c >= 0x14A && c <= 0x177))
+		return (c & 1) ? c - 1 : c;
+	if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E))
+		return (c & 1) ? c : c - 1;
+	if ((c >= 0x3B1 && c <= 0x3C1) || (c >= 0x3C3 && c <= 0x3CB))
+		return c - 32;
+	if (c >= 0x430 && c <= 0x44F)
+		return c - 32;
+	if (c >= 0x450 && c <= 0x45F)
+		return c - 80;
+	return c;
+}
+
+/*
+ * Append UTF-16LE of the UTF-8 string s[0..n) to out (cap bytes) at *pos.
+ * Rejects invalid UTF-8 (overlongs, surrogates, > U+10FFFF).  0 or -1.
+ */
+static int
+utf8_to_utf16le(const char *s, size_t n, bool upper, uint8_t *out,
+    size_t cap, size_t *pos)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	size_t i = 0, k, need;
+	uint32_t c, min;
+
+	while (i < n) {
+		c = p[i];
+		if (c < 0x80) {
+			need = 0; min = 0;
+		} else if ((c & 0xE0) == 0xC0) {
+			need = 1; min = 0x80; c &= 0x1F;
+		} else if ((c & 0xF0) == 0xE0) {
+			need = 2; min = 0x800; c &= 0x0F;
+		} else if ((c & 0xF8) == 0xF0) {
+			need = 3; min = 0x10000; c &= 0x07;
+		} else
+			return -1;
+		if (need > n - i - 1)
+			return -1;
+		for (k = 1; k <= need; k++) {
+			if ((p[i + k] & 0xC0) != 0x80)
+				return -1;
+			c = (c << 6) | (p[i + k] & 0x3F);
+		}
+		i += need + 1;
+		if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+			return -1;
+		if (upper)
+			c = upcase(c);
+		if (c >= 0x10000) {
+			if (cap - *pos < 4)
+				return -1;
+			c -= 0x10000;
+			px_put_u16(out + *pos, (uint16_t)(0xD800 | (c >> 10)));
+			px_put_u16(out + *pos + 2,
+			    (uint16_t)(0xDC00 | (c & 0x3FF)));
+			*pos += 4;
+		} else {
+			if (cap - *pos < 2)
+				return -1;
+			px_put_u16(out + *pos, (uint16_t)c);
+			*pos += 2;
+		}
+	}
+	return 0;
+}
+
+int
+px_nt_hash(const char *password, size_t len, uint8_t out[16])
+{
+	uint8_t u16[2 * 1024 + 4];
+	size_t n = 0;
+	unsigned int outlen = 0;
+	EVP_MD *md4 = NULL;
+	char err[256];
+	int ok;
+
+	if (px_crypto_init(err, sizeof(err)) == -1)
+		return -1;
+	if (len > 1024 ||
+	    utf8_to_utf16le(password, len, false, u16, sizeof(u16), &n) == -1)
+		return -1;
+	ok = (md4 = EVP_MD_fetch(NULL, "MD4", NULL)) != NULL &&
+	    EVP_Digest(u16, n, out, &outlen, md4, NULL) == 1 && outlen == 16;
+	EVP_MD_free(md4);
+	OPENSSL_cleanse(u16, sizeof(u16));
+	return ok ? 0 : -1;
+}
+
+/* ---- DER reader --------------------------------------------------------- */
+
+/* A window [p, p + len) with a cursor; sub-elements get their own window. */
+struct der {
+	const uint8_t *p;
+	size_t len;
+	size_t off;
+};
+
+static void
+der_init(struct der *d, const uint8_t *p, size_t len)
+{
+	d->p = p;
+	d->len = len;
+	d->off = 0;
+}
+
+static bool
+der_more(const struct der *d)
+{
+	return d->off < d->len;
+}
+
+/*
+ * Read the next TLV: *tag, and val = a window on its contents.  Single-byte
+ * tags only (low 5 bits != 31), definite lengths, long form of 1..4 bytes.
+ * The value must lie inside d.  0 or -1.
+ */
+static int
+der_get(struct der *d, uint8_t *tag, struct der *val)
+{
+	size_t left, l, nb, i;
+
+	if (d->off >= d->len)
+		return -1;
+	left = d->len - d->off;
+	if (left < 2)
+		return -1;
+	*tag = d->p[d->off];
+	if ((*tag & 0x1F) == 0x1F)
+		return -1;
+	l = d->p[d->off + 1];
+	d->off += 2;
+	left -= 2;
+	if (l & 0x80) {
+		nb = l & 0x7F;
+		if (nb == 0 || nb > 4 || nb > left)   /* 0: indefinite */
+			return -1;
+		for (l = 0, i = 0; i < nb; i++)
+			l = (l << 8) | d->p[d->off + i];
+		d->off += nb;
+		left -= nb;
+	}
+	if (l > left)
+		return -1;
+	der_init(val, d->p + d->off, l);
+	d->off += l;
+	return 0;
+}
+
+/* An explicit tag's contents must be exactly one element of type want. */
+static int
+der_explicit(struct der *outer, uint8_t want, struct der *val)
+{
+	uint8_t tag;
+
+	if (der_get(outer, &tag, val) == -1 || tag != want || der_more(outer))
+		return -1;
+	return 0;
+}
+
+/* ---- mechanisms ------------------------------------------------------------ */
+
+#define DER_SEQUENCE 0x30
+#define DER_OID      0x06
+#define DER_OCTETS   0x04
+#define DER_ENUM     0x0A
+#define DER_APP0     0x60   /* GSS InitialContextToken (RFC 2743 3.1) */
+#define DER_CTX(n)   (0xA0 + (n))
+
+static const uint8_t OID_SPNEGO[] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x02 };
+static const uint8_t OID_NTLMSSP[] = { 0x2b, 0x06, 0x01, 0x04, 0x01, 0x82,
+    0x37, 0x02, 0x02, 0x0a };
+static const uint8_t OID_KRB5[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
+    0x01, 0x02, 0x02 };
+static const uint8_t OID_MS_KRB5[] = { 0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12,
+    0x01, 0x02, 0x02 };
+static const uint8_t OID_KRB5_U2U[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
+    0x01, 0x02, 0x02, 0x03 };
+static const uint8_t OID_IAKERB[] = { 0x2b, 0x06, 0x01, 0x05, 0x02, 0x05 };
+
+static const uint8_t NTLMSSP_SIG[8] = { 'N', 'T', 'L', 'M', 'S', 'S', 'P', 0 };
+
+#define OID_IS(d, oid) \
+	((d)->len == sizeof(oid) && memcmp((d)->p, (oid), sizeof(oid)) == 0)
+
+static enum px_gss_mech
+mech_of_oid(const struct der *oid)
+{
+	if (OID_IS(oid, OID_NTLMSSP))
+		return PX_MECH_NTLMSSP;
+	if (OID_IS(oid, OID_KRB5) || OID_IS(oid, OID_MS_KRB5) ||
+	    OID_IS(oid, OID_KRB5_U2U) || OID_IS(oid, OID_IAKERB))
+		return PX_MECH_KERBEROS;
+	return PX_MECH_OTHER;
+}
+
+/*
+ * The mechanism of an inner token: NTLMSSP by its signature, Kerberos by
+ * its GSS framing (0x60 + krb5 OID) or a bare AP-REQ ([APPLICATION 14]),
+ * else what the SPNEGO OID said (hint), or OTHER.
+ */
+static enum px_gss_mech
+mech_of_token(const uint8_t *t, size_t n, enum px_gss_mech hint)
+{
+	struct der d, app, oid;
+	uint8_t tag;
+
+	if (n >= sizeof(NTLMSSP_SIG) && memcmp(t, NTLMSSP_SIG, 8) == 0)
+		return PX_MECH_NTLMSSP;
+	der_init(&d, t, n);
+	if (n > 0 && t[0] == DER_APP0 && der_get(&d, &tag, &app) == 0 &&
+	    der_get(&app, &tag, &oid) == 0 && tag == DER_OID &&
+	    mech_of_oid(&oid) == PX_MECH_KERBEROS)
+		return PX_MECH_KERBEROS;
+	if (n > 0 && t[0] == 0x6E)
+		return PX_MECH_KERBEROS;
+	return hint == PX_MECH_KERBEROS ? PX_MECH_KERBEROS : PX_MECH_OTHER;
+}
+
+/* What the SPNEGO layer yields: the mechanism and its token, if any. */
+struct gss_tok {
+	enum px_gss_mech mech;
+	const uint8_t *tok;
+	size_t toklen;
+};
+
+/*
+ * NegTokenInit ::= SEQUENCE { mechTypes [0] SEQUENCE OF OID,
+ *   reqFlags [1], mechToken [2] OCTET STRING, mechListMIC [3] }
+ * (and MS-SPNG's NegTokenInit2 with negHints [3], mechListMIC [4]).
+ * The optimistic mechToken belongs to the first mechType.
+ */
+static int
+spnego_init(struct der *ctx0, struct gss_tok *g)
+{
+	struct der seq, el, inner, oid;
+	enum px_gss_mech first = PX_MECH_NONE;
+	bool have_types = false;
+	uint8_t tag;
+
+	if (der_explicit(ctx0, DER_SEQUENCE, &seq) == -1)
+		return -1;
+	while (der_more(&seq)) {
+		if (der_get(&seq, &tag, &el) == -1)
+			return -1;
+		switch (tag) {
+		case DER_CTX(0):
+			if (have_types ||
+			    der_explicit(&el, DER_SEQUENCE, &inner) == -1)
+				return -1;
+			have_types = true;
+			while (der_more(&inner)) {
+				if (der_get(&inner, &tag, &oid) == -1 ||
+				    tag != DER_OID)
+					return -1;
+				if (first == PX_MECH_NONE)
+					first = mech_of_oid(&oid);
+			}
+			break;
+		case DER_CTX(2):
+			if (g->tok != NULL ||
+			    der_explicit(&el, DER_OCTETS, &inner) == -1)
+				return -1;
+			g->tok = inner.p;
+			g->toklen = inner.len;
+			break;
+		case DER_CTX(1):
+		case DER_CTX(3):
+		case DER_CTX(4):
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (!have_types)
+		return -1;
+	g->mech = g->tok == NULL ? PX_MECH_NONE :
+	    mech_of_token(g->tok, g->toklen, first);
+	return 0;
+}
+
+/*
+ * NegTokenResp ::= SEQUENCE { negState [0] ENUMERATED,
+ *   supportedMech [1] OID, responseToken [2] OCTET STRING,
+ *   mechListMIC [3] OCTET STRING }, all optional.
+ */
+static int
+spnego_resp(struct der *ctx1, struct gss_tok *g)
+{
+	struct der seq, el, inner;
+	enum px_gss_mech hint = PX_MECH_NONE;
+	uint8_t tag;
+	unsigned seen = 0;
+
+	if (der_explicit(ctx1, DER_SEQUENCE, &seq) == -1)
+		return -1;
+	while (der_more(&seq)) {
+		if (der_get(&seq, &tag, &el) == -1 || tag < DER_CTX(0) ||
+		    tag > DER_CTX(3) || (seen & (1u << (tag - DER_CTX(0)))))
+			return -1;
+		seen |= 1u << (tag - DER_CTX(0));
+		switch (tag) {
+		case DER_CTX(0):
+			if (der_explicit(&el, DER_ENUM, &inner) == -1 ||
+			    inner.len != 1)
+				return -1;
+			break;
+		case DER_CTX(1):
+			if (der_explicit(&el, DER_OID, &inner) == -1)
+				return -1;
+			hint = mech_of_oid(&inner);
+			break;
+		case DER_CTX(2):
+			if (der_explicit(&el, DER_OCTETS, &inner) == -1)
+				return -1;
+			g->tok = inner.p;
+			g->toklen = inner.len;
+			break;
+		default:
+			if (der_explicit(&el, DER_OCTETS, &inner) == -1)
+				return -1;
+			break;
+		}
+	}
+	g->mech = g->tok == NULL ? PX_MECH_NONE :
+	    mech_of_token(g->tok, g->toklen, hint);
+	return 0;
+}
+
+/*
+ * Security buffer -> mechanism and token.  Accepts raw NTLMSSP, a GSS
+ * InitialContextToken (SPNEGO NegTokenInit, or a bare Kerberos/NTLMSSP
+ * mechanism), a bare NegTokenInit [0] or NegTokenResp [1].  Bytes after
+ * the outer element are ignored.  0 or -1 (malformed).
+ */
+static int
+gss_unwrap(const uint8_t *buf, size_t len, struct gss_tok *g)
+{
+	struct der d, outer, oid, neg;
+	uint8_t tag;
+
+	memset(g, 0, sizeof(*g));
+	if (buf == NULL || len == 0)
+		return -1;
+	if (len >= sizeof(NTLMSSP_SIG) && memcmp(buf, NTLMSSP_SIG, 8) == 0) {
+		g->mech = PX_MECH_NTLMSSP;
+		g->tok = buf;
+		g->toklen = len;
+		return 0;
+	}
+	der_init(&d, buf, len);
+	if (der_get(&d, &tag, &outer) == -1)
+		return -1;
+	switch (tag) {
+	case DER_APP0:
+		if (der_get(&outer, &tag, &oid) == -1 || tag != DER_OID)
+			return -1;
+		if (OID_IS(&oid, OID_SPNEGO)) {
+			if (der_get(&outer, &tag, &neg) == -1 ||
+			    tag != DER_CTX(0) || der_more(&outer))
+				return -1;
+			return spnego_init(&neg, g);
+		}
+		/* A mechanism's own token: the rest of the element. */
+		g->mech = mech_of_oid(&oid);
+		if (der_more(&outer)) {
+			g->tok = outer.p + outer.off;
+			g->toklen = outer.len - outer.off;
+		}
+		if (g->mech == PX_MECH_NTLMSSP &&
+		    mech_of_token(g->tok, g->toklen, PX_MECH_NONE) !=
+		    PX_MECH_NTLMSSP)
+			g->mech = PX_MECH_OTHER;
+		return 0;
+	case DER_CTX(0):
+		return spnego_init(&outer, g);
+	case DER_CTX(1):
+		return spnego_resp(&outer, g);
+	default:
+		return -1;
+	}
+}
+
+/* ---- NTLMSSP (MS-NLMP 2.2.1) ---------------------------------------------- */
+
+#define NTLM_NEGOTIATE    1
+#define NTLM_CHALLENGE    2
+#define NTLM_AUTHENTICATE 3
+
+/*
+ * A (Len, MaxLen, BufferOffset) field at m[at]: the buffer must lie inside
+ * the message.  A zero-length buffer is accepted whatever its offset.
+ */
+static int
+ntlm_field(const uint8_t *m, size_t mlen, size_t at, const uint8_t **p,
+    size_t *n)
+{
+	uint16_t l = px_get_u16(m + at);
+	uint32_t off = px_get_u32(m + at + 4);
+
+	*n = l;
+	*p = m + mlen;
+	if (l == 0)
+		return 0;
+	if ((uint64_t)off + l > mlen)
+		return -1;
+	*p = m + off;
+	return 0;
+}
+
+/* A name field (Unicode or OEM) into a NUL-terminated UTF-8 string. */
+static int
+ntlm_name(const uint8_t *m, size_t mlen, size_t at, bool unicode, char *dst,
+    size_t cap)
+{
+	const uint8_t *p;
+	size_t n, i;
+
+	if (ntlm_field(m, mlen, at, &p, &n) == -1)
+		return -1;
+	if (unicode)
+		return (n % 2 == 0 &&
+		    px_utf16le_to_utf8(p, n, dst, cap) == 0) ? 0 : -1;
+	/* OEM code page: only accept ASCII, which is the same everywhere. */
+	if (n >= cap)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (p[i] == 0 || p[i] >= 0x80)
+			return -1;
+		dst[i] = (char)p[i];
+	}
+	dst[n] = '\0';
+	return 0;
+}
+
+int
+px_ntlm_parse_challenge(const uint8_t *buf, size_t len,
+    struct px_ntlm_challenge *out)
+{
+	struct gss_tok g;
+	const uint8_t *m, *p;
+	size_t mlen, n;
+
+	memset(out, 0, sizeof(*out));
+	if (gss_unwrap(buf, len, &g) == -1)
+		return PX_NTLM_BAD;
+	out->mech = g.mech;
+	if (g.mech != PX_MECH_NTLMSSP)
+		return PX_NTLM_OTHER;
+	m = g.tok;
+	mlen = g.toklen;
+	if (mlen < 12)
+		return PX_NTLM_BAD;
+	out->ntlm_type = px_get_u32(m + 8);
+	if (out->ntlm_type != NTLM_CHALLENGE)
+		return PX_NTLM_OTHER;
+	/*
+	 * Signature, MessageType, TargetNameFields, NegotiateFlags,
+	 * ServerChallenge, Reserved, TargetInfoFields: 48 bytes.  Version
+	 * (8 bytes) follows only with NEGOTIATE_VERSION; not needed.
+	 */
+	if (mlen < 48 || ntlm_field(m, mlen, 12, &p, &n) == -1 ||
+	    ntlm_field(m, mlen, 40, &p, &n) == -1) {
+		memset(out, 0, sizeof(*out));
+		out->mech = g.mech;
+		out->ntlm_type = NTLM_CHALLENGE;
+		return PX_NTLM_BAD;
+	}
+	out->flags = px_get_u32(m + 20);
+	memcpy(out->server_challenge, m + 24, 8);
+	return PX_NTLM_OK;
+}
+
+int
+px_ntlm_parse_authenticate(const uint8_t *buf, size_t len,
+    struct px_ntlm_auth *out)
+{
+	struct gss_tok g;
+	const uint8_t *m, *p;
+	size_t mlen, n;
+	bool unicode;
+
+	memset(out, 0, sizeof(*out));
+	if (gss_unwrap(buf, len, &g) == -1)
+		return PX_NTLM_BAD;
+	out->mech = g.mech;
+	if (g.mech != PX_MECH_NTLMSSP)
+		return PX_NTLM_OTHER;
+	m = g.tok;
+	mlen = g.toklen;
+	if (mlen < 12)
+		return PX_NTLM_BAD;
+	out->ntlm_type = px_get_u32(m + 8);
+	if (out->ntlm_type != NTLM_AUTHENTICATE)
+		return PX_NTLM_OTHER;
+	/*
+	 * Fixed part (2.2.1.3): LmChallengeResponseFields @12,
+	 * NtChallengeResponseFields @20, DomainNameFields @28,
+	 * UserNameFields @36, WorkstationFields @44,
+	 * EncryptedRandomSessionKeyFields @52, NegotiateFlags @60; Version and
+	 * MIC may follow.
+	 */
+	if (mlen < 64)
+		goto bad;
+	out->flags = px_get_u32(m + 60);
+	unicode = (out->flags & PX_NTLMSSP_NEGOTIATE_UNICODE) != 0;
+	if (ntlm_field(m, mlen, 12, &p, &n) == -1 ||        /* LM */
+	    ntlm_field(m, mlen, 44, &p, &n) == -1 ||        /* Workstation */
+	    ntlm_name(m, mlen, 28, unicode, out->domain,
+	    sizeof(out->domain)) == -1 ||
+	    ntlm_name(m, mlen, 36, unicode, out->user,
+	    sizeof(out->user)) == -1)
+		goto bad;
+	if (ntlm_field(m, mlen, 20, &p, &n) == -1)
+		goto bad;
+	out->nt_response_len = n;
+	/* NTLMv2 (2.2.2.8): NTProofStr (16) + client challenge (>= 28). */
+	if (n >= 16 + 28) {
+		if (n - 16 > sizeof(out->blob))
+			goto bad;
+		memcpy(out->nt_proof, p, 16);
+		out->blob_len = n - 16;
+		memcpy(out->blob, p + 16, out->blob_len);
+	}
+	if (ntlm_field(m, mlen, 52, &p, &n) == -1 || (n != 0 && n != 16))
+		goto bad;
+	if (n == 16) {
+		out->has_enc_key = true;
+		memcpy(out->enc_session_key, p, 16);
+	}
+	/* 3.1.5.1.2 / 3.2.5.1.2: anonymous is empty user and NT response. */
+	out->anonymous = (out->user[0] == '\0' && out->nt_response_len == 0) ||
+	    (out->flags & PX_NTLMSSP_NEGOTIATE_ANONYMOUS) != 0;
+	return PX_NTLM_OK;
+bad:
+	OPENSSL_cleanse(out, sizeof(*out));
+	out->mech = g.mech;
+	out->ntlm_type = NTLM_AUTHENTICATE;
+	return PX_NTLM_BAD;
+}
+
+/* ---- NTLMv2 session key (MS-NLMP 3.3.2, 3.2.5.1.2) ------------------------- */
+
+/* HMAC_MD5(key, a || b) into out[16]. */
+static int
+hmac_md5(const uint8_t key[16], const uint8_t *a, size_t alen,
+    const uint8_t *b, size_t blen, uint8_t out[16])
+{
+	EVP_MAC *mac;
+	EVP_MAC_CTX *c = NULL;
+	OSSL_PARAM p[2];
+	size_t n = 0;
+	int ok;
+
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)(uintptr_t)"MD5", 0);
+	p[1] = OSSL_PARAM_construct_end();
+	ok = (mac = EVP_MAC_fetch(NULL, "HMAC", NULL)) != NULL &&
+	    (c = EVP_MAC_CTX_new(mac)) != NULL &&
+	    EVP_MAC_init(c, key, 16, p) == 1 &&
+	    EVP_MAC_update(c, a, alen) == 1 &&
+	    (blen == 0 || EVP_MAC_update(c, b, blen) == 1) &&
+	    EVP_MAC_final(c, out, &n, 16) == 1 && n == 16;
+	EVP_MAC_CTX_free(c);
+	EVP_MAC_free(mac);
+	return ok ? 0 : -1;
+}
+
+/* RC4K(key, in[16]) (MS-NLMP 6). */
+static int
+rc4_16(const uint8_t key[16], const uint8_t in[16], uint8_t out[16])
+{
+	EVP_CIPHER *rc4;
+	EVP_CIPHER_CTX *c = NULL;
+	int n = 0, ok;
+
+	ok = (rc4 = EVP_CIPHER_fetch(NULL, "RC4", NULL)) != NULL &&
+	    (c = EVP_CIPHER_CTX_new()) != NULL &&
+	    EVP_EncryptInit_ex2(c, rc4, NULL, NULL, NULL) == 1 &&
+	    EVP_CIPHER_CTX_set_key_length(c, 16) == 1 &&
+	    EVP_EncryptInit_ex2(c, NULL, key, NULL, NULL) == 1 &&
+	    EVP_EncryptUpdate(c, out, &n, in, 16) == 1 && n == 16;
+	EVP_CIPHER_CTX_free(c);
+	EVP_CIPHER_free(rc4);
+	return ok ? 0 : -1;
+}
+
+enum px_key_result
+px_ntlm_session_key(const struct px_ntlm_challenge *c,
+    const struct px_ntlm_auth *a, const uint8_t nthash[16],
+    uint8_t session_key[16])
+{
+	uint8_t userdom[4 * 2 * PX_NTLM_NAME_MAX];
+	uint8_t rkey[16], proof[16], base[16];
+	size_t n = 0;
+	uint32_t both;
+	enum px_key_result r = PX_KEY_ERROR;
+	char err[256];
+
+	if (c == NULL || a == NULL || nthash == NULL || session_key == NULL)
+		return PX_KEY_ERROR;
+	if (a->mech != PX_MECH_NTLMSSP || c->mech != PX_MECH_NTLMSSP ||
+	    a->ntlm_type != NTLM_AUTHENTICATE ||
+	    c->ntlm_type != NTLM_CHALLENGE)
+		return PX_KEY_UNSUPPORTED;
+	if (a->anonymous)
+		return PX_KEY_ANONYMOUS;
+	/* NTLMv1 (24-byte response), LM-only or anything shorter. */
+	if (a->blob_len < 28 || a->nt_response_len != 16 + a->blob_len)
+		return PX_KEY_UNSUPPORTED;
+	both = c->flags & a->flags;
+	if ((both & PX_NTLMSSP_NEGOTIATE_KEY_EXCH) &&
+	    (a->flags & (PX_NTLMSSP_NEGOTIATE_SIGN |
+	    PX_NTLMSSP_NEGOTIATE_SEAL)) && !a->has_enc_key)
+		return PX_KEY_UNSUPPORTED;
+	if (px_crypto_init(err, sizeof(err)) == -1)
+		return PX_KEY_ERROR;
+
+	/* ResponseKeyNT = HMAC_MD5(NThash, UTF16LE(UPPER(User) || UserDom)) */
+	if (utf8_to_utf16le(a->user, strlen(a->user), true, userdom,
+	    sizeof(userdom), &n) == -1 ||
+	    utf8_to_utf16le(a->domain, strlen(a->domain), false, userdom,
+	    sizeof(userdom), &n) == -1) {
+		r = PX_KEY_UNSUPPORTED;
+		goto out;
+	}
+	if (hmac_md5(nthash, userdom, n, NULL, 0, rkey) == -1)
+		goto out;
+	/* NTProofStr = HMAC_MD5(ResponseKeyNT, ServerChallenge || temp) */
+	if (hmac_md5(rkey, c->server_challenge, 8, a->blob, a->blob_len,
+	    proof) == -1)
+		goto out;
+	if (CRYPTO_memcmp(proof, a->nt_proof, 16) != 0) {
+		r = PX_KEY_MISMATCH;
+		goto out;
+	}
+	/* SessionBaseKey = HMAC_MD5(ResponseKeyNT, NTProofStr); for NTLMv2
+	 * KeyExchangeKey = SessionBaseKey (3.4.5.1). */
+	if (hmac_md5(rkey, proof, 16, NULL, 0, base) == -1)
+		goto out;
+	if ((both & PX_NTLMSSP_NEGOTIATE_KEY_EXCH) &&
+	    (a->flags & (PX_NTLMSSP_NEGOTIATE_SIGN |
+	    PX_NTLMSSP_NEGOTIATE_SEAL))) {
+		if (rc4_16(base, a->enc_session_key, session_key) == -1)
+			goto out;
+	} else
+		memcpy(session_key, base, 16);
+	r = PX_KEY_OK;
+out:
+	OPENSSL_cleanse(userdom, sizeof(userdom));
+	OPENSSL_cleanse(rkey, sizeof(rkey));
+	OPENSSL_cleanse(proof, sizeof(proof));
+	OPENSSL_cleanse(base, sizeof(base));
+	return r;
+}
