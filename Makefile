@@ -22,23 +22,29 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 ifneq ($(CI),)
 WARN    += -Werror
 endif
+# SANITIZE=1: ASan + UBSan tree in build-san/ and bin-san/, so that it never
+# clobbers the normal bin/ (tests/integration/t_sanitize.sh runs it through
+# SMBACCEL=bin-san/smbaccel).  -O1 keeps the stack traces readable.
 ifeq ($(SANITIZE),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := build-san
+BIN     := bin-san
 else
 BUILD   := build
+BIN     := bin
 endif
 CPPFLAGS += -std=gnu11 -D_GNU_SOURCE -I. $(WARN)
 
 OBJDIR  := $(BUILD)/obj
-BIN     := bin
 
 # --- modules ------------------------------------------------------------
 WIRE_SRC   := proxy/frame.c proxy/smb2_wire.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
+              proxy/keyed.c proxy/ntlm.c proxy/smbcrypto.c proxy/secrets.c \
               proxy/control.c proxy/listener.c proxy/daemon.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c

@@ -28,6 +28,13 @@ struct px_side {
 	const char *name;          /* "client" / "server" */
 };
 
+/* How a message the proxy makes must travel: signed, sealed, or plain. */
+struct px_prot {
+	bool sign;
+	bool encrypt;
+	uint64_t sid;
+};
+
 /* A synthesized response waiting for credits (DESIGN.md section 3 rule 3)
  * or for write-behind memory. */
 struct px_delayed {
@@ -35,6 +42,7 @@ struct px_delayed {
 	uint8_t *msg;              /* whole SMB2 response; credit patched */
 	size_t len;
 	uint16_t credit_request;
+	struct px_prot prot;
 };
 
 /* What a stalled client frame waits for before it can be handled. */
@@ -78,6 +86,10 @@ struct px_conn {
 	uint64_t up_writes;
 	uint64_t up_write_bytes;
 	uint32_t proxy_inflight;             /* proxy requests in flight */
+	/* the message being handled */
+	bool cur_encrypted;                  /* arrived sealed */
+	uint64_t cur_enc_sid;                /* ... under this session */
+	struct px_prot cur_prot;             /* how answers to it travel */
 	bool smb2_seen;
 };
 

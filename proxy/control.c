@@ -159,6 +159,15 @@ px_stats_dump(FILE *f, bool json)
 		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
 		    px_ra_cause_name(i), (unsigned long long)s->ra_invalidations[i]);
 	fprintf(f, "},");
+	fprintf(f, "\"sessions_keyed\":%llu,\"sessions_unkeyed\":%llu,"
+	    "\"signed_out\":%llu,\"encrypted_out\":%llu,\"decrypted_in\":%llu,"
+	    "\"bad_signatures\":%llu,",
+	    (unsigned long long)s->sessions_keyed,
+	    (unsigned long long)s->sessions_unkeyed,
+	    (unsigned long long)s->signed_out,
+	    (unsigned long long)s->encrypted_out,
+	    (unsigned long long)s->decrypted_in,
+	    (unsigned long long)s->bad_signatures);
 	fprintf(f, "\"flush_causes\":{");
 	for (i = 0, first = true; i < CO_FLUSH_NCAUSES; i++, first = false)
 		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
@@ -241,13 +250,14 @@ px_conn_dump(FILE *f, bool json)
 
 			for (s = c->led.sessions; s; s = s->next, sf = false)
 				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
-				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":false,"
+				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
 				    "\"why_not_keyed\":\"%s\"}", sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
 				    s->encrypt ? "true" : "false",
 				    s->guest ? "true" : "false",
-				    s->signing_required || s->encrypt ? "no-key" :
+				    s->keyed ? "true" : "false",
+				    s->keyed ? "" : s->why_not ? s->why_not :
 				    "not-needed");
 		}
 		fprintf(f, "],\"trees\":[");

@@ -52,6 +52,12 @@ px_reload(void)
 		return -1;
 	}
 	pol_errors_free(&errs);
+	if (px_keyed_load_secrets(pol_global(ncfg)->secrets) == -1) {
+		log_warnx("reload failed: secrets file refused; old policy "
+		    "kept");
+		pol_free(ncfg);
+		return -1;
+	}
 	if (px_listen_reload(pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
@@ -161,6 +167,10 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	log_init((int)g->log_level, foreground || getenv("JOURNAL_STREAM") ||
 	    getenv("INVOCATION_ID") || isatty(2));
 	signal(SIGPIPE, SIG_IGN);
+	if (px_keyed_load_secrets(g->secrets) == -1) {
+		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
+		return 1;
+	}
 	px_rt.loop = EV_DEFAULT;
 	if (px_listen_start(g) == -1) {
 		log_warnx("cannot start listeners, exiting");
@@ -188,5 +198,6 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	log_info("smbaccel stopped");
 	pol_free(px_rt.cfg);
 	px_rt.cfg = NULL;
+	px_keyed_shutdown();
 	return 0;
 }

@@ -39,7 +39,22 @@ px_pending_free(struct px_pending *p)
 		free(p->u.create.name);
 	else if (p->command == SMB2_TREE_CONNECT)
 		free(p->u.tcon.path);
+	else if (p->command == SMB2_SESSION_SETUP && p->origin == PX_ORIGIN_CLIENT)
+		free(p->u.sess.auth);
 	free(p);
+}
+
+void
+px_session_free(struct px_session *s)
+{
+	if (s == NULL)
+		return;
+	if (s->kx) {
+		/* the session's keys do not outlive it */
+		explicit_bzero(s->kx, sizeof(*s->kx));
+		free(s->kx);
+	}
+	free(s);
 }
 
 void
@@ -63,7 +78,7 @@ px_ledger_free(struct px_ledger *l)
 	while (l->sessions) {
 		struct px_session *s = l->sessions;
 		l->sessions = s->next;
-		free(s);
+		px_session_free(s);
 	}
 	while (l->trees) {
 		struct px_tree *t = l->trees;
@@ -537,6 +552,14 @@ on_negotiate(struct px_ledger *l, const struct smb2_hdr *h,
 	l->capabilities = nr.capabilities;
 	l->max_read = nr.max_read;
 	l->max_write = nr.max_write;
+	l->cipher = nr.dialect >= SMB2_DIALECT_0300 &&
+	    nr.dialect != SMB2_DIALECT_WILDCARD ? nr.cipher : 0;
+	/* 3.0/3.0.2 have one cipher: AES-128-CCM when the server can encrypt */
+	if ((nr.dialect == SMB2_DIALECT_0300 || nr.dialect == SMB2_DIALECT_0302) &&
+	    (nr.capabilities & SMB2_GLOBAL_CAP_ENCRYPTION))
+		l->cipher = 1;
+	/* no SIGNING_CAPABILITIES answer: AES-CMAC (MS-SMB2 3.2.5.2) */
+	l->signing_alg = nr.has_signing_alg ? nr.signing_alg : 1;
 	l->negotiated = nr.dialect != SMB2_DIALECT_WILDCARD;
 }
 
@@ -556,7 +579,7 @@ on_session_setup(struct px_ledger *l, const struct smb2_hdr *h,
 			for (pp = &l->sessions; *pp != s; pp = &(*pp)->next)
 				;
 			*pp = s->next;
-			free(s);
+			px_session_free(s);
 		}
 		return;
 	}
@@ -681,7 +704,7 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 			for (sp = &l->sessions; (s = *sp) != NULL; sp = &s->next)
 				if (s->id == p->session_id) {
 					*sp = s->next;
-					free(s);
+					px_session_free(s);
 					break;
 				}
 		}

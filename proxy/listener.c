@@ -28,6 +28,7 @@
 
 struct listener {
 	ev_io io;
+	ev_timer pause;      /* accept paused after EMFILE/ENFILE */
 	int fd;
 	struct sockaddr_storage addr;
 };
@@ -91,7 +92,15 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		fd = accept4(l->fd, (struct sockaddr *)&peer, &plen,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
-			if (errno != EAGAIN && errno != EINTR &&
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM) {
+				/* the pending connection stays queued; without a
+				 * pause the loop would spin on it */
+				log_warn("accept: pausing new connections for 1 s");
+				ev_io_stop(px_rt.loop, &l->io);
+				ev_timer_set(&l->pause, 1., 0.);
+				ev_timer_start(px_rt.loop, &l->pause);
+			} else if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
 				log_warn("accept");
 			return;
@@ -145,6 +154,16 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+static void
+resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct listener *l = w->data;
+
+	(void)revents;
+	if (!px_rt.stopping && l->fd != -1)
+		ev_io_start(loop, &l->io);
+}
+
 int
 px_listen_start(const struct pol_global *g)
 {
@@ -185,6 +204,8 @@ px_listen_start(const struct pol_global *g)
 		}
 		ev_io_init(&l->io, accept_cb, l->fd, EV_READ);
 		l->io.data = l;
+		ev_timer_init(&l->pause, resume_cb, 1., 0.);
+		l->pause.data = l;
 		ev_io_start(px_rt.loop, &l->io);
 		nlisteners++;
 		log_info("listening on %s mode=%s", px_addr_str(&l->addr, a,
@@ -203,7 +224,9 @@ px_listen_stop(void)
 
 	for (i = 0; i < nlisteners; i++) {
 		ev_io_stop(px_rt.loop, &listeners[i].io);
+		ev_timer_stop(px_rt.loop, &listeners[i].pause);
 		close(listeners[i].fd);
+		listeners[i].fd = -1;
 	}
 	nlisteners = 0;
 }

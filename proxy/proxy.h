@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "proxy/smb2.h"
+#include "proxy/keys.h"
 #include "coalesce/coalesce.h"
 #include "policy/policy.h"
 
@@ -129,10 +130,26 @@ struct px_stats {
 	uint64_t ra_bytes_now;
 	uint64_t ra_window_max;
 	uint64_t ra_invalidations[PX_RA_NCAUSES];
+	/* keyed sessions */
+	uint64_t sessions_keyed;
+	uint64_t sessions_unkeyed;      /* signed/sealed sessions without key */
+	uint64_t signed_out;            /* messages smbaccel signed */
+	uint64_t encrypted_out;         /* messages smbaccel encrypted */
+	uint64_t decrypted_in;          /* messages smbaccel decrypted */
+	uint64_t bad_signatures;
 };
 extern struct px_stats px_stats;
 
 /* ---- ledger (DESIGN.md section 3) --------------------------------------- */
+
+/* Keys and NTLM state of a session (keyed.c). */
+struct px_keyed {
+	bool have_chal;
+	struct px_ntlm_challenge chal;
+	struct px_smb_keys keys;
+	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
+	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
+};
 
 struct px_session {
 	struct px_session *next;
@@ -142,6 +159,10 @@ struct px_session {
 	bool encrypt;
 	bool guest;
 	bool anonymous;
+	bool keyed;                 /* smbaccel holds the session's keys */
+	const char *why_not;        /* why not keyed (static string) */
+	uint8_t preauth[64];        /* 3.1.1 preauth integrity hash */
+	struct px_keyed *kx;
 };
 
 struct px_tree {
@@ -186,6 +207,8 @@ struct px_pending {
 		} tcon;
 		struct {
 			uint8_t security_mode;
+			uint8_t preauth[64];     /* hash including this request */
+			void *auth;              /* struct px_ntlm_auth, malloc'd */
 		} sess;
 		struct {
 			uint8_t oplock_level;   /* oplock break ack */
@@ -201,6 +224,8 @@ struct px_pending {
 			uint32_t client_len;    /* widened read: what the */
 			uint32_t client_min;    /* client asked for */
 			bool widened;
+			bool prot_sign;         /* the request was signed */
+			bool prot_encrypt;      /* ... or sealed */
 		} io;
 	} u;
 };
@@ -253,6 +278,10 @@ struct px_ledger {
 	uint32_t capabilities;
 	uint32_t max_read;
 	uint32_t max_write;
+	uint16_t cipher;            /* 3.1.1 ENCRYPTION_CAPABILITIES answer */
+	uint16_t signing_alg;       /* 3.1.1 SIGNING_CAPABILITIES answer */
+	uint8_t preauth_req[64];    /* hash over the last NEGOTIATE request */
+	uint8_t preauth[64];        /* connection preauth hash (3.1.1) */
 	uint64_t errors;
 	uint64_t conn_id;           /* for log lines */
 	const struct pol_config *cfg; /* for share lookups; NULL = defaults */
@@ -268,6 +297,7 @@ struct px_pending *px_pending_find_async(struct px_ledger *l,
 void px_pending_del(struct px_ledger *l, struct px_pending *p);
 
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
+void px_session_free(struct px_session *s);
 struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);
 struct px_open *px_open_find(struct px_ledger *l,
     const struct smb2_fileid *fid);
@@ -331,6 +361,27 @@ void px_conn_shutdown_all(void);
 size_t px_conn_count(void);
 /* Render connection table (human or JSON) into f. */
 void px_conn_dump(FILE *f, bool json);
+
+/* ---- keyed sessions (keyed.c) --------------------------------------------- */
+
+struct px_conn;
+struct px_side;
+int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
+void px_keyed_shutdown(void);
+void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
+void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);
+void px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t len, struct px_pending *p);
+void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t len, struct px_pending *p);
+bool px_keyed_verify(struct px_conn *c, struct px_session *s,
+    const uint8_t *msg, size_t len, uint16_t command);
+int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
+    size_t len, bool from_server) PX_MUSTCHECK;
+uint8_t *px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
+    bool from_server, size_t *outlen, struct px_session **sp);
+int px_keyed_send_encrypted(struct px_conn *c, struct px_side *to,
+    uint64_t session_id, const uint8_t *msg, size_t len) PX_MUSTCHECK;
 
 /* ---- listener / control / daemon ----------------------------------------- */
 

@@ -26,6 +26,10 @@
 #define SMB2_UNIT (64 * 1024)   /* one credit's worth of payload */
 
 static void try_send_delayed(struct px_conn *c);
+static int send_protected(struct px_conn *c, struct px_side *to,
+    const struct px_prot *prot, uint8_t *msg, size_t len);
+static struct px_prot proxy_prot(struct px_conn *c, uint64_t sid,
+    uint32_t tid);
 static bool path_locked(struct px_conn *c, const struct px_open *n);
 static void spend_pool(struct px_conn *c);
 
@@ -121,9 +125,11 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 	size_t unit = max_write_unit(c, t), pos = 0, len;
 	uint64_t off;
 	uint8_t *data;
+	struct px_prot prot;
 
 	if (o->wb.len == 0)
 		return;
+	prot = proxy_prot(c, o->session_id, o->tree_id);
 	px_stats.flushes[cause]++;
 	data = co_extent_take(&o->wb, &off, &len);
 	while (pos < len) {
@@ -156,9 +162,6 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		if (n > unit)
 			n = unit;
 		need = 64 + 48 + n;
-		ob = px_conn_outbuf(&c->srv);
-		if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
-			goto nomem;
 		memset(&h, 0, sizeof(h));
 		h.command = SMB2_WRITE;
 		h.credit_charge = large_mtu(c) ? (uint16_t)run : 1;
@@ -166,14 +169,31 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		h.message_id = lo;
 		h.tree_id = o->tree_id;
 		h.session_id = o->session_id;
-		dst = ob->data + ob->tail;
-		if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
-		    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
-		    off + pos, data + pos, (uint32_t)n, 0) != need)
-			goto nomem;
-		px_frame_put_hdr(dst, need);
-		ob->tail += need + PX_NBSS_HDR;
-		px_conn_out_commit(&c->srv, need + PX_NBSS_HDR);
+		if (prot.sign || prot.encrypt) {
+			/* a keyed session: sign or seal a separate copy */
+			uint8_t *tmp = malloc(need);
+
+			if (tmp == NULL || px_smb2_write_req_encode(tmp, need, &h,
+			    &o->fid, off + pos, data + pos, (uint32_t)n, 0) !=
+			    need || send_protected(c, &c->srv, &prot, tmp,
+			    need) == -1) {
+				free(tmp);
+				goto nomem;
+			}
+			free(tmp);
+		} else {
+			ob = px_conn_outbuf(&c->srv);
+			if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
+				goto nomem;
+			dst = ob->data + ob->tail;
+			if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
+			    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
+			    off + pos, data + pos, (uint32_t)n, 0) != need)
+				goto nomem;
+			px_frame_put_hdr(dst, need);
+			ob->tail += need + PX_NBSS_HDR;
+			px_conn_out_commit(&c->srv, need + PX_NBSS_HDR);
+		}
 		if ((p = proxy_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
 			goto nomem;
 		p->fid = o->fid;
@@ -385,16 +405,55 @@ kick_peer_waiters(struct px_conn *c)
 
 /* ---- synthesized responses ------------------------------------------------------ */
 
+/*
+ * Send msg (a complete SMB2 message) to side `to` protected as prot says:
+ * signed with the session's key, or encrypted under it (DESIGN.md
+ * section 7), or as is.
+ */
+static int
+send_protected(struct px_conn *c, struct px_side *to,
+    const struct px_prot *prot, uint8_t *msg, size_t len)
+{
+	if (prot->encrypt)
+		return px_keyed_send_encrypted(c, to, prot->sid, msg, len);
+	if (prot->sign && px_keyed_sign(c, prot->sid, msg, len,
+	    to == &c->cli) == -1) {
+		log_warnx("conn=%llu cannot sign for session 0x%llx",
+		    (unsigned long long)c->id, (unsigned long long)prot->sid);
+		return -1;
+	}
+	return px_conn_send(to, msg, len);
+}
+
+/* How a proxy request of session sid must travel to the server. */
+static struct px_prot
+proxy_prot(struct px_conn *c, uint64_t sid, uint32_t tid)
+{
+	struct px_session *s = px_session_find(&c->led, sid);
+	struct px_tree *t = px_tree_find(&c->led, sid, tid);
+	struct px_prot pr = { false, false, sid };
+
+	if (s && s->keyed) {
+		if (s->encrypt || (t && (t->share_flags &
+		    SMB2_SHAREFLAG_ENCRYPT_DATA)))
+			pr.encrypt = c->led.cipher != 0;
+		else if (s->signing_required)
+			pr.sign = true;
+	}
+	return pr;
+}
+
 /* Send a synthesized response with grant g; it answers one absorbed
  * request of the client. */
 static int
-send_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g)
+send_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,
+    const struct px_prot *prot)
 {
 	px_put_u16(msg + 14, g);          /* CreditResponse (MS-SMB2 2.2.1) */
 	c->led.cr.C += g;
 	if (c->led.cr.client_outstanding)
 		c->led.cr.client_outstanding--;
-	return px_conn_send(&c->cli, msg, len);
+	return send_protected(c, &c->cli, prot, msg, len);
 }
 
 /*
@@ -413,7 +472,7 @@ answer_msg(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 
 	if (c->delayed == NULL &&
 	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
-		rc = send_synth(c, msg, len, grant);
+		rc = send_synth(c, msg, len, grant, &c->cur_prot);
 		free(msg);
 		return rc;
 	}
@@ -424,6 +483,7 @@ answer_msg(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	d->msg = msg;
 	d->len = len;
 	d->credit_request = credit_request;
+	d->prot = c->cur_prot;
 	*c->delayed_tail = d;
 	c->delayed_tail = &d->next;
 	c->ndelayed++;
@@ -485,12 +545,48 @@ try_send_delayed(struct px_conn *c)
 		if (c->delayed == NULL)
 			c->delayed_tail = &c->delayed;
 		c->ndelayed--;
-		if (send_synth(c, d->msg, d->len, grant) == -1)
+		if (send_synth(c, d->msg, d->len, grant, &d->prot) == -1)
 			log_warnx("conn=%llu cannot send delayed response",
 			    (unsigned long long)c->id);
 		free(d->msg);
 		free(d);
 	}
+}
+
+/*
+ * May the proxy act on (absorb, answer, rewrite) this request of session s?
+ * Plain sessions: only unsigned requests.  Signed or sealed ones: only with
+ * the session's key, a good signature, and the protection the server
+ * would demand.  Sets c->cur_prot to how the answer must travel.
+ */
+static bool
+may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
+    const struct smb2_hdr *h, const struct smb2_elem *e)
+{
+	bool signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
+	bool enc_needed = s->encrypt ||
+	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+
+	c->cur_prot.sid = h->session_id;
+	c->cur_prot.sign = false;
+	c->cur_prot.encrypt = false;
+	if (c->cur_encrypted) {
+		/* sealed: answered sealed under the same session's key */
+		if (!s->keyed || c->cur_enc_sid != s->id)
+			return false;
+		c->cur_prot.encrypt = true;
+		return true;
+	}
+	if (enc_needed)
+		return false;   /* the server refuses it unsealed */
+	if (!signed_rq && !s->signing_required)
+		return true;
+	if (!signed_rq || !s->keyed)
+		return false;   /* unsigned where required, or no key */
+	if (!px_keyed_verify(c, s, e->hdr, e->len, h->command))
+		return false;
+	c->cur_prot.sign = true;
+	return true;
 }
 
 /* ---- write absorption --------------------------------------------------------- */
@@ -558,12 +654,10 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	wf.flags = w.flags;
 	wf.channel = w.channel;
 	wf.standalone = true;
-	wf.signed_or_sealed = (h->flags & SMB2_FLAGS_SIGNED) ||
-	    s->signing_required || s->encrypt ||
-	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+	wf.signed_or_sealed = false;
 	lim = coalesce_limit(c, t);
 	ab = co_write_decide((enum co_gate)t->policy.write_behind, &of, &wf, lim);
-	if (ab != CO_ABSORB)
+	if (ab != CO_ABSORB || !may_act(c, s, t, h, e))
 		return AB_FORWARD;
 	/* the ids must be ones the client was granted */
 	charge = h->credit_charge ? h->credit_charge : 1;
@@ -809,6 +903,7 @@ ra_plan(struct px_conn *c, struct px_open *o)
 		uint8_t msg[64 + 49 + 8];
 		struct smb2_hdr_out h;
 		struct px_pending *p;
+		struct px_prot prot;
 		size_t n;
 
 		if (run == 0)
@@ -837,7 +932,8 @@ ra_plan(struct px_conn *c, struct px_open *o)
 		h.session_id = o->session_id;
 		n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
 		    len, 0);
-		if (n == 0 || px_conn_send(&c->srv, msg, n) == -1 ||
+		prot = proxy_prot(c, o->session_id, o->tree_id);
+		if (n == 0 || send_protected(c, &c->srv, &prot, msg, n) == -1 ||
 		    (p = proxy_pending(c, lo, SMB2_READ, h.credit_charge)) ==
 		    NULL || co_ra_add(&o->ra, off, len) == NULL) {
 			log_warnx("conn=%llu read-ahead request failed",
@@ -883,7 +979,7 @@ read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
  */
 static enum absorb_rc
 try_read(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e, const uint8_t *frame, size_t flen)
+    const struct smb2_elem *e, const uint8_t *msg, size_t mlen)
 {
 	struct smb2_read_req r;
 	struct px_session *s;
@@ -901,8 +997,7 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 	s = px_session_find(&c->led, h->session_id);
 	t = px_tree_find(&c->led, h->session_id, h->tree_id);
 	if (s == NULL || t == NULL || !s->established || !ra_gate(t, o) ||
-	    (h->flags & SMB2_FLAGS_SIGNED) || s->signing_required ||
-	    s->encrypt || (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA) ||
+	    !may_act(c, s, t, h, e) ||
 	    (r.flags & SMB2_READFLAG_READ_UNBUFFERED) || r.channel != 0 ||
 	    r.length == 0 || !px_open_read_access(o) || o->breaking ||
 	    (c->led.max_read && r.length > c->led.max_read)) {
@@ -927,9 +1022,9 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 		return AB_STALL;
 	}
 	if (look == CO_RA_HIT) {
-		uint8_t *buf = malloc(r.length ? r.length : 1), *msg;
+		uint8_t *buf = malloc(r.length ? r.length : 1), *rsp;
 		uint32_t n, st;
-		size_t mlen;
+		size_t rlen;
 		uint64_t before;
 
 		if (buf == NULL)
@@ -943,9 +1038,9 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 		co_ra_serve(&o->ra, r.offset, r.length, r.minimum_count, buf, &n,
 		    &st);
 		px_stats.ra_bytes_now -= before - o->ra.bytes;
-		msg = read_rsp(h, 0, st, buf, n, &mlen);
+		rsp = read_rsp(h, 0, st, buf, n, &rlen);
 		free(buf);
-		if (msg == NULL)
+		if (rsp == NULL)
 			return AB_FAIL;
 		if (h->message_id + charge > c->led.cr.client_next)
 			c->led.cr.client_next = h->message_id + charge;
@@ -953,7 +1048,7 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 		px_stats.requests[SMB2_READ]++;
 		px_stats.ra_hits++;
 		px_stats.ra_served_bytes += n;
-		if (answer_msg(c, h->credit, msg, mlen) == -1)
+		if (answer_msg(c, h->credit, rsp, rlen) == -1)
 			return AB_FAIL;
 		ra_plan(c, o);
 		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
@@ -970,22 +1065,26 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 		/* widen a small sequential read within its credit charge
 		 * (one credit pays for 64 KiB); the answer is cut back to
 		 * what the client asked for */
-		uint8_t *copy = malloc(flen);
+		uint8_t *copy = malloc(mlen);
 		struct px_pending *p;
 		struct smb2_fileid related;
+		struct px_prot up = c->cur_prot;
 
 		if (copy == NULL)
 			return AB_FAIL;
-		memcpy(copy, frame, flen);
-		px_put_u32(copy + PX_NBSS_HDR + SMB2_HDR_LEN + 4, RA_WIDEN);
+		memcpy(copy, msg, mlen);
+		px_put_u32(copy + SMB2_HDR_LEN + 4, RA_WIDEN);
 		memset(&related, 0xFF, sizeof(related));
 		p = px_ledger_client_request(&c->led, h, e, false, &related);
+		/* the rewritten request is re-signed or re-sealed */
 		if (p == NULL || co_ra_add(&o->ra, r.offset, RA_WIDEN) == NULL ||
-		    px_conn_send_frame(&c->srv, copy, flen) == -1) {
+		    send_protected(c, &c->srv, &up, copy, mlen) == -1) {
 			free(copy);
 			return AB_FAIL;
 		}
 		free(copy);
+		p->u.io.prot_sign = up.sign;
+		p->u.io.prot_encrypt = up.encrypt;
 		p->u.io.widened = true;
 		p->u.io.offset = r.offset;
 		p->u.io.length = RA_WIDEN;
@@ -1048,7 +1147,8 @@ ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
  * client with what it asked for, keeping the server's grant. */
 static int
 widened_answer(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e, struct px_pending *p, bool *replaced)
+    const struct smb2_elem *e, struct px_pending *p,
+    const struct px_prot *prot, bool *replaced)
 {
 	struct px_open *o = open_alive(c, p->u.io.open);
 	struct smb2_read_rsp rr;
@@ -1085,7 +1185,7 @@ widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 	memcpy(msg, e->hdr, SMB2_HDR_LEN);
 	px_put_u32(msg + 8, st);
 	px_put_u32(msg + 20, 0);          /* NextCommand */
-	rc = px_conn_send(&c->cli, msg, mlen);
+	rc = send_protected(c, &c->cli, prot, msg, mlen);
 	free(msg);
 	*replaced = true;
 	return rc;
@@ -1305,20 +1405,48 @@ deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 	return true;
 }
 
+static enum px_rc client_smb2(struct px_conn *c, const uint8_t *msg,
+    size_t mlen, const uint8_t *frame, size_t len);
+static enum px_rc server_smb2(struct px_conn *c, const uint8_t *msg,
+    size_t mlen, const uint8_t *frame, size_t len, struct px_session *sealed);
+
+/*
+ * A frame from the client.  SMB2 is handled by client_smb2(); a sealed
+ * message of a keyed session is decrypted and handled the same way (what
+ * is forwarded unchanged goes on sealed as it came); SMB1 negotiate waits
+ * for the server's answer; anything else turns the connection opaque.
+ */
 enum px_rc
 px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 {
 	const uint8_t *msg = frame + PX_NBSS_HDR;
-	size_t mlen = len - PX_NBSS_HDR, off;
-	struct smb2_hdr h, first;
-	struct smb2_elem e;
-	struct smb2_fileid related;
-	int n, i;
-	bool compound;
+	size_t mlen = len - PX_NBSS_HDR;
 
 	switch (px_classify(msg, mlen)) {
 	case PX_MAGIC_SMB2:
-		break;
+		c->cur_encrypted = false;
+		return client_smb2(c, msg, mlen, frame, len);
+	case PX_MAGIC_TRANSFORM: {
+		struct px_session *s;
+		size_t plen;
+		uint8_t *plain = px_keyed_decrypt(c, msg, mlen, false, &plen, &s);
+		enum px_rc rc;
+
+		if (plain == NULL)
+			return client_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, NULL,
+			    frame, len);
+		if (px_classify(plain, plen) != PX_MAGIC_SMB2) {
+			free(plain);
+			return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
+			    "detail=sealed-non-smb2", frame, len);
+		}
+		c->cur_encrypted = true;
+		c->cur_enc_sid = s->id;
+		rc = client_smb2(c, plain, plen, frame, len);
+		c->cur_encrypted = false;
+		free(plain);
+		return rc;
+	}
 	case PX_MAGIC_SMB1:
 		if (!c->smb2_seen) {
 			/* multi-protocol negotiate: the server may answer in
@@ -1330,14 +1458,24 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		}
 		return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
 		    "detail=smb1-after-smb2", frame, len);
-	case PX_MAGIC_TRANSFORM:
-		return client_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, NULL, frame,
-		    len);
 	case PX_MAGIC_COMPRESSED:
 		return client_opaque(c, PX_OPAQUE_COMPRESSED, NULL, frame, len);
 	default:
 		return client_opaque(c, PX_OPAQUE_UNKNOWN_MAGIC, NULL, frame, len);
 	}
+}
+
+/* An SMB2 message (msg, plaintext) that arrived as `frame`. */
+static enum px_rc
+client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
+    const uint8_t *frame, size_t len)
+{
+	struct smb2_hdr h, first;
+	struct smb2_elem e;
+	struct smb2_fileid related;
+	size_t off;
+	int n, i;
+	bool compound;
 
 	n = px_smb2_compound_count(msg, mlen);
 	if (n < 1 || px_smb2_hdr_decode(msg, mlen, 0, &first) == -1)
@@ -1362,7 +1500,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			return PX_RC_DONE;
 		}
 		if (first.command == SMB2_READ) {
-			ar = try_read(c, &first, &e, frame, len);
+			ar = try_read(c, &first, &e, msg, mlen);
 			if (ar == AB_DONE)
 				return PX_RC_DONE;
 			if (ar == AB_STALL)
@@ -1418,7 +1556,11 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
 		    SMB2_NCMDS]++;
 		ra_on_request(c, &h, &e);
+		if (h.command == SMB2_NEGOTIATE && !compound)
+			px_keyed_negotiate_req(c, e.hdr, e.len);
 		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
+		if (p && h.command == SMB2_SESSION_SETUP && !compound)
+			px_keyed_setup_req(c, &h, e.hdr, e.len, p);
 		if (p && h.command == SMB2_CLOSE) {
 			struct px_open *o = px_open_find(&c->led, &p->fid);
 
@@ -1558,15 +1700,26 @@ proxy_response(struct px_conn *c, const struct smb2_hdr *h,
 		    NT_STATUS_DISK_FULL : h->status;
 }
 
-/* Rewrite a CLOSE response into an error response carrying the deferred
- * status, keeping the server's grant. */
+/*
+ * Rewrite a CLOSE response into an error response carrying the deferred
+ * status, keeping the server's grant.  1: sent; 0: not possible (signed
+ * without a key), forward the original; -1: out of memory.
+ */
 static int
-close_with_error(struct px_conn *c, const struct smb2_hdr *h, uint32_t st)
+close_with_error(struct px_conn *c, const struct smb2_hdr *h, uint32_t st,
+    const struct px_prot *prot)
 {
 	struct smb2_hdr_out o;
 	uint8_t msg[64 + 9 + 8];
 	size_t n;
+	struct px_session *s = px_session_find(&c->led, h->session_id);
 
+	if ((prot->sign || prot->encrypt) && (s == NULL || !s->keyed)) {
+		log_warnx("conn=%llu deferred write error 0x%08x cannot be "
+		    "put on the signed CLOSE response (no key)",
+		    (unsigned long long)c->id, st);
+		return 0;
+	}
 	memset(&o, 0, sizeof(o));
 	o.command = SMB2_CLOSE;
 	o.credit_charge = h->credit_charge;
@@ -1578,20 +1731,33 @@ close_with_error(struct px_conn *c, const struct smb2_hdr *h, uint32_t st)
 	o.session_id = h->session_id;
 	if ((n = px_smb2_error_rsp_encode(msg, sizeof(msg), &o)) == 0)
 		return -1;
-	return px_conn_send(&c->cli, msg, n);
+	return send_protected(c, &c->cli, prot, msg, n) == 0 ? 1 : -1;
 }
 
 enum px_rc
 px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 {
 	const uint8_t *msg = frame + PX_NBSS_HDR;
-	size_t mlen = len - PX_NBSS_HDR, off;
-	struct smb2_fileid last_create;
-	bool forward = true, replaced = false, kick = false;
-	int n, i;
+	size_t mlen = len - PX_NBSS_HDR;
 
 	switch (px_classify(msg, mlen)) {
 	case PX_MAGIC_SMB2:
+		return server_smb2(c, msg, mlen, frame, len, NULL);
+	case PX_MAGIC_TRANSFORM:
+		if (c->state == PX_CONN_RELAY) {
+			struct px_session *s;
+			size_t plen;
+			uint8_t *plain = px_keyed_decrypt(c, msg, mlen, true,
+			    &plen, &s);
+			enum px_rc rc;
+
+			if (plain && px_classify(plain, plen) == PX_MAGIC_SMB2) {
+				rc = server_smb2(c, plain, plen, frame, len, s);
+				free(plain);
+				return rc;
+			}
+			free(plain);
+		}
 		break;
 	case PX_MAGIC_SMB1:
 		if (c->led.smb1_negotiate && !c->smb2_seen) {
@@ -1611,6 +1777,28 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		return px_conn_send_frame(&c->cli, frame, len) == 0 ?
 		    PX_RC_DONE : PX_RC_CLOSE;
 	}
+	if (!px_relay_quiet(c))
+		log_warnx("conn=%llu server sent a message it cannot read "
+		    "with write-behind state outstanding",
+		    (unsigned long long)c->id);
+	px_conn_go_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, "detail=server-message");
+	return px_conn_send_frame(&c->cli, frame, len) == 0 ? PX_RC_DONE :
+	    PX_RC_CLOSE;
+}
+
+/*
+ * An SMB2 message from the server (plaintext msg) that arrived as frame;
+ * sealed is the session it was sealed under, or NULL.
+ */
+static enum px_rc
+server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
+    const uint8_t *frame, size_t len, struct px_session *sealed)
+{
+	struct smb2_fileid last_create;
+	bool forward = true, replaced = false, kick = false;
+	struct px_prot prot;
+	size_t off;
+	int n, i;
 
 	n = px_smb2_compound_count(msg, mlen);
 	if (n < 1) {
@@ -1654,6 +1842,14 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		}
 		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
 		    &interim);
+		prot.encrypt = sealed != NULL;
+		prot.sid = sealed ? sealed->id : h.session_id;
+		prot.sign = !sealed && (h.flags & SMB2_FLAGS_SIGNED);
+		if (p && !interim && n == 1 && h.command == SMB2_NEGOTIATE)
+			px_keyed_negotiate_rsp(c, e.hdr, e.len);
+		if (p && !interim && n == 1 && h.command == SMB2_SESSION_SETUP &&
+		    p->origin == PX_ORIGIN_CLIENT)
+			px_keyed_setup_rsp(c, &h, e.hdr, e.len, p);
 		if (p && p->origin == PX_ORIGIN_PROXY) {
 			/* proxy requests are never compounded with the
 			 * client's: the whole message is ours */
@@ -1669,7 +1865,7 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		    p->u.io.widened && n == 1) {
 			bool rep;
 
-			if (widened_answer(c, &h, &e, p, &rep) == -1) {
+			if (widened_answer(c, &h, &e, p, &prot, &rep) == -1) {
 				px_pending_free(p);
 				return PX_RC_CLOSE;
 			}
@@ -1679,11 +1875,13 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		    p->u.io.offset == UINT64_MAX && n == 1) {
 			/* deferred write error reported on CLOSE; the CLOSE
 			 * itself went to the server, so no handle leaks */
-			if (close_with_error(c, &h, p->u.io.length) == -1) {
+			int rc = close_with_error(c, &h, p->u.io.length, &prot);
+
+			if (rc == -1) {
 				px_pending_free(p);
 				return PX_RC_CLOSE;
 			}
-			replaced = true;
+			replaced = replaced || rc == 1;
 		}
 		if (p && !interim)
 			px_pending_free(p);

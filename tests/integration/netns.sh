@@ -60,9 +60,10 @@ ns_setup() {
 	nsx "$NS_SERVER" ip route add 192.0.2.0/24 via "$ROUTER_SERVER_IP" &&
 	nsx "$NS_ROUTER" sysctl -qw net.ipv4.ip_forward=1 ||
 	    fail "cannot configure the namespaces"
-	# wait for the veths to leave DAD/carrier-down, then check the path
+	# the path works when a connect to a closed port on the server is
+	# answered with a RST (no ping(8) needed)
 	local n=50
-	while [ $n -gt 0 ] && ! nsx "$NS_CLIENT" ping -c1 -W1 "$SERVER_IP" >/dev/null 2>&1; do
+	while [ $n -gt 0 ] && [ "$(ns_tcp_probe "$NS_CLIENT" "$SERVER_IP" 9 1)" != refused ]; do
 		sleep 0.1; n=$((n - 1))
 	done
 	[ $n -gt 0 ] || fail "client namespace cannot reach $SERVER_IP through the router"
@@ -181,7 +182,9 @@ ns_start_proxy() {
 	PROXY_PORT=${PROXY_PORT:-4445}
 	ns_write_proxy_conf "$@"
 	echo "---- start $(date +%T) mode $1" >> "$PROXY_LOG"
-	nsx "$NS_ROUTER" "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
+	# "ip netns exec" execs smbaccel, so $! is smbaccel's own pid (nsx, a
+	# function, would leave a subshell in between)
+	ip netns exec "$NS_ROUTER" "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 	local n=100
 	while [ $n -gt 0 ]; do

@@ -69,6 +69,8 @@ for s in $SUITES; do
 	results "$T/$s.proxy.subunit" > "$T/$s.proxy"
 	printf '%-16s direct: %s(rc %s, %ss)\n' "$s" "$(summary "$T/$s.direct")" "$rcd" "$td"
 	printf '%-16s proxy:  %s(rc %s, %ss)\n' "$s" "$(summary "$T/$s.proxy")" "$rcp" "$tp"
+	[ "$rcd" -ge 124 ] && echo "  note: direct smbtorture exited with $rcd (killed by a signal?)"
+	[ "$rcp" -ge 124 ] && echo "  note: proxied smbtorture exited with $rcp (killed by a signal?)"
 	if [ ! -s "$T/$s.direct" ]; then
 		echo "  no results from the direct run:"; tail -n 20 "$T/$s.direct.subunit.err"
 		bad=1; continue
@@ -79,6 +81,10 @@ for s in $SUITES; do
 		# Show the proxy-side failure details of the differing tests.
 		for t in $(grep '^+' "$T/$s.diff" | grep -v '^+++' | awk '$2 != "success" && $2 != "skip" {print substr($1, 2)}'); do
 			echo "  proxy details for $t:"
+			if grep -q "^+$t incomplete\$" "$T/$s.diff"; then
+				tail -n 10 "$T/$s.proxy.subunit" "$T/$s.proxy.subunit.err" | sed 's/^/    /'
+				continue
+			fi
 			awk -v t="$t" '$1 ~ /^(failure|fail|error):$/ && $2 == t { p = 1 }
 			    p { print "    " $0; if (++n > 15 || $0 == "]") exit }' "$T/$s.proxy.subunit"
 		done
