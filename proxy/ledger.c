@@ -529,6 +529,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->has_lease = cr.has_lease;
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
+	o->size_hint = cr.end_of_file;
 	if (cr.has_mxac && cr.mxac_status == NT_STATUS_SUCCESS)
 		o->maximal_access = cr.maximal_access;
 	co_extent_init(&o->wb);

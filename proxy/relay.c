@@ -251,27 +251,53 @@ spend_pool(struct px_conn *c)
 		for (o = c->led.opens; o; o = o->next)
 			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
 				return;
+	/*
+	 * Each run goes on one ECHO (a charge above the need is legal,
+	 * MS-SMB2 3.3.5.2.5).  Without multi-credit every id needs a request
+	 * of its own; those ECHOs travel as unrelated compounds of up to
+	 * ECHO_BATCH elements, one frame instead of one each.
+	 */
 	while (c->led.pool.count) {
-		uint64_t lo, run;
-		uint8_t msg[64 + 4];
-		struct smb2_hdr_out h;
+		enum { ECHO_BATCH = 64, ECHO_ELEM = 72 };  /* 68 padded to 8 */
+		uint8_t msg[ECHO_BATCH * ECHO_ELEM];
+		size_t len = 0;
+		int k;
 
-		run = co_pool_take_run(&c->led.pool, large_mtu(c) ? 0xFFFF : 1,
-		    &lo);
-		memset(&h, 0, sizeof(h));
-		h.command = SMB2_ECHO;
-		h.credit_charge = (uint16_t)run;
-		h.credit = 1;
-		h.message_id = lo;
-		if (px_smb2_echo_req_encode(msg, sizeof(msg), &h) == 0 ||
-		    px_conn_send(&c->srv, msg, sizeof(msg)) == -1 ||
-		    proxy_pending(c, lo, SMB2_ECHO, (uint16_t)run) == NULL) {
-			log_warnx("conn=%llu cannot send ECHO for ids %llu+%llu",
-			    (unsigned long long)c->id, (unsigned long long)lo,
-			    (unsigned long long)run);
+		for (k = 0; k < ECHO_BATCH && c->led.pool.count; k++) {
+			uint64_t lo, run;
+			struct smb2_hdr_out h;
+
+			run = co_pool_take_run(&c->led.pool,
+			    large_mtu(c) ? 0xFFFF : 1, &lo);
+			memset(&h, 0, sizeof(h));
+			h.command = SMB2_ECHO;
+			h.credit_charge = (uint16_t)run;
+			h.credit = 1;
+			h.message_id = lo;
+			if (len)  /* NextCommand of the previous element */
+				px_put_u32(msg + len - ECHO_ELEM + 20, ECHO_ELEM);
+			memset(msg + len, 0, ECHO_ELEM);
+			if (px_smb2_echo_req_encode(msg + len, ECHO_ELEM, &h) == 0 ||
+			    proxy_pending(c, lo, SMB2_ECHO, (uint16_t)run) ==
+			    NULL) {
+				log_warnx("conn=%llu cannot build ECHO for ids "
+				    "%llu+%llu", (unsigned long long)c->id,
+				    (unsigned long long)lo, (unsigned long long)run);
+				break;
+			}
+			len += ECHO_ELEM;
+			px_stats.upstream_echoes++;
+			if (large_mtu(c))
+				break;      /* one run, one ECHO */
+		}
+		if (len == 0)
+			break;
+		/* the last element carries no padding */
+		if (px_conn_send(&c->srv, msg, len - (ECHO_ELEM - 68)) == -1) {
+			log_warnx("conn=%llu cannot send ECHO",
+			    (unsigned long long)c->id);
 			break;
 		}
-		px_stats.upstream_echoes++;
 	}
 	px_stats.pool_ids_now = c->led.pool.count;
 }
@@ -831,6 +857,15 @@ ra_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	case SMB2_SET_INFO:
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    (o = px_open_find(&c->led, &fid)) != NULL) {
+			struct smb2_write_req w;
+
+			if (h->command == SMB2_WRITE &&
+			    px_smb2_write_req_decode(e, &w) == 0 &&
+			    w.offset != SMB2_WRITE_APPEND_OFFSET &&
+			    w.offset + w.length > o->size_hint)
+				o->size_hint = w.offset + w.length;
+			if (h->command == SMB2_SET_INFO)
+				o->size_hint = UINT64_MAX; /* unknown now */
 			ra_drop(o, h->command == SMB2_WRITE ? PX_RA_WRITE :
 			    PX_RA_SETINFO);
 			if (o->name)
@@ -921,6 +956,12 @@ ra_plan(struct px_conn *c, struct px_open *o)
 		len = co_ra_plan(&o->ra, (uint32_t)unit, mem_left, &off);
 		if (len == 0)
 			return;
+		/* no fetching past the end the file had when opened (or was
+		 * written to through us): a read beyond goes to the server */
+		if (off >= o->size_hint)
+			return;
+		if (off + len > o->size_hint)
+			len = (uint32_t)(o->size_hint - off);
 		run = co_pool_take_run(&c->led.pool, large_mtu(c) ? 0xFFFF : 1,
 		    &lo);
 		memset(&h, 0, sizeof(h));
@@ -1137,6 +1178,7 @@ ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
 		px_stats.ra_bytes_now -= before - o->ra.bytes;
 		return;
 	}
+	px_stats.ra_bytes_now -= before - o->ra.bytes;
 	t = px_tree_find(&c->led, o->session_id, o->tree_id);
 	co_ra_grow(&o->ra, t ? t->policy.read_ahead_max : 8 << 20);
 	if (o->ra.window > px_stats.ra_window_max)
@@ -1160,9 +1202,13 @@ widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 
 	*replaced = false;
 	if (h->status == NT_STATUS_END_OF_FILE) {
-		if (o)
+		if (o) {
+			uint64_t before = o->ra.bytes;
+
 			(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset,
 			    true, NULL, 0);
+			px_stats.ra_bytes_now -= before - o->ra.bytes;
+		}
 		return 0;
 	}
 	if (h->status != NT_STATUS_SUCCESS ||
@@ -1171,9 +1217,13 @@ widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 			ra_drop(o, PX_RA_ERROR);
 		return 0;   /* forwarded as it came */
 	}
-	if (o)
+	if (o) {
+		uint64_t before = o->ra.bytes;
+
 		(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, true,
 		    rr.data, rr.data_len);
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+	}
 	n = rr.data_len < p->u.io.client_len ? rr.data_len : p->u.io.client_len;
 	st = (n == 0 || n < p->u.io.client_min) ? NT_STATUS_END_OF_FILE :
 	    NT_STATUS_SUCCESS;
