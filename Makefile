@@ -51,8 +51,9 @@ CTL_SRC    := proxy/smbaccelctl.c
 
 UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
               tests/unit/test_policy.c tests/unit/test_ledger.c \
-              tests/unit/test_coalesce.c
-UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
+              tests/unit/test_coalesce.c tests/unit/test_crypto.c
+UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/ntlm.c proxy/smbcrypto.c \
+              proxy/secrets.c $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
@@ -120,6 +121,50 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
+
+# --- fuzzing (clang libFuzzer; tests/fuzz/) --------------------------------
+# make fuzz-build     build every driver into build-fuzz/
+# make fuzz           replay tests/fuzz/regress/, then run each driver for
+#                     FUZZ_SECONDS (FUZZ_JOBS at a time); corpora grow in
+#                     build-fuzz/corpus/NAME (seeded from tests/fuzz/seeds/NAME),
+#                     crashes land in build-fuzz/artifacts/ and fail the run.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= 1
+FUZZ_DIR     := build-fuzz
+FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=all -std=gnu11 -D_GNU_SOURCE -I. \
+                $(CFLAGS_NL) -Wno-unused-command-line-argument
+FUZZERS      := frame smb2 policy relay \
+                $(if $(wildcard tests/fuzz/fuzz_ntlm.c),ntlm)
+FUZZ_SRC_frame  := $(filter proxy/frame.c,$(WIRE_SRC))
+FUZZ_SRC_smb2   := proxy/smb2_wire.c
+FUZZ_SRC_policy := $(POLICY_SRC)
+FUZZ_LIBS_policy := -linih
+# the whole daemon but main(): conn.c and relay.c through real sockets
+FUZZ_SRC_relay  := $(filter-out proxy/main.c,$(SMBACCEL_SRC))
+FUZZ_LIBS_relay := $(LIBS_DAEMON)
+FUZZ_SRC_ntlm   ?= $(filter-out proxy/main.c,$(SMBACCEL_SRC))
+FUZZ_LIBS_ntlm  ?= $(LIBS_DAEMON)
+FUZZ_HDRS    := $(wildcard proxy/*.h policy/*.h coalesce/*.h)
+FUZZ_BINS    := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZERS))
+
+.PHONY: fuzz-build sanitize-check
+fuzz-build: $(FUZZ_BINS)
+
+.SECONDEXPANSION:
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS)
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
+
+fuzz: fuzz-build
+	FUZZ_DIR=$(FUZZ_DIR) FUZZ_JOBS=$(FUZZ_JOBS) \
+	    sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+# ASan + UBSan daemon (bin-san/) through a representative integration subset
+sanitize-check:
+	$(MAKE) SANITIZE=1 all
+	TESTS=t_sanitize sh tests/run-integration.sh
 
 # --- install --------------------------------------------------------------
 install: $(BIN)/smbaccel $(BIN)/smbaccelctl

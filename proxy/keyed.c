@@ -105,8 +105,10 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 	    px_preauth_update(p->u.sess.preauth, msg, len) == -1)
 		return;
 	if (px_smb2_session_setup_req_decode(&e, &sr) == -1 ||
+	    (sr.flags & SMB2_SESSION_FLAG_BINDING) ||
 	    (a = calloc(1, sizeof(*a))) == NULL)
-		return;
+		return;  /* a channel binding is never keyed (one nonce space
+		          * per session would be needed across connections) */
 	if (px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, a) ==
 	    PX_NTLM_OK || a->mech == PX_MECH_KERBEROS)
 		p->u.sess.auth = a;  /* kept to tell Kerberos from NTLM */

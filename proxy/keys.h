@@ -253,8 +253,9 @@ int px_smb2_encrypt(const struct px_smb_keys *k, uint16_t cipher,
 /*
  * Check and decrypt a TRANSFORM message in[0..len) into out (len - 52
  * bytes; out may equal in + 52).  Refuses a wrong ProtocolId, Flags != 1,
- * OriginalMessageSize != len - 52, an empty payload and a bad tag; on
- * failure out is wiped.  The caller checks SessionId (px_get_u64(in + 44)).
+ * OriginalMessageSize != len - 52 and an empty payload before writing
+ * anything, and a bad tag after, wiping out.  The caller checks SessionId
+ * (px_get_u64(in + 44)).
  */
 int px_smb2_decrypt(const struct px_smb_keys *k, uint16_t cipher,
     enum px_key_dir dir, const uint8_t *in, size_t len, uint8_t *out,
@@ -263,8 +264,9 @@ int px_smb2_decrypt(const struct px_smb_keys *k, uint16_t cipher,
 /*
  * Nonces for the messages smbaccel encrypts itself.  Use one generator per
  * (session, direction) key, shared by every connection bound to that
- * session.  See smbcrypto.c for why these never collide with the nonces
- * of the client and the server under the same key.
+ * session.  See smbcrypto.c for why these do not collide with the nonces
+ * of the client and the server under the same key (never, against a
+ * counter-based peer; with a stated bound against a random one).
  */
 struct px_nonce_gen {
 	uint16_t cipher;

@@ -385,7 +385,6 @@ px_secrets_free(struct px_secrets *s)
 		return;
 	if (s->e != NULL)
 		OPENSSL_cleanse(s->e, s->n * sizeof(*s->e));
-	free(s->e);
-	s->e = NULL;
+	free(s->e); s->e = NULL;
 	free(s);
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """benchlib.py - the arithmetic behind tests/bench/run.
 
-    benchlib.py plan MODE LINK WORKLOAD    sizes of one cell, as shell assignments
+    benchlib.py plan MODE LINK WORKLOAD [TBOX]
+                                 sizes of one cell, as shell assignments
+    benchlib.py plan-all MODE TBOX|- LINK,.. WORKLOAD,..
+                                 every cell's plan as bash PLAN[LINK/WL]=...
     benchlib.py reqs BEFORE.json AFTER.json KIND
-                                           upstream requests from two
-                                           `smbaccelctl stats --json` snapshots
-    benchlib.py report OUTDIR              raw.csv -> results.csv, table.md,
-                                           plot-*.dat (the table goes to stdout)
-    benchlib.py timeit CMD ARGS...         run CMD, print wall and CPU seconds
+                                 upstream requests smbaccel sent between two
+                                 `smbaccelctl stats --json` snapshots
+    benchlib.py report OUTDIR    raw.csv (+ stats/*.json) -> results.csv,
+                                 table.md, plot-*.dat; the table to stdout
 
 Sizes: every cell is sized so that its slowest run (the direct one, and
 haproxy, which cannot be faster) takes about MODE's time box on that link,
@@ -19,12 +21,8 @@ direct and haproxy runs are time-boxed to a prefix of the same pattern.
 """
 import csv
 import json
-import math
 import os
-import resource
-import subprocess
 import sys
-import time
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -54,13 +52,13 @@ WORKLOAD_ORDER = list(WORKLOADS)
 
 # mode: time box (s), seed count, mput file count, per-workload byte caps
 MODES = {
-    "full": dict(tbox=10.0, seed=250000, files=500,
+    "full": dict(tbox=10.0, seed=250000, files=500, step=64 * KIB, minfiles=10,
                  cap={"w1k": 64 * MIB, "w4k": 128 * MIB, "w64k": 512 * MIB,
                       "w1m": 512 * MIB, "r4k": 128 * MIB, "r1m": 512 * MIB}),
-    "quick": dict(tbox=2.0, seed=31250, files=100,
+    "quick": dict(tbox=2.0, seed=31250, files=100, step=64 * KIB, minfiles=10,
                   cap={"w1k": 8 * MIB, "w4k": 16 * MIB, "w64k": 64 * MIB,
                        "w1m": 64 * MIB, "r4k": 16 * MIB, "r1m": 64 * MIB}),
-    "smoke": dict(tbox=0.3, seed=2000, files=20,
+    "smoke": dict(tbox=0.3, seed=2000, files=20, step=16 * KIB, minfiles=5,
                   cap={"w1k": 256 * KIB, "w4k": 512 * KIB, "w64k": 2 * MIB,
                        "w1m": 4 * MIB, "r4k": 512 * KIB, "r1m": 4 * MIB}),
 }
@@ -86,7 +84,7 @@ def plan(mode, link, wl, tbox=None):
     kind, block, _ = WORKLOADS[wl]
     op = op_seconds(link, block, kind)
     if kind == "mput":
-        n = max(10, min(m["files"], int(m["tbox"] / op) // 10 * 10))
+        n = max(m["minfiles"], min(m["files"], int(m["tbox"] / op) // 5 * 5))
         return dict(kind=kind, block=block, count=n, count_accel=n,
                     est=round(n * op, 1))
     if wl == "seed":
@@ -95,7 +93,7 @@ def plan(mode, link, wl, tbox=None):
         n = max(SEED_STEP, min(full, n))
         return dict(kind=kind, block=block, count=n, count_accel=full,
                     est=round(n * op, 1))
-    step = max(1, 64 * KIB // block)        # sizes are multiples of 64 KiB
+    step = max(1, m["step"] // block)       # sizes: multiples of 64 KiB (16 in smoke)
     n = int(m["tbox"] / op) // step * step
     n = max(step, min(m["cap"][wl] // block, n))
     return dict(kind=kind, block=block, count=n, count_accel=n,
@@ -111,6 +109,18 @@ def cmd_plan(args):
         print("P_%s=%s" % (k, v))
 
 
+def cmd_plan_all(args):
+    mode, tbox, links, wls = args
+    tbox = None if tbox in ("", "-") else tbox
+    for l in links.split(","):
+        for w in wls.split(","):
+            p = plan(mode, l, w, tbox)
+            delay_ms, rate = LINKS[l]
+            print("PLAN[%s/%s]='%s %d %d %d %s %d %d'" % (
+                l, w, p["kind"], p["block"], p["count"], p["count_accel"],
+                p["est"], delay_ms, int(rate)))
+
+
 def load(path):
     try:
         with open(path) as f:
@@ -119,15 +129,14 @@ def load(path):
         return {}
 
 
-def cmd_reqs(args):
+def upstream_reqs(before, after, kind):
     """Upstream requests smbaccel sent between two stats snapshots:
     writes = its coalesced writes + client writes it forwarded; reads =
     client READs not served from its cache (forwarded or widened) + its own
-    read-ahead fetches."""
-    a, b, kind = load(args[0]), load(args[1]), args[2]
+    read-ahead fetches.  None when a snapshot is missing."""
+    a, b = load(before), load(after)
     if not a or not b:
-        print("")
-        return
+        return None
 
     def d(key, sub=None):
         x = b.get(sub, {}) if sub else b
@@ -137,17 +146,12 @@ def cmd_reqs(args):
         n = d("READ", "commands") - d("ra_hits") + d("ra_fetches")
     else:
         n = d("upstream_writes") + d("writes_forwarded")
-    print(n)
+    return n
 
 
-def cmd_timeit(args):
-    t0 = time.monotonic()
-    rc = subprocess.call(args)
-    t1 = time.monotonic()
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print("seconds=%.6f cpu_user=%.3f cpu_sys=%.3f rc=%d" %
-          (t1 - t0, ru.ru_utime, ru.ru_stime, rc), file=sys.stderr)
-    sys.exit(rc)
+def cmd_reqs(args):
+    n = upstream_reqs(*args[:3])
+    print("" if n is None else n)
 
 
 # ------------------------------------------------------------------ report
@@ -199,8 +203,13 @@ def cmd_report(args):
             ops, secs = num(r["ops"]), num(r["seconds"])
             rate = num(r["rate_mbit"])
             reqs = num(r["upstream_reqs"])
+            if r["config"] == "smbaccel" and r.get("stats"):
+                reqs = upstream_reqs(os.path.join(out, "stats", r["stats"] + "-before.json"),
+                                     os.path.join(out, "stats", r["stats"] + "-after.json"),
+                                     WORKLOADS.get(r["workload"], ("write",))[0])
             cpu = num(r["proxy_cpu_s"])
             o = dict(r)
+            o["upstream_reqs"] = "" if reqs is None else "%d" % reqs
             o["ratio_direct"] = fmt(ratio(mbps, direct), 2)
             o["ratio_link"] = fmt(ratio(mbps, rate / 8 if rate else None), 2)
             o["wall_us_per_op"] = fmt(secs * 1e6 / ops if secs and ops else None)
@@ -280,8 +289,8 @@ def main():
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"plan": cmd_plan, "reqs": cmd_reqs, "report": cmd_report,
-     "timeit": cmd_timeit}[cmd](args)
+    {"plan": cmd_plan, "plan-all": cmd_plan_all, "reqs": cmd_reqs,
+     "report": cmd_report}[cmd](args)
 
 
 if __name__ == "__main__":

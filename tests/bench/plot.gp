@@ -7,7 +7,7 @@
 if (!exists("dir")) dir = "bench-results"
 if (!exists("links")) links = "loopback"
 if (!exists("out")) out = dir."/throughput.png"
-if (!exists("title")) title = "smbaccel: throughput against block size (smbdd, MB/s, log scales)"
+if (!exists("ttl")) ttl = "smbaccel: throughput against block size (smbdd, MB/s, log scales)"
 
 n = words(links)
 cols = (n >= 3) ? 3 : n
@@ -23,19 +23,23 @@ set format y "%g"
 set grid xtics ytics mytics lc rgb "#dddddd"
 set xlabel "block size (bytes per client request)"
 set ylabel "MB/s"
-set key top left font "sans,8" spacing 0.9
-set multiplot layout rows, cols title title
+set key bottom right font "sans,8" spacing 0.9
+set multiplot layout rows, cols title ttl font "sans,11"
 
 do for [i = 1:n] {
-	l = word(links, i)
-	fw = dir."/plot-".l."-w.dat"
-	fr = dir."/plot-".l."-r.dat"
-	set title l
+	lk = word(links, i)
+	fw = dir."/plot-".lk."-w.dat"
+	fr = dir."/plot-".lk."-r.dat"
+	# link rate in MB/s from the name (e.g. 20ms-100M), none on loopback
+	rate = strstrt(lk, "100M") ? 12.5 : (strstrt(lk, "1G") ? 125.0 : 0)
+	ltitle = (rate > 0) ? sprintf("%s (round trip %s, %g MB/s)", lk, lk[1:strstrt(lk, "-") - 1], rate) : lk." (no emulator)"
+	set title ltitle font "sans,10"
 	plot fw u 1:2 w lp lw 2 pt 7 lc rgb "#d62728" t "direct write", \
 	     fw u 1:3 w lp lw 2 pt 5 lc rgb "#1f77b4" t "smbaccel write", \
 	     fw u 1:4 w lp lw 1 pt 9 lc rgb "#7f7f7f" t "haproxy write", \
 	     fr u 1:2 w lp lw 2 dt 2 pt 6 lc rgb "#d62728" t "direct read", \
 	     fr u 1:3 w lp lw 2 dt 2 pt 4 lc rgb "#1f77b4" t "smbaccel read", \
-	     fr u 1:4 w lp lw 1 dt 2 pt 8 lc rgb "#7f7f7f" t "haproxy read"
+	     fr u 1:4 w lp lw 1 dt 2 pt 8 lc rgb "#7f7f7f" t "haproxy read", \
+	     (rate > 0 ? rate : 1/0) w l lw 1 dt 3 lc rgb "black" t "link rate"
 }
 unset multiplot

@@ -29,7 +29,8 @@
  *       -D_GNU_SOURCE -I. tests/fuzz/fuzz_relay.c proxy/log.c proxy/buf.c \
  *       proxy/ledger.c proxy/conn.c proxy/relay.c proxy/control.c \
  *       proxy/listener.c proxy/daemon.c proxy/frame.c proxy/smb2_wire.c \
- *       policy/policy.c coalesce/*.c -lev -linih -lsystemd -lssl \
+ *       policy/policy.c coalesce/extent.c coalesce/credits.c \
+ *       coalesce/readahead.c -lev -linih -lsystemd -lssl \
  *       -lcrypto -lnl-route-3 -lnl-3 -lm -o fuzz_relay
  */
 #include <errno.h>
@@ -97,8 +98,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		pol_errors_print(&errs, stderr);
 		abort();
 	}
-	/* An abstract AF_UNIX name that fits the 16 bytes the daemon passes
-	 * to connect() for a non-IPv6 address: 2 family + 14 name bytes. */
+	/* An abstract AF_UNIX name, zero-padded to the length the daemon
+	 * passes to connect() for a non-IPv4 address (sizeof sockaddr_in6). */
 	memset(&dst, 0, sizeof(dst));
 	sun->sun_family = AF_UNIX;
 	snprintf(name, sizeof(name), "fzr%08x", (unsigned int)getpid());
@@ -106,7 +107,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (lfd == -1)
 		die("socket");
-	if (bind(lfd, (struct sockaddr *)sun, sizeof(struct sockaddr_in)) == -1)
+	if (bind(lfd, (struct sockaddr *)sun, sizeof(struct sockaddr_in6)) == -1)
 		die("bind");
 	if (listen(lfd, 16) == -1)
 		die("listen");
@@ -175,7 +176,8 @@ feed(int fd, const uint8_t *p, size_t n, int cfd, int sfd)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sockaddr_in peer;
+	struct sockaddr_storage peer;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&peer;
 	int sv[2], cfd, sfd = -1;
 	size_t pos = 0;
 
@@ -187,10 +189,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fcntl(cfd, F_SETFL, O_NONBLOCK) == -1)
 		die("fcntl");
 	memset(&peer, 0, sizeof(peer));
-	peer.sin_family = AF_INET;
-	peer.sin_port = htons(40000);
-	peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	px_conn_new(sv[1], (struct sockaddr_storage *)&peer, &dst);
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(40000);
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	px_conn_new(sv[1], &peer, &dst);
 	if (conn() != NULL) {
 		ev_run(px_rt.loop, EVRUN_NOWAIT);
 		sfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);

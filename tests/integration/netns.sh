@@ -21,6 +21,10 @@
 #   ns_kill_proxy                 SIGKILL it (no cleanup of its own)
 #   ns_smbclient NS CMDS [args]   smbclient //$SERVER_IP/share from NS
 #   ns_smbdd NS OP PATH BS COUNT [args]   bin/smbdd on smb://$SERVER_IP/share/PATH
+#   ns_smbdd_bg OUT NS OP PATH BS COUNT [args]   the same in the background
+#   ns_find_conn CLIENT_IP SERVER      a connection in smbaccelctl conns --json
+#   ns_tagged_routing NS          rules/routes tagged "proto 177" (smbaccel's)
+#   ns_http_server, ns_http_get NS     a non-SMB service on $SERVER_IP:8080
 #   ns_tcp_probe NS HOST PORT SECS       connect once; prints ok|refused|timeout|error
 
 CLIENT_IP=192.0.2.2
@@ -221,6 +225,19 @@ ns_smbdd() {
 	local home=${SMBC_HOME:-$(client_home "nsdd")}
 	nsx "$ns" env HOME="$home" timeout -k 5 120 "$SMBDD" "$op" \
 	    "smb://$SERVER_IP/share/$path" "$bs" "$count" -U "$SMB_USER%$SMB_PASS" "$@"
+}
+
+# ns_smbdd_bg OUT NS OP PATH BS COUNT [args...]: ns_smbdd in the
+# background, output to OUT; its pid (that of timeout(1), which passes a
+# SIGTERM on to smbdd) in NS_BG_PID and in lib.sh's BG_PIDS.
+ns_smbdd_bg() {
+	local out=$1 ns=$2 op=$3 path=$4 bs=$5 count=$6; shift 6
+	local home=${SMBC_HOME:-$(client_home "nsdd")}
+	ip netns exec "$ns" env HOME="$home" timeout -k 5 120 "$SMBDD" "$op" \
+	    "smb://$SERVER_IP/share/$path" "$bs" "$count" -U "$SMB_USER%$SMB_PASS" \
+	    "$@" >"$out" 2>&1 &
+	NS_BG_PID=$!
+	BG_PIDS="$BG_PIDS $NS_BG_PID"
 }
 
 # ns_tagged_routing NS: rules and routes in NS tagged by smbaccel (proto 177).

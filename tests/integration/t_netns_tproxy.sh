@@ -45,8 +45,8 @@ PROXY_PORT=4445
 routing_state() {
 	nsx "$NS_ROUTER" ip -4 rule show
 	nsx "$NS_ROUTER" ip -6 rule show
-	nsx "$NS_ROUTER" ip -4 route show table $TABLE
-	nsx "$NS_ROUTER" ip -6 route show table $TABLE
+	nsx "$NS_ROUTER" ip -4 route show table $TABLE 2>/dev/null
+	nsx "$NS_ROUTER" ip -6 route show table $TABLE 2>/dev/null
 }
 
 # assert_routing_present: what smbaccel installs, for both families.
@@ -66,7 +66,7 @@ assert_routing_gone() {
 	local left
 	left=$(ns_tagged_routing "$NS_ROUTER")
 	[ -z "$left" ] || { echo "$left"; fail "routing left behind after smbaccel stopped ($1)"; }
-	[ -z "$(nsx "$NS_ROUTER" ip -4 route show table $TABLE)" ] ||
+	[ -z "$(nsx "$NS_ROUTER" ip -4 route show table $TABLE 2>/dev/null)" ] ||
 	    { routing_state; fail "table $TABLE not empty after smbaccel stopped ($1)"; }
 }
 
@@ -123,9 +123,8 @@ assert_file_eq "$T/big.bin" "$SHARE_DIR/big.bin" "8 MiB put: file on the server'
 assert_file_eq "$T/big.bin" "$T/back.bin" "8 MiB get: copy read back"
 
 info "3. live connection in smbaccelctl conns"
-ns_smbdd "$NS_CLIENT" write dd-live 1K 65536 -s "$seed" -q >"$T/live.out" 2>&1 &
-dd_pid=$!
-BG_PIDS="$BG_PIDS $dd_pid"
+ns_smbdd_bg "$T/live.out" "$NS_CLIENT" write dd-live 1K 65536 -s "$seed" -q
+dd_pid=$NS_BG_PID
 conn=
 for _ in $(seq 100); do
 	conn=$(ns_find_conn "$CLIENT_IP" "$SERVER_IP:445") && set -- $conn &&
@@ -170,9 +169,8 @@ nsx "$NS_ROUTER" ip -4 rule del pref 31000
 # ---- 6. SIGKILL
 info "6. SIGKILL during a transfer"
 ns_start_proxy tproxy "tproxy_mark = $MARK" "tproxy_table = $TABLE"
-ns_smbdd "$NS_CLIENT" write dd-kill 1K 262144 -s "$seed" -q >"$T/kill.out" 2>&1 &
-dd_pid=$!
-BG_PIDS="$BG_PIDS $dd_pid"
+ns_smbdd_bg "$T/kill.out" "$NS_CLIENT" write dd-kill 1K 262144 -s "$seed" -q
+dd_pid=$NS_BG_PID
 for _ in $(seq 100); do
 	conn=$(ns_find_conn "$CLIENT_IP" "$SERVER_IP:445") && set -- $conn && [ "$4" -gt 0 ] && break
 	sleep 0.1

@@ -74,6 +74,9 @@ struct dd_opts {
 static struct dd_opts opt;
 static SMBCCTX *ctx;		/* the one libsmbclient context */
 static bool progress_shown;	/* a "\r..." line is on stderr */
+/* File scope so that exit() from die() leaves them reachable (LSan). */
+static uint8_t *iobuf, *wantbuf;
+static uint64_t *order;
 
 static void die(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
@@ -132,14 +135,14 @@ pattern_byte(uint64_t seed, uint64_t off)
 	return (uint8_t)(mix64(seed, off >> 3) >> (8 * (off & 7)));
 }
 
-/* Fill buf with the pattern bytes of file offsets [off, off+len). */
+/* Fill dst with the pattern bytes of file offsets [off, off+len). */
 static void
-pattern_fill(uint8_t *buf, uint64_t off, size_t len, uint64_t seed)
+pattern_fill(uint8_t *dst, uint64_t off, size_t len, uint64_t seed)
 {
 	size_t i = 0;
 
 	while (i < len && ((off + i) & 7) != 0) {
-		buf[i] = pattern_byte(seed, off + i);
+		dst[i] = pattern_byte(seed, off + i);
 		i++;
 	}
 	for (; i + 8 <= len; i += 8) {
@@ -149,10 +152,10 @@ pattern_fill(uint8_t *buf, uint64_t off, size_t len, uint64_t seed)
 
 		for (k = 0; k < 8; k++)
 			b[k] = (uint8_t)(v >> (8 * k));
-		memcpy(buf + i, b, 8);
+		memcpy(dst + i, b, 8);
 	}
 	for (; i < len; i++)
-		buf[i] = pattern_byte(seed, off + i);
+		dst[i] = pattern_byte(seed, off + i);
 }
 
 /* Parse a non-negative integer with an optional K/M/G suffix (1024-based). */
@@ -308,12 +311,12 @@ mismatch(const uint8_t *got, const uint8_t *want, size_t len, uint64_t off)
 
 /* Full write of one block; libsmbclient may return short counts. */
 static void
-write_block(SMBCFILE *f, const uint8_t *buf, uint64_t off)
+write_block(SMBCFILE *f, const uint8_t *data, uint64_t off)
 {
 	size_t done = 0;
 
 	while (done < opt.block) {
-		ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, buf + done,
+		ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, data + done,
 		    opt.block - done);
 
 		if (n < 0)
@@ -327,12 +330,12 @@ write_block(SMBCFILE *f, const uint8_t *buf, uint64_t off)
 }
 
 static void
-read_block(SMBCFILE *f, uint8_t *buf, uint64_t off)
+read_block(SMBCFILE *f, uint8_t *data, uint64_t off)
 {
 	size_t done = 0;
 
 	while (done < opt.block) {
-		ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, buf + done,
+		ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, data + done,
 		    opt.block - done);
 
 		if (n < 0)
@@ -477,17 +480,16 @@ main(int argc, char **argv)
 	struct rusage ru;
 	struct progress prog;
 	struct stat st;
-	uint64_t *order = NULL, i, bytes = 0;
-	uint8_t *buf, *want;
+	uint64_t i, bytes = 0;
 	double t0, t1, t_open, secs, cpu_u, cpu_s;
 	bool sequential;
 
 	parse_args(argc, argv);
 	make_context();
 
-	buf = malloc(opt.block);
-	want = malloc(opt.block);
-	if (buf == NULL || want == NULL)
+	iobuf = malloc(opt.block);
+	wantbuf = malloc(opt.block);
+	if (iobuf == NULL || wantbuf == NULL)
 		die(EX_ERR, "malloc: %s", strerror(errno));
 	if (opt.random_order)
 		order = make_order(opt.count, opt.seed);
@@ -522,14 +524,14 @@ main(int argc, char **argv)
 			die(EX_ERR, "lseek to offset %" PRIu64 ": %s", off,
 			    strerror(errno));
 		if (opt.mode == DD_WRITE) {
-			pattern_fill(buf, off, opt.block, opt.seed);
-			write_block(f, buf, off);
+			pattern_fill(iobuf, off, opt.block, opt.seed);
+			write_block(f, iobuf, off);
 		} else {
-			read_block(f, buf, off);
+			read_block(f, iobuf, off);
 			if (!opt.no_verify || opt.mode == DD_VERIFY) {
-				pattern_fill(want, off, opt.block, opt.seed);
-				if (memcmp(buf, want, opt.block) != 0)
-					mismatch(buf, want, opt.block, off);
+				pattern_fill(wantbuf, off, opt.block, opt.seed);
+				if (memcmp(iobuf, wantbuf, opt.block) != 0)
+					mismatch(iobuf, wantbuf, opt.block, off);
 			}
 		}
 		bytes += opt.block;
@@ -572,13 +574,9 @@ main(int argc, char **argv)
 	    opt.count, cpu_u, cpu_s,
 	    opt.count > 0 ? (cpu_u + cpu_s) * 1e6 / (double)opt.count : 0.0);
 
-	free(order);
-	order = NULL;
-	free(buf);
-	buf = NULL;
-	free(want);
-	want = NULL;
-	smbc_free_context(ctx, 1);
-	ctx = NULL;
+	free(order); order = NULL;
+	free(iobuf); iobuf = NULL;
+	free(wantbuf); wantbuf = NULL;
+	smbc_free_context(ctx, 1); ctx = NULL;
 	return EX_OK;
 }

@@ -331,16 +331,29 @@ spnego_init(const uint8_t *oids, size_t noids, const uint8_t *tok, size_t n,
 	return der(0x60, a, k + sizeof(OID_SPNEGO_DER), out);
 }
 
+/* UTF-8 (BMP only, valid input) to UTF-16LE. */
 static size_t
-u16(const char *ascii, uint8_t *out)
+u16(const char *s, uint8_t *out)
 {
-	size_t i;
+	const uint8_t *p = (const uint8_t *)s;
+	size_t n = 0;
+	uint32_t c;
 
-	for (i = 0; ascii[i]; i++) {
-		out[2 * i] = (uint8_t)ascii[i];
-		out[2 * i + 1] = 0;
+	while (*p) {
+		if (*p < 0x80)
+			c = *p++;
+		else if ((*p & 0xE0) == 0xC0) {
+			c = (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+			p += 2;
+		} else {
+			c = (uint32_t)(p[0] & 0x0F) << 12 |
+			    (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+			p += 3;
+		}
+		px_put_u16(out + n, (uint16_t)c);
+		n += 2;
 	}
-	return 2 * i;
+	return n;
 }
 
 struct auth_in {
@@ -370,7 +383,8 @@ build_auth(const struct auth_in *a, uint8_t *out)
 	px_put_u16(out + (at), (uint16_t)(len));			\
 	px_put_u16(out + (at) + 2, (uint16_t)(len));			\
 	px_put_u32(out + (at) + 4, (uint32_t)off);			\
-	memcpy(out + off, (p), (len));					\
+	if ((len) > 0)							\
+		memcpy(out + off, (p), (len));				\
 	off += (len);							\
 } while (0)
 	n = u16(a->domain, tmp);
@@ -434,8 +448,8 @@ static const uint8_t EK_4242[16] = { 0xc5, 0xda, 0xd2, 0x54, 0x4f, 0xc9,
 
 /* temp = 01 01 Z(6) Time ClientChallenge Z(4) AvPairs Z(4) (3.3.2) */
 static void
-nlmp_build(struct nlmp *v, const char *user, const char *domain,
-    uint32_t flags, bool with_ek)
+nlmp_build_proof(struct nlmp *v, const char *user, const char *domain,
+    uint32_t flags, bool with_ek, const char *proof)
 {
 	uint8_t chal[8] = { 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef };
 	uint8_t lm[24];
@@ -452,7 +466,7 @@ nlmp_build(struct nlmp *v, const char *user, const char *domain,
 	memcpy(v->temp + k, v->av, v->avlen);
 	k += v->avlen + 4;
 	v->templen = k;
-	unhex("68cd0ab851e51c96aabc927bebef6a1c", v->nt, 16);
+	unhex(proof, v->nt, 16);
 	memcpy(v->nt + 16, v->temp, v->templen);
 	v->ntlen = 16 + v->templen;
 	memset(lm, 0, sizeof(lm));
@@ -465,6 +479,61 @@ nlmp_build(struct nlmp *v, const char *user, const char *domain,
 	    v->chal_raw);
 	v->challen = spnego_resp(v->chal_raw, v->chal_rawlen, v->chal);
 	unhex("a4f49c406510bdcab6824ee7c30fd852", v->nthash, 16);
+}
+
+static void
+nlmp_build(struct nlmp *v, const char *user, const char *domain,
+    uint32_t flags, bool with_ek)
+{
+	nlmp_build_proof(v, user, domain, flags, with_ek,
+	    "68cd0ab851e51c96aabc927bebef6a1c");
+}
+
+/*
+ * UPPER(User) beyond ASCII: the 4.2.4 exchange with other user names,
+ * NTProofStr computed by [XCHK] (Python str.upper(), which agrees with
+ * Windows on these letters).  Lower- and upper-case spellings both verify.
+ */
+static void
+test_ntlm_upcase(void)
+{
+	static const struct {
+		const char *lower, *upper, *proof;
+	} t[] = {
+		{ "\xc5\x82ukasz", "\xc5\x81UKASZ",
+		    "b8eb6d9ee786a6d6faddf164e66a58b4" },
+		{ "\xc3\x86r\xc3\xb8sk\xc3\xb8" "bing",
+		    "\xc3\x86R\xc3\x98SK\xc3\x98" "BING",
+		    "9db941b8d3a3c693107f022008608f87" },
+		{ "\xd0\xbf\xd1\x91\xd1\x82\xd1\x80",
+		    "\xd0\x9f\xd0\x81\xd0\xa2\xd0\xa0",
+		    "1ecdb418c8b63242bc106c3cfbe8b241" },
+		{ "\xc3\xbfves", "\xc5\xb8VES",
+		    "b6fb2d6085c6f425c7ed53ca60cd5a6a" },
+		{ "\xce\xa9mega", "\xce\xa9MEGA",
+		    "bccb497d0855dcc28ce3e2bed7d49e9f" },
+		{ "\xc5\xa1imon", "\xc5\xa0IMON",
+		    "96e4e90db1d22c9f7b63afdbefed28e0" },
+	};
+	static struct nlmp v;
+	static struct px_ntlm_auth a;
+	struct px_ntlm_challenge c;
+	uint8_t key[16];
+	size_t i, j;
+
+	for (i = 0; i < NELEM(t); i++) {
+		for (j = 0; j < 2; j++) {
+			nlmp_build_proof(&v, j ? t[i].upper : t[i].lower,
+			    "Domain", NLMP_FLAGS, true, t[i].proof);
+			UT_CHECK(px_ntlm_parse_challenge(v.chal, v.challen,
+			    &c) == PX_NTLM_OK &&
+			    px_ntlm_parse_authenticate(v.auth, v.authlen, &a) ==
+			    PX_NTLM_OK && strcmp(a.user, j ? t[i].upper :
+			    t[i].lower) == 0, "parse row %zu.%zu", i, j);
+			UT_CHECK(px_ntlm_session_key(&c, &a, v.nthash, key) ==
+			    PX_KEY_OK, "key row %zu.%zu", i, j);
+		}
+	}
 }
 
 static void
@@ -1134,11 +1203,14 @@ test_encrypt_roundtrip(void)
 			    "wiped c%u byte %zu", cipher, i);
 			ct[i] ^= 0x04;
 		}
-		/* Truncated or extended: size no longer matches. */
+		/* Truncated or extended: size no longer matches, refused
+		 * before anything is decrypted (out untouched). */
+		memset(pt, 0xAB, n);
 		CU_ASSERT_EQUAL(px_smb2_decrypt(&k, cipher, PX_S2C, ct, n + 51,
 		    pt, &on), -1);
 		CU_ASSERT_EQUAL(px_smb2_decrypt(&k, cipher, PX_S2C, ct, n + 53,
 		    pt, &on), -1);
+		CU_ASSERT(pt[0] == 0xAB && pt[n - 2] == 0xAB);
 		/* Truncated with a matching (lying) size: the tag fails. */
 		px_put_u32(ct + 36, (uint32_t)(n - 1));
 		CU_ASSERT_EQUAL(px_smb2_decrypt(&k, cipher, PX_S2C, ct, n + 51,
@@ -1392,6 +1464,22 @@ test_lying(void)
 		    v.auth_rawlen, t);
 		CU_ASSERT_EQUAL(px_ntlm_parse_authenticate(t, n, &a),
 		    PX_NTLM_BAD);
+		/* NegTokenInit's [0] holding a SET, not a SEQUENCE. */
+		n = spnego_init(OID_NTLM_DER, sizeof(OID_NTLM_DER),
+		    v.auth_raw, v.auth_rawlen, t);
+		CU_ASSERT_EQUAL(px_ntlm_parse_authenticate(t, n, &a),
+		    PX_NTLM_OK);
+		{
+			uint8_t *q = memchr(t + 10, 0xa0, n - 10);
+			size_t hl;
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+			hl = q[1] == 0x82 ? 4 : q[1] == 0x81 ? 3 : 2;
+			CU_ASSERT_EQUAL_FATAL(q[hl], 0x30);
+			q[hl] = 0x31;
+			CU_ASSERT_EQUAL(px_ntlm_parse_authenticate(t, n, &a),
+			    PX_NTLM_BAD);
+		}
 	}
 }
 
@@ -1673,9 +1761,6 @@ test_secrets_limits(void)
 	unlink(secrets_path);
 }
 
-/* Declared here until tests/unit/unit.h lists it. */
-void ut_register_crypto(void);
-
 void
 ut_register_crypto(void)
 {
@@ -1686,6 +1771,7 @@ ut_register_crypto(void)
 		return;
 	CU_add_test(s, "nt hash", test_nt_hash);
 	CU_add_test(s, "NTLMv2 MS-NLMP 4.2.4", test_ntlm_nlmp);
+	CU_add_test(s, "NTLMv2 non-ASCII user names", test_ntlm_upcase);
 	CU_add_test(s, "anonymous, v1, kerberos", test_ntlm_kinds);
 	CU_add_test(s, "windows 3.1.1 capture end to end",
 	    test_windows_capture);

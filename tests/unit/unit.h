@@ -7,5 +7,6 @@ void ut_register_wire(void);
 void ut_register_policy(void);
 void ut_register_ledger(void);
 void ut_register_coalesce(void);
+void ut_register_crypto(void);
 
 #endif

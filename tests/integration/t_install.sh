@@ -1,0 +1,147 @@
+#!/bin/bash
+# test-timeout: 180
+# make install / uninstall into a DESTDIR, and the installed pieces:
+#  1. `make install DESTDIR=$T/root PREFIX=/usr` installs exactly: sbin/smbaccel,
+#     bin/smbaccelctl (0755), the three man pages, the systemd unit and the
+#     default policy (0644); nothing else;
+#  2. the unit has its paths filled in (ExecStart=/usr/sbin/smbaccel -c
+#     /etc/smbaccel/smbaccel.conf, no @...@ left), Type=notify, ExecReload
+#     with SIGHUP, TimeoutStopSec above drain_timeout's default;
+#  3. `systemd-analyze verify` prints nothing for it (ExecStart mapped into
+#     DESTDIR, MANPATH at the installed man pages so its Documentation=
+#     entries resolve); a copy with a misspelt key is flagged, so the check
+#     can fail; the fail-open drop-in of docs/deploy.md passes too;
+#     `systemd-analyze security --offline` rates it OK or better;
+#  4. the man pages render without groff warnings;
+#  5. the installed default policy passes `smbaccel -t`;
+#  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
+#     start, STOPPING=1 on SIGTERM, exit 0;
+#  7. a second install keeps an edited policy file;
+#  8. `make uninstall` removes everything but the policy file.
+. "$(dirname "$0")/lib.sh"
+
+command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+command -v groff >/dev/null || skip "no groff"
+D=$T/root
+cd "$TOP" || fail "no $TOP"
+
+# ---- 1. install
+info "1. make install DESTDIR=$D PREFIX=/usr"
+make -s install DESTDIR="$D" PREFIX=/usr >"$T/install.log" 2>&1 ||
+    { cat "$T/install.log"; fail "make install failed"; }
+expected="etc/smbaccel/smbaccel.conf 644
+lib/systemd/system/smbaccel.service 644
+usr/bin/smbaccelctl 755
+usr/sbin/smbaccel 755
+usr/share/man/man5/smbaccel.conf.5 644
+usr/share/man/man8/smbaccel.8 644
+usr/share/man/man8/smbaccelctl.8 644"
+# extra files a later Makefile may add (example firewall rules) are allowed
+got=$(cd "$D" && find . -type f -printf '%P %m\n' | sort | grep -v '^usr/share/smbaccel/')
+[ "$got" = "$expected" ] || { echo "expected:"; echo "$expected"; echo "got:"; echo "$got"; fail "installed tree differs"; }
+cmp -s bin/smbaccel "$D/usr/sbin/smbaccel" || fail "installed smbaccel differs from bin/smbaccel"
+
+# ---- 2. unit contents
+info "2. unit contents"
+U=$D/lib/systemd/system/smbaccel.service
+grep -q '@[A-Z]*@' "$U" && fail "unsubstituted @...@ left in the unit"
+grep -qx 'ExecStart=/usr/sbin/smbaccel -c /etc/smbaccel/smbaccel.conf' "$U" || fail "ExecStart line"
+grep -qx 'Type=notify' "$U" || fail "Type=notify"
+grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U" || fail "ExecReload with SIGHUP"
+grep -qx 'RuntimeDirectory=smbaccel' "$U" || fail "RuntimeDirectory=smbaccel"
+stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' "$U")
+assert_ge 61 "${stop:-0}" "TimeoutStopSec (seconds) must exceed the default drain_timeout of 60s"
+
+# ---- 3. systemd-analyze
+info "3. systemd-analyze verify"
+mkdir -p "$T/units"
+sed "s|=/usr/sbin/|=$D/usr/sbin/|g; s| /usr/sbin/| $D/usr/sbin/|g" "$U" > "$T/units/smbaccel.service"
+grep -q "^ExecStart=$D/usr/sbin/smbaccel " "$T/units/smbaccel.service" || fail "could not map ExecStart into $D"
+out=$(cd "$T" && MANPATH=$D/usr/share/man systemd-analyze verify "$T/units/smbaccel.service" 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify: exit $rc, output above"; }
+sed 's/^ProtectSystem=/ProtectSytem=/' "$T/units/smbaccel.service" > "$T/units/smbaccel-bad.service"
+out=$(cd "$T" && MANPATH=$D/usr/share/man systemd-analyze verify "$T/units/smbaccel-bad.service" 2>&1)
+echo "$out" | grep -q "Unknown key" || { echo "$out"; fail "systemd-analyze verify did not flag a misspelt key"; }
+# the fail-open drop-in of docs/deploy.md section 5 (nftables variant)
+if [ -x /usr/sbin/nft ]; then
+	{
+		cat "$T/units/smbaccel.service"
+		echo "[Service]"
+		echo "ExecStartPost=+/usr/sbin/nft -f /etc/smbaccel/nftables.conf"
+		echo "ExecStop=-+/usr/sbin/nft delete table inet smbaccel"
+		echo "ExecStopPost=-+/usr/sbin/nft delete table inet smbaccel"
+	} > "$T/units/smbaccel-failopen.service"
+	out=$(cd "$T" && MANPATH=$D/usr/share/man systemd-analyze verify "$T/units/smbaccel-failopen.service" 2>&1)
+	[ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify of the unit with the fail-open drop-in"; }
+fi
+if systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
+	out=$(systemd-analyze security --offline=yes "$T/units/smbaccel.service" 2>&1 | tail -n 1)
+	info "$out"
+	echo "$out" | grep -Eq 'Overall exposure level .* (SAFE|OK)' ||
+	    fail "systemd-analyze security: $out"
+fi
+
+# ---- 4. man pages
+info "4. man pages render without warnings"
+for m in man8/smbaccel.8 man8/smbaccelctl.8 man5/smbaccel.conf.5; do
+	w=$(groff -ww -man -Tutf8 "$D/usr/share/man/$m" 2>&1 >/dev/null)
+	[ -z "$w" ] || { echo "$w"; fail "groff warnings in $m"; }
+	[ "$(groff -man -Tutf8 "$D/usr/share/man/$m" 2>/dev/null | wc -l)" -gt 20 ] ||
+	    fail "$m renders to almost nothing"
+done
+
+# ---- 5. default policy
+info "5. the installed default policy passes smbaccel -t"
+out=$("$D/usr/sbin/smbaccel" -t -c "$D/etc/smbaccel/smbaccel.conf" 2>&1) ||
+    { echo "$out"; fail "smbaccel -t rejects the installed default policy"; }
+
+# ---- 6. sd_notify
+info "6. sd_notify from the installed daemon"
+PROXY_PORT=$(free_port) || fail "no free port"
+PROXY_UPSTREAM=127.0.0.1:9 write_proxy_conf "$PROXY_CONF"   # never connected to
+NOTIFY=$T/notify.sock
+"$PY" - "$NOTIFY" "$T/notify.log" <<'EOF' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(30)
+with open(sys.argv[2], "a", buffering=1) as log:
+    try:
+        while True:
+            for line in s.recv(4096).decode().splitlines():
+                print(line, file=log)
+                if line == "STOPPING=1":
+                    sys.exit(0)
+    except socket.timeout:
+        pass
+EOF
+listener=$!
+BG_PIDS="$BG_PIDS $listener"
+n=50; while [ $n -gt 0 ] && [ ! -S "$NOTIFY" ]; do sleep 0.1; n=$((n - 1)); done
+NOTIFY_SOCKET=$NOTIFY "$D/usr/sbin/smbaccel" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
+PROXY_PID=$!
+n=100; while [ $n -gt 0 ] && ! grep -q '^STATUS=' "$T/notify.log" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+grep -qx 'READY=1' "$T/notify.log" 2>/dev/null || { cat "$T/notify.log"; fail "no READY=1"; }
+port_open "$PROXY_PORT" || fail "READY=1 sent but not accepting on $PROXY_PORT"
+grep -Eq '^STATUS=.*[0-9]+ connections' "$T/notify.log" || { cat "$T/notify.log"; fail "no STATUS= with connections"; }
+stop_proxy
+assert_eq 0 "$PROXY_RC" "exit status after SIGTERM"
+wait "$listener"
+grep -qx 'STOPPING=1' "$T/notify.log" || { cat "$T/notify.log"; fail "no STOPPING=1 on SIGTERM"; }
+info "notifications: $(tr '\n' ' ' < "$T/notify.log")"
+
+# ---- 7. reinstall keeps the policy
+info "7. a second install keeps an edited policy"
+echo "# edited by the administrator" >> "$D/etc/smbaccel/smbaccel.conf"
+make -s install DESTDIR="$D" PREFIX=/usr >>"$T/install.log" 2>&1 || fail "second make install failed"
+tail -n 1 "$D/etc/smbaccel/smbaccel.conf" | grep -q "edited by the administrator" ||
+    fail "make install overwrote the edited policy file"
+
+# ---- 8. uninstall
+info "8. make uninstall"
+make -s uninstall DESTDIR="$D" PREFIX=/usr >"$T/uninstall.log" 2>&1 ||
+    { cat "$T/uninstall.log"; fail "make uninstall failed"; }
+left=$(cd "$D" && find . -type f -printf '%P\n' | sort | grep -v '^usr/share/smbaccel/')
+assert_eq "etc/smbaccel/smbaccel.conf" "$left" "files left after make uninstall (only the policy)"
+info "PASS"

@@ -1,0 +1,56 @@
+# tests/integration/wb_lib.sh - helpers shared by the t_wb_* and t_ra_*
+# tests (sourced after lib.sh).
+
+WB_PY="$PY"
+export PYTHONPATH="$TESTS_DIR${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONDONTWRITEBYTECODE=1
+
+# capture_start NAME: dumpcap of the proxy -> smbd leg (tcp port
+# $SMBD_PORT) into $T/NAME.pcapng; pid in CAP_PID.
+capture_start() {
+	command -v dumpcap >/dev/null || skip "dumpcap not installed"
+	CAP_FILE=$T/$1.pcapng
+	dumpcap -B 256 -i lo -f "tcp port $SMBD_PORT" -w "$CAP_FILE" > "$T/$1.dumpcap.log" 2>&1 &
+	CAP_PID=$!
+	BG_PIDS="$BG_PIDS $CAP_PID"
+	local n=100
+	# wait for "Capturing on" for it so nothing is missed.
+	until grep -q 'Capturing on' "$T/$1.dumpcap.log"; do
+		n=$((n - 1))
+		[ $n -gt 0 ] && kill -0 "$CAP_PID" 2>/dev/null ||
+		    fail "dumpcap did not start: $(cat "$T/$1.dumpcap.log")"
+		sleep 0.1
+	done
+}
+
+# capture_stop: SIGINT and wait, so the file is complete (SMB-NOTES).
+capture_stop() {
+	sleep 0.3
+	kill -INT "$CAP_PID" 2>/dev/null
+	wait "$CAP_PID" 2>/dev/null
+	CAP_PID=
+	info "dumpcap: $(grep -i 'dropped' "${CAP_FILE%.pcapng}.dumpcap.log" | tail -n 1)"
+}
+
+# upstream_sizes MIN OUT.json: run tests/tools/upstream-sizes on $CAP_FILE.
+upstream_sizes() {
+	timeout 300 "$TOP/tests/tools/upstream-sizes" --min "$1" "$CAP_FILE" "$SMBD_PORT" > "$2" ||
+	    fail "upstream-sizes failed on $CAP_FILE"
+}
+
+# wb_py SCRIPT ARGS...: run a helper with the system python (impacket).
+wb_py() { "$WB_PY" "$TESTS_DIR/$1" "${@:2}"; }
+
+# stats_line KEYS...: "k=v ..." from smbaccelctl stats --json.
+stats_line() {
+	ctl stats --json | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+out = []
+for k in sys.argv[1:]:
+    v = d
+    for p in k.split("."):
+        v = v.get(p, 0) if isinstance(v, dict) else 0
+    out.append("%s=%s" % (k, v))
+print(" ".join(out))' "$@"
+}
