@@ -45,7 +45,7 @@ POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
               proxy/keyed.c proxy/ntlm.c proxy/smbcrypto.c proxy/secrets.c \
-              proxy/control.c proxy/listener.c proxy/daemon.c
+              proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c
 
@@ -178,13 +178,19 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	sed 's|@SBINDIR@|$(SBINDIR)|g; s|@BINDIR@|$(BINDIR)|g' deploy/smbaccel.service.in \
 	    > $(DESTDIR)$(UNITDIR)/smbaccel.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel.service
+	install -d $(DESTDIR)$(PREFIX)/share/smbaccel
+	install -m 0755 deploy/iptables.sh $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh
+	install -m 0644 deploy/nftables.conf $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf || \
 	    install -m 0644 deploy/smbaccel.conf $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
-	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service
+	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
+	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
+	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
+	-rmdir $(DESTDIR)$(PREFIX)/share/smbaccel 2>/dev/null
 
 clean:
 	rm -rf build build-san bin

@@ -507,9 +507,19 @@ conn_start_connect(struct px_conn *c)
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
-	if (glob()->mode != POL_MODE_FORWARD && glob()->tproxy_mark)
-		(void)setsockopt(sfd, SOL_SOCKET, SO_MARK, &glob()->tproxy_mark,
-		    sizeof(glob()->tproxy_mark));
+	if (glob()->mode != POL_MODE_FORWARD && glob()->tproxy_mark &&
+	    setsockopt(sfd, SOL_SOCKET, SO_MARK, &glob()->tproxy_mark,
+	    sizeof(glob()->tproxy_mark)) == -1) {
+		static bool warned;
+
+		/* without the mark the interception rules may catch our own
+		 * upstream connection: say so (once) */
+		if (!warned)
+			log_warn("conn=%llu SO_MARK %u on the upstream socket "
+			    "(needs CAP_NET_ADMIN)", (unsigned long long)c->id,
+			    glob()->tproxy_mark);
+		warned = true;
+	}
 	c->srv.fd = sfd;
 	ev_io_init(&c->srv.rio, side_read_cb, sfd, EV_READ);
 	c->srv.rio.data = &c->srv;
@@ -663,6 +673,35 @@ on_client_eof(struct px_conn *c)
 }
 
 /*
+ * An incomplete frame that can never become a message we would pass on:
+ * an unknown protocol signature, or a length beyond anything the dialect
+ * allows.  Waiting for its bytes would hold the connection (and up to
+ * 16 MiB) for nothing.
+ */
+static bool
+frame_implausible(const struct px_conn *c, const uint8_t *p, size_t have)
+{
+	size_t len = (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+	size_t limit = 1024 * 1024;
+
+	if (c->state != PX_CONN_RELAY)
+		return false;
+	if (c->led.negotiated) {
+		size_t m = c->led.max_write;
+
+		if (c->led.max_read > m)
+			m = c->led.max_read;
+		limit = m + 1024 * 1024;   /* headers, compounds, transform */
+		if (limit > FRAME_MAX)
+			limit = FRAME_MAX;
+	}
+	if (len > limit)
+		return true;
+	return have >= PX_NBSS_HDR + 4 &&
+	    px_classify(p + PX_NBSS_HDR, have - PX_NBSS_HDR) == PX_MAGIC_UNKNOWN;
+}
+
+/*
  * Hand complete frames to the relay.  Stops at a stall (the frame stays
  * buffered) and when the peer's queue is full.
  */
@@ -713,6 +752,17 @@ process_input(struct px_side *s)
 			/* a large WRITE or READ response that is forwarded as
 			 * is goes through as it arrives (cut-through) instead
 			 * of being held until complete */
+			if (p[0] == PX_NBSS_MESSAGE && have >= PX_NBSS_HDR &&
+			    frame_implausible(c, p, have)) {
+				log_warnx("conn=%llu %s sent a frame that cannot be "
+				    "SMB (length %u, magic %02x%02x%02x%02x), "
+				    "closing", (unsigned long long)c->id, s->name,
+				    (unsigned int)(p[1] << 16 | p[2] << 8 | p[3]),
+				    have > 4 ? p[4] : 0, have > 5 ? p[5] : 0,
+				    have > 6 ? p[6] : 0, have > 7 ? p[7] : 0);
+				px_conn_close(c, PX_CLOSE_BAD_FRAME);
+				return;
+			}
 			if (have < PX_STREAM_HEAD || p[0] != PX_NBSS_MESSAGE)
 				break;
 			full = PX_NBSS_HDR + ((size_t)p[1] << 16 |

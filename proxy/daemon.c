@@ -15,6 +15,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "proxy/conn.h"
+#include "proxy/tproxy.h"
 
 static ev_signal sig_term, sig_int, sig_hup;
 static ev_timer drain_timer, status_timer;
@@ -67,7 +68,8 @@ px_reload(void)
 	px_rt.cfg = ncfg;
 	for (c = px_conn_first(); c; c = c->next)
 		c->led.cfg = ncfg;
-	log_set_level((int)pol_global(ncfg)->log_level);
+	if (!px_rt.force_debug)
+		log_set_level((int)pol_global(ncfg)->log_level);
 	pol_free(old);
 	log_info("policy reloaded; new tree connects use it");
 	return 0;
@@ -164,21 +166,30 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	}
 	pol_errors_free(&errs);
 	g = pol_global(px_rt.cfg);
-	log_init((int)g->log_level, foreground || getenv("JOURNAL_STREAM") ||
-	    getenv("INVOCATION_ID") || isatty(2));
+	log_init(px_rt.force_debug ? PX_LOG_DEBUG : (int)g->log_level,
+	    foreground || getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ||
+	    isatty(2));
 	signal(SIGPIPE, SIG_IGN);
 	if (px_keyed_load_secrets(g->secrets) == -1) {
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
 		return 1;
 	}
 	px_rt.loop = EV_DEFAULT;
+	if (g->mode == POL_MODE_TPROXY &&
+	    px_tproxy_setup(g->tproxy_mark, g->tproxy_table) == -1) {
+		log_warnx("cannot install the policy routing of mode = tproxy, "
+		    "exiting");
+		return 1;
+	}
 	if (px_listen_start(g) == -1) {
 		log_warnx("cannot start listeners, exiting");
+		px_tproxy_teardown();
 		return 1;
 	}
 	if (px_control_start(g->control_socket) == -1) {
 		log_warnx("cannot start the control socket, exiting");
 		px_listen_stop();
+		px_tproxy_teardown();
 		return 1;
 	}
 	ev_signal_init(&sig_term, stop_cb, SIGTERM);
@@ -195,6 +206,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	notify_status();
 	ev_run(px_rt.loop, 0);
 	px_control_stop();
+	px_tproxy_teardown();
 	log_info("smbaccel stopped");
 	pol_free(px_rt.cfg);
 	px_rt.cfg = NULL;

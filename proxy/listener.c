@@ -74,6 +74,45 @@ same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 	return a->ss_family == b->ss_family && memcmp(a, b, ss_len(a)) == 0;
 }
 
+/* Is ss an address of this host (can a plain socket bind to it)? */
+static bool
+addr_is_local(const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage a = *ss;
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool local;
+
+	if (fd == -1)
+		return false;
+	if (a.ss_family == AF_INET)
+		((struct sockaddr_in *)&a)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&a)->sin6_port = 0;
+	local = bind(fd, (struct sockaddr *)&a, ss_len(&a)) == 0;
+	close(fd);
+	return local;
+}
+
+/* Would connecting to dst reach this listener again (a loop)? */
+static bool
+loops_back(const struct listener *l, const struct sockaddr_storage *dst)
+{
+	in_port_t lp, dp;
+
+	if (same_addr(dst, &l->addr))
+		return true;
+	if (dst->ss_family != l->addr.ss_family)
+		return false;
+	lp = l->addr.ss_family == AF_INET ?
+	    ((const struct sockaddr_in *)&l->addr)->sin_port :
+	    ((const struct sockaddr_in6 *)&l->addr)->sin6_port;
+	dp = dst->ss_family == AF_INET ?
+	    ((const struct sockaddr_in *)dst)->sin_port :
+	    ((const struct sockaddr_in6 *)dst)->sin6_port;
+	/* a wildcard listener: same port on any local address */
+	return lp == dp && addr_is_local(dst);
+}
+
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -142,7 +181,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		}
 		/* a connection made straight to the listener would loop */
-		if (g->mode != POL_MODE_FORWARD && same_addr(&dst, &l->addr)) {
+		if (g->mode != POL_MODE_FORWARD && loops_back(l, &dst)) {
 			log_warnx("refusing client=%s: destination %s is this "
 			    "listener (connection was not redirected)",
 			    px_addr_str(&peer, a, sizeof(a)),

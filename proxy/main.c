@@ -67,8 +67,10 @@ main(int argc, char **argv)
 		pol_free(c);
 		return 0;
 	}
-	if (debug)
+	if (debug) {
 		log_init(PX_LOG_DEBUG, true);
+		px_rt.force_debug = true;
+	}
 	ch = px_daemon_run(cfg, foreground);
 	return ch;
 }

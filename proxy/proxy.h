@@ -349,6 +349,7 @@ struct px_runtime {
 	struct pol_config *cfg;
 	const char *cfg_path;
 	bool stopping;
+	bool force_debug;           /* -d: debug logging whatever the policy */
 	uint64_t next_conn_id;
 	struct px_conn *conns;      /* all live connections */
 };

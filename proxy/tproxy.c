@@ -18,14 +18,16 @@
  * into lo by (b).  It also covers net.ipv4.tcp_fwmark_accept = 1, where the
  * accepted sockets carry the mark too.
  *
- * Ownership.  Before adding an entry, the current rules and routes are
- * read.  An equivalent entry (same selectors and target, any priority)
- * that is already there is used as it is and never removed -- unless it
- * carries smbaccel's protocol tag (177), which means an earlier smbaccel
- * died without cleaning up (SIGKILL, crash): such leftovers are adopted and
- * removed at stop like our own.  A default route of another kind in TABLE
- * is a conflict and setup fails (pick another tproxy_table).  Teardown
- * removes, in reverse order, exactly the entries setup added or adopted.
+ * Ownership.  Before adding a rule, the current rules are read; for the
+ * route, the add is exclusive (NLM_F_EXCL) and the routes are read only
+ * when it reports one already there.  An equivalent entry (same selectors
+ * and target, any priority) that is already there is used as it is and
+ * never removed -- unless it carries smbaccel's protocol tag (177), which
+ * means an earlier smbaccel died without cleaning up (SIGKILL, crash):
+ * such leftovers are adopted and removed at stop like our own.  A default
+ * route of another kind in TABLE is a conflict and setup fails (pick
+ * another tproxy_table).  Teardown removes, in reverse order, exactly the
+ * entries setup added or adopted.
  *
  * IPv6: when the kernel has no IPv6 (EAFNOSUPPORT), only IPv4 is set up,
  * with a warning.  Every other failure undoes what was done and fails.
@@ -243,28 +245,21 @@ nh_ifindex(struct rtnl_route *rt)
 	return rtnl_route_nh_get_ifindex(nh);
 }
 
-/* "local default dev lo table TABLE" for family; returns as ensure_rule. */
+/*
+ * A default route is already in the table (the add said EEXIST): use it if
+ * it is "local default dev lo" (adopting our own leftover), refuse
+ * otherwise.  Only read on that rare path: a full route dump can be large
+ * on a router.  1 = usable, -1 = conflict or error (logged).
+ */
 static int
-ensure_route(struct nl_sock *sk, int family, uint32_t table)
+existing_route(struct nl_sock *sk, int family, uint32_t table, int lo,
+    const char *desc)
 {
-	static const uint8_t zero[16];
 	struct nl_cache *cache = NULL;
 	struct nl_object *o;
-	struct rtnl_route *rt = NULL;
-	struct rtnl_nexthop *nh;
-	struct nl_addr *dst = NULL;
-	char desc[128];
-	int err, rc = -1, lo;
+	int err, rc = -1;
 
-	snprintf(desc, sizeof(desc), "ip %s route local default dev lo "
-	    "table %u proto %u", fam_flag(family), table, PX_TPROXY_PROTO);
-	if ((lo = (int)if_nametoindex("lo")) == 0) {
-		log_warn("tproxy: no loopback interface");
-		return -1;
-	}
 	if ((err = rtnl_route_alloc_cache(sk, family, 0, &cache)) < 0) {
-		if (no_af(err))
-			return 0;
 		log_warnx("tproxy: cannot read the routes: %s",
 		    nl_geterror(err));
 		return -1;
@@ -278,13 +273,8 @@ ensure_route(struct nl_sock *sk, int family, uint32_t table)
 		    (d != NULL && nl_addr_get_prefixlen(d) != 0))
 			continue;
 		if (rtnl_route_get_type(x) != RTN_LOCAL ||
-		    nh_ifindex(x) != lo) {
-			log_warnx("tproxy: table %u already has a default route "
-			    "that is not 'local default dev lo'; choose another "
-			    "tproxy_table (see ip %s route show table %u)",
-			    table, fam_flag(family), table);
-			goto done;
-		}
+		    nh_ifindex(x) != lo)
+			continue;
 		if (rtnl_route_get_protocol(x) == PX_TPROXY_PROTO) {
 			log_info("tproxy: adopting leftover route (%s)", desc);
 			remember(ENT_ROUTE, o, desc);
@@ -292,7 +282,33 @@ ensure_route(struct nl_sock *sk, int family, uint32_t table)
 			log_info("tproxy: 'local default dev lo' is already in "
 			    "table %u; using it, it will not be removed", table);
 		rc = 1;
-		goto done;
+		break;
+	}
+	if (rc == -1)
+		log_warnx("tproxy: table %u already has a default route that "
+		    "is not 'local default dev lo'; choose another "
+		    "tproxy_table (see ip %s route show table %u)", table,
+		    fam_flag(family), table);
+	nl_cache_free(cache);
+	return rc;
+}
+
+/* "local default dev lo table TABLE" for family; returns as ensure_rule. */
+static int
+ensure_route(struct nl_sock *sk, int family, uint32_t table)
+{
+	static const uint8_t zero[16];
+	struct rtnl_route *rt = NULL;
+	struct rtnl_nexthop *nh = NULL;
+	struct nl_addr *dst = NULL;
+	char desc[128];
+	int err, rc = -1, lo;
+
+	snprintf(desc, sizeof(desc), "ip %s route local default dev lo "
+	    "table %u proto %u", fam_flag(family), table, PX_TPROXY_PROTO);
+	if ((lo = (int)if_nametoindex("lo")) == 0) {
+		log_warn("tproxy: no loopback interface");
+		return -1;
 	}
 	if ((rt = rtnl_route_alloc()) == NULL ||
 	    (nh = rtnl_route_nh_alloc()) == NULL ||
@@ -309,13 +325,16 @@ ensure_route(struct nl_sock *sk, int family, uint32_t table)
 	rtnl_route_set_protocol(rt, PX_TPROXY_PROTO);
 	if ((err = rtnl_route_set_dst(rt, dst)) < 0) {
 		log_warnx("tproxy: %s: %s", desc, nl_geterror(err));
-		rtnl_route_nh_free(nh);
 		goto done;
 	}
 	rtnl_route_nh_set_ifindex(nh, lo);
-	rtnl_route_add_nexthop(rt, nh);     /* rt owns nh from here */
+	rtnl_route_add_nexthop(rt, nh);
+	nh = NULL;                          /* rt owns it now */
+	/* NLM_F_EXCL: EEXIST when a default route with our metric is there */
 	if ((err = rtnl_route_add(sk, rt, NLM_F_EXCL)) < 0) {
-		if (no_af(err))
+		if (err == -NLE_EXIST)
+			rc = existing_route(sk, family, table, lo, desc);
+		else if (no_af(err))
 			rc = 0;
 		else
 			add_failed(desc, err);
@@ -325,10 +344,11 @@ ensure_route(struct nl_sock *sk, int family, uint32_t table)
 	log_info("tproxy: added %s", desc);
 	rc = 1;
 done:
+	if (nh != NULL)
+		rtnl_route_nh_free(nh);
 	nl_addr_put(dst);
 	if (rt != NULL)
 		rtnl_route_put(rt);
-	nl_cache_free(cache);
 	return rc;
 }
 
@@ -376,7 +396,8 @@ px_tproxy_setup(uint32_t mark, uint32_t table)
 	struct nl_sock *sk;
 	size_t i;
 
-	if (mark == 0 || table == 0 || table >= RT_TABLE_COMPAT) {
+	if (mark == 0 || table == 0 ||
+	    (table >= RT_TABLE_DEFAULT && table <= RT_TABLE_LOCAL)) {
 		/* fwmark 0 would match every packet: never install that */
 		log_warnx("tproxy: invalid tproxy_mark %#x or tproxy_table %u",
 		    mark, table);

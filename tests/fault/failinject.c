@@ -22,10 +22,15 @@
  *                 count at each successful accept: N then means "the Nth
  *                 call since the client connected", so one daemon serves a
  *                 whole series of sessions, each with its own fault.
- *   FI_CTL=FILE   with FI_ARM: at each accept re-read "KIND N" lines from
- *                 FILE (KIND malloc, read, write, connect, accept); kinds
- *                 not named are not failed.  The test writes the next N
+ *   FI_CTL=FILE   with FI_ARM: at each accept re-read "KIND N [sticky]"
+ *                 lines from FILE (KIND malloc, read, write, connect,
+ *                 accept; sticky as FI_STICKY for that kind); kinds not
+ *                 named are not failed.  The test writes the next N
  *                 there before each session.
+ *   FI_SKIP=NAME  never fail an allocation made directly by a shared
+ *                 object whose path contains NAME (e.g. "libev": libev
+ *                 aborts on a failed allocation unless the program
+ *                 installs an allocator with ev_set_allocator)
  *   FI_LOG=FILE   append one line per failed call, and at each accept the
  *                 counts of the previous session ("session malloc=M
  *                 read=R write=W connect=C accept=A"), so a test learns how
@@ -61,12 +66,13 @@ static struct {
 	int inited;              /* 0 no, 1 in progress, 2 done */
 	int armed;
 	int arm_on_accept;
-	int sticky;
+	int sticky[K_N];
 	unsigned long long target[K_N];   /* 0: never */
 	unsigned long long count[K_N];
 	int err[K_N];
 	char ctl[512];
 	char log[512];
+	char skip[64];
 } fi;
 
 static ssize_t (*real_read)(int, void *, size_t);
@@ -128,7 +134,8 @@ init(void)
 	for (k = 0; k < K_N; k++)
 		if (fi.err[k] == 0)
 			fi.err[k] = kerrno_def[k];
-	fi.sticky = env_ull("FI_STICKY") != 0;
+	for (k = 0; k < K_N; k++)
+		fi.sticky[k] = env_ull("FI_STICKY") != 0;
 	v = getenv("FI_ARM");
 	fi.arm_on_accept = v && strcmp(v, "accept") == 0;
 	fi.armed = !fi.arm_on_accept;
@@ -136,12 +143,16 @@ init(void)
 		snprintf(fi.ctl, sizeof(fi.ctl), "%s", v);
 	if ((v = getenv("FI_LOG")) != NULL)
 		snprintf(fi.log, sizeof(fi.log), "%s", v);
+	if ((v = getenv("FI_SKIP")) != NULL)
+		snprintf(fi.skip, sizeof(fi.skip), "%s", v);
 	fi.inited = 2;
 }
 
-/* Should this call of kind k fail?  Counts it. */
+static int skipped(const void *caller);
+
+/* Should this call of kind k (made from caller) fail?  Counts it. */
 static int
-hit(enum kind k)
+hit(enum kind k, const void *caller)
 {
 	unsigned long long n;
 
@@ -150,10 +161,16 @@ hit(enum kind k)
 			return 0;       /* getenv inside init: never fail */
 		init();
 	}
-	if (!fi.armed || fi.target[k] == 0)
+	if (!fi.armed)
 		return 0;
 	n = ++fi.count[k];
-	if (n == fi.target[k] || (fi.sticky && n > fi.target[k])) {
+	if (fi.target[k] != 0 &&
+	    (n == fi.target[k] || (fi.sticky[k] && n > fi.target[k]))) {
+		if (k == K_MALLOC && skipped(caller)) {
+			logf_("failinject: not failing %s #%llu (in %s)\n",
+			    kname[k], n, fi.skip);
+			return 0;
+		}
 		logf_("failinject: failing %s #%llu\n", kname[k], n);
 		return 1;
 	}
@@ -164,7 +181,7 @@ hit(enum kind k)
 static void
 rearm(void)
 {
-	char buf[512], kindbuf[16];
+	char buf[512], kindbuf[16], mode[16];
 	unsigned long long n;
 	int fd, k;
 	ssize_t len;
@@ -181,6 +198,7 @@ rearm(void)
 	if (fi.ctl[0] == '\0')
 		return;
 	memset(fi.target, 0, sizeof(fi.target));
+	memset(fi.sticky, 0, sizeof(fi.sticky));
 	fd = open(fi.ctl, O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return;
@@ -191,18 +209,31 @@ rearm(void)
 	buf[len] = '\0';
 	for (line = strtok_r(buf, "\n", &save); line;
 	    line = strtok_r(NULL, "\n", &save)) {
-		if (sscanf(line, "%15s %llu", kindbuf, &n) != 2)
+		mode[0] = '\0';
+		if (sscanf(line, "%15s %llu %15s", kindbuf, &n, mode) < 2)
 			continue;
 		for (k = 0; k < K_N; k++)
-			if (strcmp(kindbuf, kname[k]) == 0)
+			if (strcmp(kindbuf, kname[k]) == 0) {
 				fi.target[k] = n;
+				fi.sticky[k] = strcmp(mode, "sticky") == 0;
+			}
 	}
+}
+
+/* Is the allocation made by code in the FI_SKIP object? */
+static int
+skipped(const void *caller)
+{
+	Dl_info di;
+
+	return fi.skip[0] && dladdr(caller, &di) && di.dli_fname &&
+	    strstr(di.dli_fname, fi.skip) != NULL;
 }
 
 void *
 malloc(size_t n)
 {
-	if (hit(K_MALLOC)) {
+	if (hit(K_MALLOC, __builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -212,7 +243,7 @@ malloc(size_t n)
 void *
 calloc(size_t a, size_t b)
 {
-	if (hit(K_MALLOC)) {
+	if (hit(K_MALLOC, __builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -222,7 +253,7 @@ calloc(size_t a, size_t b)
 void *
 realloc(void *p, size_t n)
 {
-	if (n != 0 && hit(K_MALLOC)) {
+	if (n != 0 && hit(K_MALLOC, __builtin_return_address(0))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -238,7 +269,7 @@ ssize_t
 read(int fd, void *buf, size_t n)
 {
 	RESOLVE(real_read, "read");
-	if (fd > 2 && hit(K_READ)) {
+	if (fd > 2 && hit(K_READ, NULL)) {
 		errno = fi.err[K_READ];
 		return -1;
 	}
@@ -249,7 +280,7 @@ ssize_t
 write(int fd, const void *buf, size_t n)
 {
 	RESOLVE(real_write, "write");
-	if (fd > 2 && hit(K_WRITE)) {
+	if (fd > 2 && hit(K_WRITE, NULL)) {
 		errno = fi.err[K_WRITE];
 		return -1;
 	}
@@ -260,7 +291,7 @@ int
 connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	RESOLVE(real_connect, "connect");
-	if (hit(K_CONNECT)) {
+	if (hit(K_CONNECT, NULL)) {
 		errno = fi.err[K_CONNECT];
 		return -1;
 	}
@@ -273,7 +304,7 @@ accept(int fd, struct sockaddr *sa, socklen_t *len)
 	int rc;
 
 	RESOLVE(real_accept, "accept");
-	if (hit(K_ACCEPT)) {
+	if (hit(K_ACCEPT, NULL)) {
 		errno = fi.err[K_ACCEPT];
 		return -1;
 	}
@@ -289,7 +320,7 @@ accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	int rc;
 
 	RESOLVE(real_accept4, "accept4");
-	if (hit(K_ACCEPT)) {
+	if (hit(K_ACCEPT, NULL)) {
 		errno = fi.err[K_ACCEPT];
 		return -1;
 	}

@@ -474,6 +474,12 @@ random_file() {
 # log_has REGEX: the proxy log has a matching line.
 log_has() { grep -Eq -- "$1" "$PROXY_LOG"; }
 
+# conn_of_client PORT: the smbaccel conn id of the client connection from
+# 127.0.0.1:PORT (from its "conn=N accepted client=..." line), or nothing.
+conn_of_client() {
+	sed -n "s/.*conn=\([0-9][0-9]*\) accepted client=127\.0\.0\.1:$1\( .*\)\{0,1\}\$/\1/p" "$PROXY_LOG" | tail -n 1
+}
+
 # wait_log REGEX SECONDS
 wait_log() {
 	local n=$(( $2 * 10 ))

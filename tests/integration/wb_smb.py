@@ -22,6 +22,31 @@ import time
 
 from impacket.smbconnection import SMBConnection
 from impacket import smb3structs as s3
+from impacket import nmb
+
+# Count every credit the server grants on a connection, from the NEGOTIATE
+# response on (impacket does not track credits), so the client below knows
+# exactly how many ids it may use: one past the highest = 1 + grants.
+_orig_recv_packet = nmb.NetBIOSTCPSession.recv_packet
+
+
+def _counting_recv_packet(self, timeout=None):
+    p = _orig_recv_packet(self, timeout)
+    t = p.get_trailer()
+    if t[:4] == b"\xfeSMB" and len(t) >= 64:
+        off = 0
+        while True:      # every element of a compound response
+            mid = struct.unpack_from("<Q", t, off + 24)[0]
+            if mid != 0xFFFFFFFFFFFFFFFF:
+                self._wb_granted = getattr(self, "_wb_granted", 0) + struct.unpack_from("<H", t, off + 14)[0]
+            nxt = struct.unpack_from("<I", t, off + 20)[0]
+            if not nxt or off + nxt + 64 > len(t):
+                break
+            off += nxt
+    return p
+
+
+nmb.NetBIOSTCPSession.recv_packet = _counting_recv_packet
 
 DIALECTS = {"2.0.2": s3.SMB2_DIALECT_002, "2.1": s3.SMB2_DIALECT_21,
             "3.0": s3.SMB2_DIALECT_30, "3.0.2": s3.SMB2_DIALECT_302,
@@ -82,7 +107,8 @@ class Response(object):
 
 class Client(object):
     def __init__(self, port, dialect="3.0", share="share", user="smbtest",
-                 password="testpass", host="127.0.0.1", timeout=60):
+                 password="testpass", host="127.0.0.1", timeout=60,
+                 want_credits=2048):
         self.port = port
         self.conn = SMBConnection(host, host, sess_port=port,
                                   preferredDialect=DIALECTS[dialect], timeout=timeout)
@@ -104,20 +130,23 @@ class Client(object):
             self.max_read = min(self.max_read, 65536)
         self.timeout = timeout
         self.next_id = self.smb._Connection["SequenceWindow"]
-        self.limit = self.next_id + 1      # refined by the first ECHO below
         self.pending = {}       # mid -> command
         self.done = {}          # mid -> Response
         self.notifications = []
         self.interims = 0
         self.max_in_flight = 0
-        r = self.wait(self.send(ECHO, struct.pack("<HH", 4, 0), credreq=512))
-        self.limit = r.mid + 1 + r.credits
+        self.wait(self.send(ECHO, struct.pack("<HH", 4, 0), credreq=want_credits))
 
     # ------------------------------------------------------------ transport
     def charge_for(self, nbytes):
         if not self.multicredit:
             return 0 if self.dialect == s3.SMB2_DIALECT_002 else 1
         return max(1, (max(nbytes, 1) - 1) // 65536 + 1)
+
+    @property
+    def limit(self):
+        """One past the highest message id the client was granted."""
+        return 1 + getattr(self.nb, "_wb_granted", 0)
 
     def credits(self):
         return self.limit - self.next_id
@@ -156,7 +185,6 @@ class Client(object):
         if r.mid == NOTIFY_ID:
             self.notifications.append(r)
             return r
-        self.limit += r.credits
         if r.status == STATUS_PENDING and r.flags & FLAG_ASYNC:
             self.interims += 1
             return r
