@@ -144,8 +144,8 @@ FUZZ_LIBS_policy := -linih
 # the whole daemon but main(): conn.c and relay.c through real sockets
 FUZZ_SRC_relay  := $(filter-out proxy/main.c,$(SMBACCEL_SRC))
 FUZZ_LIBS_relay := $(LIBS_DAEMON)
-FUZZ_SRC_ntlm   ?= $(filter-out proxy/main.c,$(SMBACCEL_SRC))
-FUZZ_LIBS_ntlm  ?= $(LIBS_DAEMON)
+FUZZ_SRC_ntlm   := proxy/ntlm.c proxy/smbcrypto.c proxy/smb2_wire.c
+FUZZ_LIBS_ntlm  := -lssl -lcrypto
 FUZZ_HDRS    := $(wildcard proxy/*.h policy/*.h coalesce/*.h)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZERS))
 

@@ -19,6 +19,7 @@ unset RESULTS_DIR
 . "$(dirname "$0")/integration/lib.sh"
 TEST_NAME=demo
 info() { :; }	# the harness's progress lines; the demo prints its own
+trap 'printf "\n\ninterrupted: stopping smbaccel, the WAN emulator and smbd\n"; exit 130' INT
 WANEM=$TOP/bin/wanem
 DIRECT_MIB=${DEMO_DIRECT_MIB:-1}
 ACCEL_MIB=${DEMO_ACCEL_MIB:-64}
@@ -74,6 +75,7 @@ dd1k() {
 val() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" "$T/$2.out" | tail -n 1; }
 
 step "1) Direct over the WAN: $DIRECT_MIB MiB in 1 KiB writes (about $((DIRECT_MIB * 21)) s)"
+note "(the live line shows MB written and MB/s; at ~0.05 MB/s the rate reads 0.0)"
 dd1k "$WAN_PORT" direct.bin "$DIRECT_MIB"
 D_MBPS=$(val MBps direct.bin)
 D_OPUS=$(awk -v s="$(val seconds direct.bin)" -v n="$(val ops direct.bin)" 'BEGIN { printf "%.1f", s * 1000 / n }')

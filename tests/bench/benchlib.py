@@ -16,8 +16,9 @@ haproxy, which cannot be faster) takes about MODE's time box on that link,
 from a simple latency model (per request: a fixed client/server cost, 1.3 x
 the round trip, the payload at the link rate), capped by MODE's maximum.
 Direct, smbaccel and haproxy runs of a cell use the same size, except in
-the seed cell (250,000 x 1 KiB): smbaccel writes all of it, while the
-direct and haproxy runs are time-boxed to a prefix of the same pattern.
+the seed cell (250,000 x 1 KiB writes) and r4kbig (4 KiB reads of a 64 MiB
+file): smbaccel writes or reads all of it, to show its steady state, while
+the direct and haproxy runs are time-boxed to a prefix of the same pattern.
 """
 import csv
 import json
@@ -47,18 +48,19 @@ WORKLOADS = {
     "r1m": ("read", 1 * MIB, "read 1 MiB"),
     "mput": ("mput", 8 * KIB, "mput 8 KiB files"),
     "seed": ("write", 1 * KIB, "seed: 1 KiB writes"),
+    "r4kbig": ("read", 4 * KIB, "read 4 KiB, long file"),
 }
 WORKLOAD_ORDER = list(WORKLOADS)
 
 # mode: time box (s), seed count, mput file count, per-workload byte caps
 MODES = {
-    "full": dict(tbox=10.0, seed=250000, files=500, step=64 * KIB, minfiles=10,
+    "full": dict(tbox=10.0, seed=250000, big=64 * MIB, files=500, step=64 * KIB, minfiles=10,
                  cap={"w1k": 64 * MIB, "w4k": 128 * MIB, "w64k": 512 * MIB,
                       "w1m": 512 * MIB, "r4k": 128 * MIB, "r1m": 512 * MIB}),
-    "quick": dict(tbox=2.0, seed=31250, files=100, step=64 * KIB, minfiles=10,
+    "quick": dict(tbox=2.0, seed=31250, big=16 * MIB, files=100, step=64 * KIB, minfiles=10,
                   cap={"w1k": 8 * MIB, "w4k": 16 * MIB, "w64k": 64 * MIB,
                        "w1m": 64 * MIB, "r4k": 16 * MIB, "r1m": 64 * MIB}),
-    "smoke": dict(tbox=0.3, seed=2000, files=20, step=16 * KIB, minfiles=5,
+    "smoke": dict(tbox=0.3, seed=2000, big=1 * MIB, files=20, step=16 * KIB, minfiles=5,
                   cap={"w1k": 256 * KIB, "w4k": 512 * KIB, "w64k": 2 * MIB,
                        "w1m": 4 * MIB, "r4k": 512 * KIB, "r1m": 4 * MIB}),
 }
@@ -94,6 +96,12 @@ def plan(mode, link, wl, tbox=None):
         return dict(kind=kind, block=block, count=n, count_accel=full,
                     est=round(n * op, 1))
     step = max(1, m["step"] // block)       # sizes: multiples of 64 KiB (16 in smoke)
+    if wl == "r4kbig":
+        full = m["big"] // block
+        n = int(m["tbox"] / op) // step * step
+        n = max(step, min(full, n))
+        return dict(kind=kind, block=block, count=n, count_accel=full,
+                    est=round(n * op, 1))
     n = int(m["tbox"] / op) // step * step
     n = max(step, min(m["cap"][wl] // block, n))
     return dict(kind=kind, block=block, count=n, count_accel=n,
@@ -266,12 +274,14 @@ def cmd_report(args):
         f.write(table)
     sys.stdout.write(table)
 
-    # gnuplot data: per link, plot-LINK-w.dat (writes) and plot-LINK-r.dat
-    # (reads), one line per block size: block direct smbaccel haproxy (MB/s)
+    # gnuplot data: per link, plot-LINK-w.dat (writes), plot-LINK-r.dat
+    # (reads) and plot-LINK-l.dat (the long seed and r4kbig cells), one line
+    # per block size: block direct smbaccel haproxy (MB/s)
     links = [l for l in LINK_ORDER if any(o["link"] == l for o in res)]
     for l in links:
         for suffix, pts in (("w", ((1024, "w1k"), (4096, "w4k"), (65536, "w64k"), (1048576, "w1m"))),
-                            ("r", ((4096, "r4k"), (1048576, "r1m")))):
+                            ("r", ((4096, "r4k"), (1048576, "r1m"))),
+                            ("l", ((1024, "seed"), (4096, "r4kbig")))):
             with open(os.path.join(out, "plot-%s-%s.dat" % (l, suffix)), "w") as f:
                 f.write("# block direct smbaccel haproxy (MB/s)\n")
                 for blk, wl in pts:

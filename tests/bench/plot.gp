@@ -2,8 +2,9 @@
 #
 #   gnuplot -e "dir='bench-results'; links='loopback 20ms-100M'; out='x.png'" tests/bench/plot.gp
 #
-# Reads DIR/plot-LINK-w.dat (writes) and DIR/plot-LINK-r.dat (reads), made
-# by `benchlib.py report`: columns block, direct, smbaccel, haproxy (MB/s).
+# Reads DIR/plot-LINK-w.dat (writes), DIR/plot-LINK-r.dat (reads) and
+# DIR/plot-LINK-l.dat (smbaccel's long runs: seed, r4kbig), made by
+# `benchlib.py report`: columns block, direct, smbaccel, haproxy (MB/s).
 if (!exists("dir")) dir = "bench-results"
 if (!exists("links")) links = "loopback"
 if (!exists("out")) out = dir."/throughput.png"
@@ -30,6 +31,7 @@ do for [i = 1:n] {
 	lk = word(links, i)
 	fw = dir."/plot-".lk."-w.dat"
 	fr = dir."/plot-".lk."-r.dat"
+	fl = dir."/plot-".lk."-l.dat"
 	# link rate in MB/s from the name (e.g. 20ms-100M), none on loopback
 	rate = strstrt(lk, "100M") ? 12.5 : (strstrt(lk, "1G") ? 125.0 : 0)
 	ltitle = (rate > 0) ? sprintf("%s (round trip %s, %g MB/s)", lk, lk[1:strstrt(lk, "-") - 1], rate) : lk." (no emulator)"
@@ -40,6 +42,7 @@ do for [i = 1:n] {
 	     fr u 1:2 w lp lw 2 dt 2 pt 6 lc rgb "#d62728" t "direct read", \
 	     fr u 1:3 w lp lw 2 dt 2 pt 4 lc rgb "#1f77b4" t "smbaccel read", \
 	     fr u 1:4 w lp lw 1 dt 2 pt 8 lc rgb "#7f7f7f" t "haproxy read", \
+	     fl u 1:3 w p pt 3 ps 2 lc rgb "#2ca02c" t "smbaccel, long run (seed 1K writes, r4kbig 4K reads)", \
 	     (rate > 0 ? rate : 1/0) w l lw 1 dt 3 lc rgb "black" t "link rate"
 }
 unset multiplot

@@ -25,13 +25,14 @@
  *
  * Seeds: tests/fuzz/seeds/relay/ (real sessions, tests/fuzz/mkseeds.sh).
  *
+ * Built by `make fuzz-build` (build-fuzz/fuzz_relay) from this file and
+ * every source of bin/smbaccel but proxy/main.c:
+ *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 \
- *       -D_GNU_SOURCE -I. tests/fuzz/fuzz_relay.c proxy/log.c proxy/buf.c \
- *       proxy/ledger.c proxy/conn.c proxy/relay.c proxy/control.c \
- *       proxy/listener.c proxy/daemon.c proxy/frame.c proxy/smb2_wire.c \
- *       policy/policy.c coalesce/extent.c coalesce/credits.c \
- *       coalesce/readahead.c -lev -linih -lsystemd -lssl \
- *       -lcrypto -lnl-route-3 -lnl-3 -lm -o fuzz_relay
+ *       -D_GNU_SOURCE -I. -I/usr/include/libnl3 tests/fuzz/fuzz_relay.c \
+ *       $(SMBACCEL_SRC without proxy/main.c) $(LIBS_DAEMON) -o fuzz_relay
+ *
+ * Replay one input with its log: FUZZ_RELAY_LOG=3 build-fuzz/fuzz_relay FILE
  */
 #include <errno.h>
 #include <fcntl.h>

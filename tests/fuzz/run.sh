@@ -41,13 +41,22 @@ for n in "$@"; do
 	bin=$FUZZ_DIR/fuzz_$n
 	[ -x "$bin" ] || { echo "FAIL  $n: $bin not built"; failed="$failed $n"; continue; }
 	dir=$TOP/tests/fuzz/regress/$n
-	files=$(ls "$dir" 2>/dev/null | wc -l)
-	[ "$files" -gt 0 ] || continue
-	if "$bin" -runs=1 "$dir"/* > "$FUZZ_DIR/logs/regress-$n.log" 2>&1; then
+	[ -d "$dir" ] || continue
+	files=0 bad=0
+	for f in "$dir"/*; do
+		[ -f "$f" ] || continue
+		files=$((files + 1))
+		log=$FUZZ_DIR/logs/regress-$n-$(basename "$f").log
+		if ! "$bin" -runs=1 "$f" > "$log" 2>&1; then
+			bad=$((bad + 1))
+			echo "FAIL  $n: regression input $(basename "$f") crashes; log $log:"
+			grep -E 'ERROR|SUMMARY|^ +#[0-5] ' "$log" | head -n 12 | sed 's/^/    | /'
+		fi
+	done
+	[ $files -gt 0 ] || continue
+	if [ $bad -eq 0 ]; then
 		echo "ok    $n: $files regression inputs replayed"
 	else
-		echo "FAIL  $n: a regression input crashes; log $FUZZ_DIR/logs/regress-$n.log:"
-		grep -E 'ERROR|SUMMARY|Running:|^ +#[0-9] ' "$FUZZ_DIR/logs/regress-$n.log" | head -n 30 | sed 's/^/    | /'
 		failed="$failed $n"
 	fi
 done

@@ -4,7 +4,7 @@
 # loopback).  Asserts only that every cell produced a number, that the data
 # was intact (the bench's own checksum and read-verify checks) and that the
 # CSV and the chart were written.  Never asserts a speed.
-# test-timeout: 480
+# test-timeout: 900
 . "$(dirname "$0")/lib.sh"
 
 command -v gnuplot >/dev/null || skip "gnuplot not installed"
@@ -15,7 +15,8 @@ OUT=$T/out
 info "tests/bench/run --smoke (a few minutes)"
 # TMPDIR=$T: the bench's own temp directory (and its smbd) live under ours,
 # so the runner can find leftovers if this test is killed.
-TMPDIR=$T bash "$TOP/tests/bench/run" --smoke --out "$OUT" > "$T/bench.out" 2>&1
+# two links keep it short; every workload still runs on each
+TMPDIR=$T bash "$TOP/tests/bench/run" --smoke --links loopback,20ms-100M --out "$OUT" > "$T/bench.out" 2>&1
 rc=$?
 cat "$T/bench.out"
 [ -f "$OUT/results.csv" ] || fail "no results.csv (bench exit status $rc)"
@@ -24,8 +25,8 @@ cat "$T/bench.out"
 # ran), each with a positive MB/s and data=ok.
 "$PY" - "$OUT/results.csv" <<'EOF' || fail "results.csv is incomplete or shows bad data"
 import csv, sys
-links = ["loopback", "2ms-100M", "2ms-1G", "20ms-100M", "20ms-1G"]
-wls = ["w1k", "w4k", "w64k", "w1m", "r4k", "r1m", "mput", "seed"]
+links = ["loopback", "20ms-100M"]
+wls = ["w1k", "w4k", "w64k", "w1m", "r4k", "r1m", "mput", "seed", "r4kbig"]
 rows = list(csv.DictReader(open(sys.argv[1])))
 got = {(r["link"], r["workload"], r["config"]): r for r in rows}
 bad = 0
@@ -51,6 +52,6 @@ sys.exit(1 if bad else 0)
 EOF
 [ -s "$OUT/throughput.png" ] || fail "no chart"
 head -c 8 "$OUT/throughput.png" | od -An -c | grep -q 'P   N   G' || fail "throughput.png is not a PNG"
-assert_ge 40 "$(grep -c '^| [0-9a-z]' "$OUT/table.md")" "table rows"
+assert_ge 45 "$(grep -c '^| [0-9a-z]' "$OUT/table.md")" "table rows"
 assert_eq 0 "$rc" "bench exit status"
 info "PASS"

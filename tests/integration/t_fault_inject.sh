@@ -8,7 +8,8 @@
 # and read-ahead are active): login, create, 64 x 1 KiB writes, 16 x 4 KiB
 # reads, close.  Every session must end ok (data read back and on disk
 # equal to what was written) or with an error / closed connection, never
-# with wrong data or a hang; the daemon must never die.  A daemon that dies
+# with wrong data or a hang; the daemon must never die, also when the
+# fault hits the first session of a fresh daemon (N = 1..6).  A daemon that dies
 # is restarted (the run goes on, the test fails) so that one run lists
 # every fatal N.  Then:
 #  - a few sessions with real libsmbclient (smbdd 1 KiB writes, 4 KiB
@@ -46,6 +47,7 @@ start_fi() {
 	    </dev/null >>"$PROXY_LOG" 2>&1 &
 	PROXY_PID=$!
 	wait_port "$PROXY_PORT" 30 "$PROXY_PID" || fail "daemon with failinject.so not accepting"
+	[ "${COLD:-}" = 1 ] && return 0
 	# one clean session first: lazy initialisation (OpenSSL, libev arrays)
 	# then happens outside the counted sessions
 	"$PY" "$FIC" "$PROXY_PORT" "$SHARE_DIR" "$T/fi.ctl" "$PROXY_PID" none:1:1:1 \
@@ -67,7 +69,7 @@ run_specs() {
 		wait "$PROXY_PID"; drc=$?
 		echo "daemon died (exit status $drc) at: $(grep ' BAD ' "$out" | tail -n 1)" |
 		    tee -a "$T/deaths.txt"
-		tail -n 3 "$PROXY_LOG" | sed 's/^/    log: /' | tee -a "$T/deaths.txt"
+		{ tail -n 3 "$PROXY_LOG"; echo; } | grep . | sed 's/^/    log: /' | tee -a "$T/deaths.txt"
 		specs=$(sed -n 's/^RESUME //p' "$out")
 		[ $deaths -le 40 ] || fail "the daemon died more than 40 times; giving up"
 		start_fi
@@ -75,6 +77,25 @@ run_specs() {
 }
 
 t0=$(now)
+# cold: the first sessions of a fresh daemon, where libev still grows its
+# arrays (a failed allocation there aborts unless ev_set_allocator is used)
+for n in 1 2 3 4 5 6; do
+	echo "malloc $n" > "$T/fi.ctl"
+	COLD=1 start_fi
+	FI_TIMEOUT=5 "$PY" "$FIC" "$PROXY_PORT" "$SHARE_DIR" "$T/fi.ctl" "$PROXY_PID" \
+	    "malloc:$n:$n:1" > "$T/cold.txt" 2>&1
+	sed -n 's/^malloc/cold malloc/p' "$T/cold.txt" | tee -a "$T/results.txt" | sed 's/^/  /'
+	if proxy_alive; then
+		stop_proxy
+	else
+		deaths=$((deaths + 1))
+		wait "$PROXY_PID"; drc=$?
+		echo "daemon died (exit status $drc) at: cold malloc $n" | tee -a "$T/deaths.txt"
+		{ tail -n 2 "$PROXY_LOG"; echo; } | grep . | sed 's/^/    log: /' | tee -a "$T/deaths.txt"
+		PROXY_PID=
+	fi
+done
+: > "$T/fi.ctl"
 start_fi
 info "allocation faults, step $MSTEP; read faults, step $IOSTEP; write faults (sticky), step $IOSTEP; connect"
 # a session makes ~130 allocations, ~100 reads and ~100 writes (the shim
@@ -83,7 +104,8 @@ run_specs "malloc:1:140:$MSTEP" "read:1:105:$IOSTEP" "write:1:100:$IOSTEP:sticky
     "connect:1:1:1" "accept:1:1:1"
 grep '^session' "$T/fi.log" | sort | uniq -c | sort -rn | head -n 3 | sed 's/^/  counts per session: /'
 info "impacket phase done in $(elapsed "$t0") s"
-awk '{print $1, $3}' "$T/results.txt" | sort | uniq -c | sed 's/^/  /'
+awk '$1 == "cold" { print "cold-" $2, $4; next } { print $1, $3 }' "$T/results.txt" |
+    sort | uniq -c | sed 's/^/  /'
 
 # real libsmbclient sessions under allocation faults
 t1=$(now)
@@ -107,7 +129,7 @@ for n in 5 17 33 49 65 81 97 113; do
 	if ! proxy_alive; then
 		echo "smbdd malloc $n BAD daemon died" >> "$T/results.txt"
 		deaths=$((deaths + 1))
-		tail -n 3 "$PROXY_LOG" | sed 's/^/    log: /' | tee -a "$T/deaths.txt"
+		{ tail -n 3 "$PROXY_LOG"; echo; } | grep . | sed 's/^/    log: /' | tee -a "$T/deaths.txt"
 		wait "$PROXY_PID"
 		start_fi
 	fi

@@ -54,3 +54,15 @@ for k in sys.argv[1:]:
     out.append("%s=%s" % (k, v))
 print(" ".join(out))' "$@"
 }
+
+# problem MSG: report a failure but go on (checks of one case that do not
+# stop the other cases); problems_end fails the test if there was any.
+WB_PROBLEMS=
+problem() {
+	echo "PROBLEM [$TEST_NAME]: $*"
+	WB_PROBLEMS="$WB_PROBLEMS
+  - $*"
+}
+problems_end() {
+	[ -z "$WB_PROBLEMS" ] || fail "problems:$WB_PROBLEMS"
+}

@@ -107,9 +107,11 @@ class Response(object):
 
 class Client(object):
     def __init__(self, port, dialect="3.0", share="share", user="smbtest",
-                 password="testpass", host="127.0.0.1", timeout=60,
+                 password="testpass", host="127.0.0.1", timeout=None,
                  want_credits=2048):
         self.port = port
+        if timeout is None:
+            timeout = float(os.environ.get("WB_SMB_TIMEOUT", "60"))
         self.conn = SMBConnection(host, host, sess_port=port,
                                   preferredDialect=DIALECTS[dialect], timeout=timeout)
         # impacket encrypts every 3.x session the server allows to be

@@ -1,0 +1,112 @@
+#!/bin/bash
+# test-timeout: 300
+# Malformed SMB2 inside established sessions and from the server
+# (malformed.py; t_garbage covers framing-level garbage before a session).
+#  1. client side, write_behind = read_ahead = always: after a real login
+#     (impacket, 2.1, unsigned), one lying request per connection: WRITE
+#     with a wrong StructureSize, DataOffset outside the message or into
+#     the header, Length beyond the message, offset overflow, CreditCharge
+#     beyond the grant or too small, MessageId beyond or below the window,
+#     a duplicate MessageId (also of a READ served from the read-ahead
+#     cache), wrong SessionId/TreeId/FileId, the response flag set, a
+#     truncated body; compounds whose NextCommand points past the end,
+#     overlaps or is unaligned; a READ beyond MaxReadSize.  Each case also
+#     runs directly against smbd.  None may be answered STATUS_SUCCESS
+#     (smbaccel acknowledging what the server refuses); each must end with
+#     an error status or a closed connection within 5 s (or do what smbd
+#     itself does, success excepted).  Each case connects from its own
+#     127.0.0.x, and a normal login from that address must work right
+#     after it.
+#  2. server side: a fake server (malformed.py server) answers NEGOTIATE
+#     with garbage, SMB1, a truncated header, security buffers outside the
+#     message, a wrong StructureSize, a lying NextCommand, a 0xFFFFFF frame
+#     length, a 65535-credit grant, an unknown message id, an endless
+#     interim response, and a TREE_CONNECT response to a SESSION_SETUP.
+#     Each connection is closed or relayed (opaquely) within 5 s, and a
+#     normal NEGOTIATE through the same smbaccel works after each.
+# Meanwhile smbclient transfers through the first proxy stay intact; the
+# proxies stay up; every malformed connection has log lines (printed).
+. "$(dirname "$0")/lib.sh"
+require_smbaccel "smbaccel's handling of malformed SMB2"
+"$PY" -c 'import impacket' 2>/dev/null || skip "python3-impacket not installed"
+
+start_smbd
+start_proxy "read_ahead = always"
+random_file "$T/orig" 8
+want=$(sha256 "$T/orig")
+home=$(client_home mf)
+
+transfer_loop() {
+	local i=0
+	while [ ! -e "$T/stop" ]; do
+		i=$((i + 1))
+		rm -f "$T/bgback"
+		if ! SMBC_HOME=$home smbc "$PROXY_PORT" SMB3_11 \
+		    "put $T/orig bg$i; get bg$i $T/bgback; rm bg$i" >"$T/bg.out" 2>&1; then
+			echo "round $i: smbclient failed: $(tail -n 3 "$T/bg.out")"; continue
+		fi
+		[ "$(sha256 "$T/bgback")" = "$want" ] && echo "round $i: ok" || echo "round $i: CORRUPT"
+	done
+}
+transfer_loop > "$T/bg.log" 2>&1 &
+bgpid=$!
+BG_PIDS="$BG_PIDS $bgpid"
+
+# log lines of the connection whose client port is $1
+conn_log() {
+	local id
+	id=$(sed -n "s/.*conn=\([0-9]*\) accepted client=127\.0\.0\.[0-9]*:$1 .*/\1/p" "$2" | tail -n 1)
+	[ -n "$id" ] && grep -E "conn=$id( |$)" "$2" | grep -v ' accepted ' | cut -c14- | head -n 4
+}
+
+info "1. lying requests inside established sessions"
+"$PY" "$TESTS_DIR/malformed.py" client "$PROXY_PORT" "$SMBD_PORT" > "$T/client.out" 2>&1
+crc=$?
+while read -r line; do
+	echo "  $line"
+	p=$(echo "$line" | sed -n 's/.*(client port \([0-9]*\)).*/\1/p')
+	[ -n "$p" ] && conn_log "$p" "$PROXY_LOG" | sed 's/^/      log: /'
+done < "$T/client.out"
+proxy_alive || fail "proxy died during the client cases"
+
+info "2. a lying server"
+FAKE_PORT=$(free_port)
+echo relay > "$T/case"
+"$PY" "$TESTS_DIR/malformed.py" server "$FAKE_PORT" "$SMBD_PORT" "$T/case" > "$T/fake.out" 2>&1 &
+BG_PIDS="$BG_PIDS $!"
+wait_port "$FAKE_PORT" 10 || fail "fake server not listening"
+# a second smbaccel in front of the fake server
+P2_PORT=$(free_port)
+P2_LOG=$T/proxy2.log
+cat > "$T/proxy2.conf" <<EOF
+[global]
+listen = 127.0.0.1:$P2_PORT
+upstream = 127.0.0.1:$FAKE_PORT
+mode = forward
+control_socket = $T/control2.sock
+[share share]
+write_behind = always
+EOF
+"$SMBACCEL" -c "$T/proxy2.conf" -f </dev/null >>"$P2_LOG" 2>&1 &
+p2=$!
+BG_PIDS="$BG_PIDS $p2"
+wait_port "$P2_PORT" 10 "$p2" || { cat "$P2_LOG"; fail "second smbaccel not accepting"; }
+"$PY" "$TESTS_DIR/malformed.py" server-cases "$P2_PORT" "$T/case" > "$T/server.out" 2>&1
+src=$?
+while read -r line; do
+	echo "  $line"
+	p=$(echo "$line" | sed -n 's/.*(client port \([0-9]*\)).*/\1/p')
+	[ -n "$p" ] && conn_log "$p" "$P2_LOG" | sed 's/^/      log: /'
+done < "$T/server.out"
+kill -0 "$p2" 2>/dev/null || { tail -n 20 "$P2_LOG"; fail "the smbaccel in front of the lying server died"; }
+
+touch "$T/stop"
+wait "$bgpid"
+echo "background transfers: $(grep -c ': ok$' "$T/bg.log") ok"
+grep -v ': ok$' "$T/bg.log"
+[ $crc -eq 0 ] || fail "a lying client request was acknowledged or hung (BAD above)"
+[ $src -eq 0 ] || fail "a lying server case broke the proxy (BAD above)"
+grep -q ': ok$' "$T/bg.log" || fail "no background transfer completed"
+grep -qv ': ok$' "$T/bg.log" && fail "a background transfer failed"
+proxy_alive || fail "proxy died"
+info "PASS"

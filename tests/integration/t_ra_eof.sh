@@ -1,0 +1,37 @@
+#!/bin/bash
+# test-timeout: 300
+# Issue 4 test 4: reads across end-of-file, of an empty file, of a file
+# truncated (and grown, and rewritten) by another client while the reader
+# reads sequentially (ra_eof.py): every read's status, length and data
+# through the proxy (read_ahead = always, with write_behind = always and
+# with it off) must equal the direct run's, at 3.0 and 2.0.2.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/wb_lib.sh"
+require_smbaccel "read-ahead"
+export WB_SMB_TIMEOUT=20
+
+start_smbd
+bad=0
+for d in 3.0 2.0.2; do
+	timeout 120 "$PY" "$TESTS_DIR/ra_eof.py" "$SMBD_PORT" "$d" "direct-" > "$T/direct-$d.out" 2>&1 ||
+	    { tail -n 5 "$T/direct-$d.out"; fail "$d: ra_eof.py fails directly against smbd"; }
+	for wb in always off; do
+		PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = $wb" "read_ahead = always" > /dev/null
+		h0=$(stat_get ra_hits)
+		timeout 120 "$PY" "$TESTS_DIR/ra_eof.py" "$PROXY_PORT" "$d" "p-$wb-" > "$T/proxy-$d-$wb.out" 2>&1
+		rc=$?
+		h1=$(stat_get ra_hits)
+		if ! diff "$T/direct-$d.out" "$T/proxy-$d-$wb.out" > "$T/diff-$d-$wb" || [ $rc -ne 0 ]; then
+			echo "$d, write_behind = $wb: reads differ (< direct, > proxy; exit $rc):"
+			grep '^[<>]' "$T/diff-$d-$wb" | head -n 20
+			bad=1
+		else
+			info "$d, write_behind = $wb: $(grep -c ': 0x' "$T/proxy-$d-$wb.out") answers as direct (ra_hits +$((h1 - h0)))"
+		fi
+		[ "$(stat_get ledger_errors)" = 0 ] || { echo "ledger_errors $(stat_get ledger_errors)"; bad=1; }
+		stop_proxy
+		[ $rc -ne 0 ] || [ $((h1 - h0)) -gt 0 ] || { echo "$d, write_behind = $wb: no read served by read-ahead"; bad=1; }
+	done
+done
+[ $bad -eq 0 ] || fail "reads around end-of-file differ from direct (above)"
+info "PASS"
