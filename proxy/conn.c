@@ -30,8 +30,12 @@ struct px_runtime px_rt;
 static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void side_write_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
+static void connect_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void process_input(struct px_side *s);
 static void wake_waiters(void);
+static void conn_free(struct px_conn *c) __attribute__((noinline));
+static void conn_enter(struct px_conn *c);
+static void conn_leave(struct px_conn *c);
 static bool draining_peer(const struct px_conn *c);
 static void conn_start_connect(struct px_conn *c);
 
@@ -350,6 +354,20 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 		c->next->prev = c->prev;
 	px_stats.conns_active--;
 	px_relay_free(c);
+	/* code of this connection may still be on the stack (a close from
+	 * inside a kick, say): its memory goes when the outermost entry
+	 * point returns (conn_leave) */
+	if (c->depth > 0)
+		c->free_pending = true;
+	else
+		conn_free(c);
+	if (was_draining)
+		wake_waiters();
+}
+
+static void
+conn_free(struct px_conn *c)
+{
 	px_ledger_free(&c->led);
 	px_buf_free(&c->cli.in);
 	px_buf_free(&c->cli.out);
@@ -358,8 +376,21 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	px_buf_free(&c->cli.hold);
 	px_buf_free(&c->srv.hold);
 	free(c);
-	if (was_draining)
-		wake_waiters();
+}
+
+/* Entry points from the event loop (and kicks from other connections)
+ * bracket their work with conn_enter/conn_leave. */
+static void
+conn_enter(struct px_conn *c)
+{
+	c->depth++;
+}
+
+static void
+conn_leave(struct px_conn *c)
+{
+	if (--c->depth == 0 && c->free_pending)
+		conn_free(c);
 }
 
 void
@@ -390,7 +421,7 @@ conn_connected(struct px_conn *c)
 }
 
 static void
-connect_cb(struct ev_loop *loop, ev_io *w, int revents)
+connect_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
 	struct px_conn *c = s->conn;
@@ -589,7 +620,7 @@ px_conn_arm_timer(struct px_conn *c)
 }
 
 static void
-conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct px_conn *c = w->data;
 	double now = px_now_ms();
@@ -831,12 +862,13 @@ px_conn_kick(struct px_conn *c)
 {
 	if (c->state == PX_CONN_CLOSED)
 		return;
+	conn_enter(c);
 	process_input(&c->cli);
-	/* process_input may have closed and freed c */
+	conn_leave(c);
 }
 
 static void
-side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
 	struct px_conn *c = s->conn;
@@ -876,7 +908,7 @@ side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 static void
-side_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
 	struct px_conn *c = s->conn;
@@ -928,4 +960,46 @@ px_conn_shutdown_all(void)
 		}
 		px_conn_close(c, PX_CLOSE_SHUTDOWN);
 	}
+}
+
+/* ---- event-loop entry points ------------------------------------------------ */
+
+static void
+side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn *c = ((struct px_side *)w->data)->conn;
+
+	conn_enter(c);
+	side_read_cb_inner(loop, w, revents);
+	conn_leave(c);
+}
+
+static void
+side_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn *c = ((struct px_side *)w->data)->conn;
+
+	conn_enter(c);
+	side_write_cb_inner(loop, w, revents);
+	conn_leave(c);
+}
+
+static void
+connect_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct px_conn *c = ((struct px_side *)w->data)->conn;
+
+	conn_enter(c);
+	connect_cb_inner(loop, w, revents);
+	conn_leave(c);
+}
+
+static void
+conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct px_conn *c = w->data;
+
+	conn_enter(c);
+	conn_timer_cb_inner(loop, w, revents);
+	conn_leave(c);
 }

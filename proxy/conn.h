@@ -86,6 +86,8 @@ struct px_conn {
 	uint64_t up_writes;
 	uint64_t up_write_bytes;
 	uint32_t proxy_inflight;             /* proxy requests in flight */
+	unsigned int depth;                  /* entry points on the stack */
+	bool free_pending;                   /* closed; free at depth 0 */
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */

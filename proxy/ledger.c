@@ -689,6 +689,11 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 	px_pending_del(l, p);
 	if (p->origin == PX_ORIGIN_CLIENT && l->cr.client_outstanding)
 		l->cr.client_outstanding--;
+	/* an answer to another command than was asked: nothing of it can be
+	 * trusted for sessions, trees or opens (the request's facts are of
+	 * another kind) */
+	if (p->command != h->command)
+		return;
 
 	switch (h->command) {
 	case SMB2_NEGOTIATE:

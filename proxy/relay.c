@@ -1041,7 +1041,8 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 	    !may_act(c, s, t, h, e) ||
 	    (r.flags & SMB2_READFLAG_READ_UNBUFFERED) || r.channel != 0 ||
 	    r.length == 0 || !px_open_read_access(o) || o->breaking ||
-	    (c->led.max_read && r.length > c->led.max_read)) {
+	    !c->led.negotiated || c->led.max_read == 0 ||
+	    r.length > c->led.max_read || r.length > RA_CHUNK_MAX * 16) {
 		ra_drop(o, PX_RA_RANDOM);
 		return AB_FORWARD;
 	}
@@ -1895,10 +1896,11 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		prot.encrypt = sealed != NULL;
 		prot.sid = sealed ? sealed->id : h.session_id;
 		prot.sign = !sealed && (h.flags & SMB2_FLAGS_SIGNED);
-		if (p && !interim && n == 1 && h.command == SMB2_NEGOTIATE)
+		if (p && !interim && n == 1 && h.command == SMB2_NEGOTIATE &&
+		    p->command == h.command)
 			px_keyed_negotiate_rsp(c, e.hdr, e.len);
 		if (p && !interim && n == 1 && h.command == SMB2_SESSION_SETUP &&
-		    p->origin == PX_ORIGIN_CLIENT)
+		    p->command == h.command && p->origin == PX_ORIGIN_CLIENT)
 			px_keyed_setup_rsp(c, &h, e.hdr, e.len, p);
 		if (p && p->origin == PX_ORIGIN_PROXY) {
 			/* proxy requests are never compounded with the
@@ -1912,7 +1914,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			continue;
 		}
 		if (p && !interim && p->command == SMB2_READ &&
-		    p->u.io.widened && n == 1) {
+		    h.command == SMB2_READ && p->u.io.widened && n == 1) {
 			bool rep;
 
 			if (widened_answer(c, &h, &e, p, &prot, &rep) == -1) {
@@ -1922,7 +1924,8 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			replaced = replaced || rep;
 		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
-		    p->u.io.offset == UINT64_MAX && n == 1) {
+		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX &&
+		    n == 1) {
 			/* deferred write error reported on CLOSE; the CLOSE
 			 * itself went to the server, so no handle leaks */
 			int rc = close_with_error(c, &h, p->u.io.length, &prot);

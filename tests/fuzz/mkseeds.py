@@ -36,28 +36,23 @@ rows = subprocess.run(
      "-e", "tcp.dstport", "-e", "tcp.payload"],
     check=True, capture_output=True, text=True).stdout.splitlines()
 
-# stream -> list of (from_client_side, bytes); leg kind per stream
-streams, kind, order = {}, {}, []
+# every payload in capture order: (stream, srcport, dstport, bytes)
+seq = []
 for r in rows:
     f = r.split(",")
-    if len(f) < 4 or not f[3]:
-        continue
-    st, sp, dp = int(f[0]), int(f[1]), int(f[2])
-    data = bytes.fromhex(f[3].replace(":", ""))
+    if len(f) >= 4 and f[3]:
+        seq.append((int(f[0]), int(f[1]), int(f[2]),
+                    bytes.fromhex(f[3].replace(":", ""))))
+
+# stream -> list of (towards the server, bytes); which leg each stream is
+streams, kind, order = {}, {}, []
+for st, sp, dp, data in seq:
     if st not in streams:
         streams[st] = []
         order.append(st)
         kind[st] = "client" if pport in (sp, dp) else "upstream"
     srvport = pport if kind[st] == "client" else sport
-    streams[st].append((dp == srvport, data, len(rows)))
-
-# Interleaving of the two legs: keep the global packet order.
-seq = []
-for r in rows:
-    f = r.split(",")
-    if len(f) < 4 or not f[3]:
-        continue
-    seq.append((int(f[0]), int(f[1]), int(f[2]), bytes.fromhex(f[3].replace(":", ""))))
+    streams[st].append((dp == srvport, data))
 
 
 def save(sub, data):
@@ -93,7 +88,7 @@ def elems(msg):
 kinds = {}
 for st in order:
     for to_srv in (True, False):
-        stream = b"".join(d for (ts, d, _) in streams[st] if ts == to_srv)
+        stream = b"".join(d for (ts, d) in streams[st] if ts == to_srv)
         if not stream:
             continue
         if kind[st] == "client":

@@ -9,7 +9,7 @@
 # written by hand and left alone.
 . "$(dirname "$0")/../integration/lib.sh"
 
-SEEDS=$TOP/tests/fuzz/seeds
+SEEDS=${SEEDS_DIR:-$TOP/tests/fuzz/seeds}
 command -v dumpcap >/dev/null || fail "dumpcap not installed"
 start_smbd
 start_proxy "read_ahead = always"
