@@ -82,6 +82,20 @@ def payload(n):
     return rnd.getrandbits(8 * n).to_bytes(n, "little") if n else b""
 
 
+def excepthook(typ, val, tb):
+    """Any exception (a hung or dropped connection) fails like a mismatch."""
+    import traceback
+    where = traceback.extract_tb(tb)[-1]
+    if typ.__name__ == "NetBIOSTimeout" or "timed out" in str(val):
+        val = "no answer within %ss (the client hung waiting; %s)" % (os.environ.get("WB_SMB_TIMEOUT", "60"), val)
+    try:
+        die("%s: %s (at %s:%d)" % (typ.__name__, val, os.path.basename(where.filename), where.lineno))
+    except SystemExit:
+        sys.stdout.flush()
+        os._exit(1)
+
+
+sys.excepthook = excepthook
 opno = 0
 
 
