@@ -71,7 +71,7 @@ else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
+.PHONY: all check check-long unit integration demo bench fuzz install uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -113,6 +113,13 @@ integration: all
 check: deps
 	$(MAKE) all
 	sh tests/run-all.sh
+
+# Longer suites kept out of `make check` (CI budget): smbtorture
+# smb2.oplock + smb2.lease with write_behind = read_ahead = always.
+LONG_TESTS := long_wb_torture
+check-long: deps
+	$(MAKE) all
+	TESTS="$(LONG_TESTS)" sh tests/run-all.sh
 
 demo: deps
 	$(MAKE) all

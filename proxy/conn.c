@@ -488,6 +488,9 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		log_info("conn=%llu waits for the drain of this client's "
 		    "previous connection", (unsigned long long)c->id);
 		px_conn_set_state(c, PX_CONN_WAITING);
+		c->connect_deadline_ms = c->started_ms +
+		    (double)glob()->connect_timeout_ms;
+		px_conn_arm_timer(c);
 		return;
 	}
 	conn_start_connect(c);
@@ -601,7 +604,7 @@ px_conn_arm_timer(struct px_conn *c)
 
 	if (c->state == PX_CONN_CLOSED)
 		return;
-	if (c->state == PX_CONN_CONNECTING)
+	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING)
 		next = c->connect_deadline_ms;
 	else {
 		if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING)
@@ -628,7 +631,18 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (c->state == PX_CONN_CONNECTING) {
+	if (c->state == PX_CONN_WAITING) {
+		if (now >= c->connect_deadline_ms - 1) {
+			/* the wait is bounded: a drain that does not end
+			 * (server gone silent) must not lock this client out */
+			log_warnx("conn=%llu previous connection of this client "
+			    "still draining after %u ms; connecting anyway",
+			    (unsigned long long)c->id,
+			    (unsigned int)glob()->connect_timeout_ms);
+			conn_start_connect(c);
+			return;
+		}
+	} else if (c->state == PX_CONN_CONNECTING) {
 		if (now >= c->connect_deadline_ms - 1) {
 			log_warnx("conn=%llu upstream connect to %s timed out "
 			    "after %u ms", (unsigned long long)c->id,

@@ -530,6 +530,8 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
 	o->size_hint = cr.end_of_file;
+	o->is_dir = (cr.file_attributes & 0x10) != 0 ||  /* ATTRIBUTE_DIRECTORY */
+	    (p->u.create.create_options & FILE_DIRECTORY_FILE) != 0;
 	if (cr.has_mxac && cr.mxac_status == NT_STATUS_SUCCESS)
 		o->maximal_access = cr.maximal_access;
 	co_extent_init(&o->wb);

@@ -253,6 +253,7 @@ struct px_open {
 	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
 	struct co_ra ra;            /* read-ahead cache */
 	uint64_t size_hint;         /* EndOfFile at CREATE, grown by writes */
+	bool is_dir;                /* a directory (attributes or options) */
 	bool locked;                /* a LOCK was seen on this file */
 	bool lock_checked;          /* other opens' locks looked at */
 	bool breaking;

@@ -145,14 +145,19 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		if (run == 0) {
 			/* cannot happen while ids are only spent on data or,
 			 * with no data left, on ECHOs; keep the rest buffered */
-			log_warnx("conn=%llu flush of share=%s file=%s starved "
-			    "of message ids, %zu bytes kept",
-			    (unsigned long long)c->id, tree_share(c, o),
-			    o->name, len - pos);
-			if (co_extent_append(&o->wb, off + pos, data + pos,
-			    len - pos, px_now_ms()) == -1)
-				log_warnx("conn=%llu lost %zu bytes",
-				    (unsigned long long)c->id, len - pos);
+			/* never expected (ids are spent on ECHOs only when no
+			 * data is buffered); rather than wait forever, report
+			 * the loss on the open and in the log */
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%zu flush starved of message ids: "
+			    "acknowledged data lost, error deferred to the next "
+			    "WRITE, FLUSH or CLOSE", (unsigned long long)c->id,
+			    tree_share(c, o), o->name,
+			    (unsigned long long)(off + pos), len - pos);
+			px_stats.deferred_errors++;
+			if (!o->failed_status)
+				o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
+			wb_account(c, -(int64_t)(len - pos));
 			break;
 		}
 		cap = large_mtu(c) ? (size_t)run * SMB2_UNIT : SMB2_UNIT;
@@ -666,6 +671,9 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	memset(&of, 0, sizeof(of));
 	of.write_access = px_open_write_access(o);
 	of.write_through = (o->create_options & FILE_WRITE_THROUGH) != 0;
+	/* a directory handle: the server refuses writes on it */
+	if (o->is_dir)
+		return AB_FORWARD;
 	of.write_caching = px_open_write_caching(o);
 	if (!o->locked && !o->lock_checked) {
 		/* opened after another handle locked the file */
@@ -930,6 +938,11 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	for (x = c->led.opens; x; x = x->next)
 		if (x->wb.len)
 			return;
+	/* a fetch must not overtake a write of the same file still in
+	 * flight: smbd may complete them in any order, and the cache would
+	 * keep what the file held before the write */
+	if (!same_file_idle(c, o))
+		return;
 	for (;;) {
 		uint64_t run = co_pool_first_run(&c->led.pool), lo, off;
 		uint64_t budget = pol_global(px_rt.cfg)->read_ahead_memory;
@@ -1993,15 +2006,27 @@ px_relay_free(struct px_conn *c)
 	struct px_open *o;
 
 	for (o = c->led.opens; o; o = o->next) {
-		if (o->wb.len || o->wb_inflight_bytes) {
+		/* name exactly what was acknowledged to the client and never
+		 * acknowledged by the server: writes in flight, then the
+		 * buffer not yet sent */
+		if (o->wb_inflight_bytes)
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%llu closed with write-behind data in flight, "
+			    "not acknowledged by the server (range %llu-%llu)",
+			    (unsigned long long)c->id, tree_share(c, o), o->name,
+			    (unsigned long long)o->wb_inflight_lo,
+			    (unsigned long long)(o->wb_inflight_hi -
+			    o->wb_inflight_lo),
+			    (unsigned long long)o->wb_inflight_lo,
+			    (unsigned long long)o->wb_inflight_hi);
+		if (o->wb.len)
 			log_warnx("conn=%llu share=%s file=%s offset=%llu "
 			    "length=%zu closed with write-behind data not "
 			    "acknowledged by the server",
 			    (unsigned long long)c->id, tree_share(c, o), o->name,
-			    (unsigned long long)o->wb.off,
-			    o->wb.len + (size_t)o->wb_inflight_bytes);
+			    (unsigned long long)o->wb.off, o->wb.len);
+		if (o->wb.len || o->wb_inflight_bytes)
 			wb_account(c, -(int64_t)(o->wb.len + o->wb_inflight_bytes));
-		}
 	}
 	while (c->delayed) {
 		struct px_delayed *d = c->delayed;

@@ -16,7 +16,9 @@ require_smbaccel "write-behind under leased"
 KIB=${WB_LEASE_KIB:-4000}
 CASES=${WB_LEASE_CASES:-oplock:3.0 lease:3.0 lease:2.1 oplock:2.0.2}
 start_smbd
-PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = leased"
+# flush_idle 2s: a client stalled by a busy machine must not split the
+# coalesced writes (the timer is not what is tested here).
+PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = leased" "flush_idle = 2s" "flush_max_age = 20s"
 
 for c in $CASES; do
 	mode=${c%%:*} d=${c#*:}

@@ -32,8 +32,14 @@ capture_stop() {
 	info "dumpcap: $(grep -i 'dropped' "${CAP_FILE%.pcapng}.dumpcap.log" | tail -n 1)"
 }
 
-# upstream_sizes MIN OUT.json: run tests/tools/upstream-sizes on $CAP_FILE.
+# upstream_sizes MIN OUT.json: run tests/tools/upstream-sizes on $CAP_FILE
+# (once more if it fails: on a shared machine it has been killed from
+# outside).
 upstream_sizes() {
+	local rc
+	timeout 300 "$TOP/tests/tools/upstream-sizes" --min "$1" "$CAP_FILE" "$SMBD_PORT" > "$2" && return 0
+	rc=$?
+	info "upstream-sizes failed (exit $rc), once more"
 	timeout 300 "$TOP/tests/tools/upstream-sizes" --min "$1" "$CAP_FILE" "$SMBD_PORT" > "$2" ||
 	    fail "upstream-sizes failed on $CAP_FILE"
 }
