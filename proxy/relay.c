@@ -585,6 +585,31 @@ try_send_delayed(struct px_conn *c)
 }
 
 /*
+ * Would the server accept the ids of request h carrying `payload` bytes?
+ * They must lie at or past every id the client used before (a reused or
+ * old id makes smbd drop the connection), inside what the client was
+ * granted, and the charge must cover the payload where multi-credit
+ * applies (MS-SMB2 3.3.5.2.5; smbd answers INVALID_PARAMETER otherwise).
+ */
+static bool
+ids_fresh(struct px_conn *c, const struct smb2_hdr *h, uint32_t payload)
+{
+	uint64_t charge = 1;
+
+	if (large_mtu(c)) {
+		uint64_t need = payload ? (payload - 1) / SMB2_UNIT + 1 : 1;
+
+		if (h->credit_charge < need)
+			return false;
+		charge = h->credit_charge;
+	}
+	return h->message_id >= c->led.cr.client_next &&
+	    h->message_id + charge > h->message_id &&
+	    h->message_id + charge <= c->led.cr.C &&
+	    px_pending_find(&c->led, h->message_id) == NULL;
+}
+
+/*
  * May the proxy act on (absorb, answer, rewrite) this request of session s?
  * Plain sessions: only unsigned requests.  Signed or sealed ones: only with
  * the session's key, a good signature, and the protection the server
@@ -693,13 +718,11 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	ab = co_write_decide((enum co_gate)t->policy.write_behind, &of, &wf, lim);
 	if (ab != CO_ABSORB || !may_act(c, s, t, h, e))
 		return AB_FORWARD;
-	/* the ids must be ones the client was granted */
-	charge = h->credit_charge ? h->credit_charge : 1;
-	if (!large_mtu(c))
-		charge = 1;
-	if (h->message_id + charge > c->led.cr.C || h->message_id < 1 ||
-	    px_pending_find(&c->led, h->message_id) != NULL)
+	/* the ids must be ones the client was granted and has not used,
+	 * and the charge what the server demands (MS-SMB2 3.3.5.2.5) */
+	if (!ids_fresh(c, h, w.length))
 		return AB_FORWARD;
+	charge = large_mtu(c) ? h->credit_charge : 1;
 
 	/* memory: global budget and per-open cap; wait for flushes */
 	if (px_stats.wb_bytes_now + w.length > glob()->write_behind_memory ||
@@ -1062,10 +1085,9 @@ try_read(struct px_conn *c, const struct smb2_hdr *h,
 	/* buffered writes first (the generic path flushes and waits) */
 	if (!same_file_idle(c, o))
 		return AB_FORWARD;
-	charge = large_mtu(c) && h->credit_charge ? h->credit_charge : 1;
-	if (h->message_id + charge > c->led.cr.C ||
-	    px_pending_find(&c->led, h->message_id) != NULL)
+	if (!ids_fresh(c, h, r.length))
 		return AB_FORWARD;
+	charge = large_mtu(c) ? h->credit_charge : 1;
 
 	look = co_ra_lookup(&o->ra, r.offset, r.length);
 	if (look == CO_RA_WAIT) {
@@ -1447,9 +1469,7 @@ deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
 	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
 	    open_busy(o) || o->session_id != h->session_id ||
-	    h->message_id + 1 > c->led.cr.C ||
-	    px_pending_find(&c->led, h->message_id) != NULL ||
-	    (h->flags & SMB2_FLAGS_SIGNED))
+	    !ids_fresh(c, h, 1) || (h->flags & SMB2_FLAGS_SIGNED))
 		return false;
 	st = o->failed_status;
 	o->failed_status = 0;
@@ -1457,7 +1477,7 @@ deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 	    "reported on %s", (unsigned long long)c->id, tree_share(c, o),
 	    o->name, st, px_smb2_cmd_name(h->command));
 	if (co_pool_add(&c->led.pool, h->message_id,
-	    large_mtu(c) && h->credit_charge ? h->credit_charge : 1) == -1) {
+	    large_mtu(c) ? h->credit_charge : 1) == -1) {
 		*rc = AB_FORWARD;
 		return false;
 	}
