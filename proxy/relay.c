@@ -737,20 +737,19 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 		return AB_STALL;
 	}
 	/* not contiguous: send what is buffered first */
-	if (!co_extent_fits(&o->wb, w.offset, w.length, lim)) {
-		bool overlaps_inflight = o->wb_inflight > 0;
-
+	if (!co_extent_fits(&o->wb, w.offset, w.length, lim))
 		flush_open(c, o, o->wb.len && w.offset == o->wb.off + o->wb.len ?
 		    CO_FLUSH_FULL : CO_FLUSH_NONCONTIG);
-		/* never let a new buffer race an older write in flight that
-		 * it might overlap (smbd may complete writes out of order) */
-		if (overlaps_inflight && !(w.offset >= o->wb_inflight_hi ||
-		    w.offset + w.length <= o->wb_inflight_lo)) {
-			c->stall = PX_STALL_OPEN_IDLE;
-			c->stall_fid = o->fid;
-			spend_pool(c);
-			return AB_STALL;
-		}
+	/* never let new data race an older write in flight that it
+	 * overlaps (smbd may complete writes out of order): wait until
+	 * they are acknowledged, whether or not the buffer is empty */
+	if (o->wb_inflight > 0 && !(w.offset >= o->wb_inflight_hi ||
+	    w.offset + w.length <= o->wb_inflight_lo)) {
+		flush_open(c, o, CO_FLUSH_NONCONTIG);
+		c->stall = PX_STALL_OPEN_IDLE;
+		c->stall_fid = o->fid;
+		spend_pool(c);
+		return AB_STALL;
 	}
 	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
 		px_relay_flush_all(c, CO_FLUSH_POOL);

@@ -2,7 +2,7 @@
 # test-timeout: 1800
 # Load, with numbers for the notes (smbaccel's peak RSS = VmHWM, CPU from
 # /proc/PID/stat):
-#  1. LOAD_CLIENTS (default 50) concurrent smbdd clients through one
+#  1. LOAD_CLIENTS (default 40) concurrent smbdd clients through one
 #     smbaccel (write_behind = read_ahead = always), each writing LOAD_MIB
 #     (default 2) MiB in 1 KiB writes, then reading it back in 4 KiB reads
 #     with every byte checked; every file's sha256 on smbd's disk must
@@ -21,7 +21,7 @@
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's load figures"
 
-CLIENTS=${LOAD_CLIENTS:-50}
+CLIENTS=${LOAD_CLIENTS:-40}
 MIB=${LOAD_MIB:-2}
 IDLE=${LOAD_IDLE:-1000}
 need=$((IDLE * 2 + CLIENTS * 8 + 256))
