@@ -707,6 +707,9 @@ try_absorb_write(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	of.locked = o->locked;
 	of.breaking = o->breaking;
+	/* a deferred error: stop absorbing; once the open is idle the next
+	 * WRITE is answered with it (deferred_error) */
+	of.failed = o->failed_status != 0;
 	memset(&wf, 0, sizeof(wf));
 	wf.offset = w.offset;
 	wf.length = w.length;
