@@ -140,8 +140,24 @@ flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		struct px_pending *p;
 		struct px_buf *ob;
 
-		run = co_pool_take_run(&c->led.pool,
-		    large_mtu(c) ? 0xFFFF : 1, &lo);
+		/* take only the ids this write needs: another open's buffer
+		 * may be waiting for the rest of the run */
+		run = co_pool_first_run(&c->led.pool);
+		if (run > 0) {
+			uint64_t want = large_mtu(c) ? run : 1;
+			size_t n0 = len - pos;
+
+			if (large_mtu(c)) {
+				if (n0 > (size_t)run * SMB2_UNIT)
+					n0 = (size_t)run * SMB2_UNIT;
+				if (n0 > unit)
+					n0 = unit;
+				want = (n0 + SMB2_UNIT - 1) / SMB2_UNIT;
+				if (want == 0)
+					want = 1;
+			}
+			run = co_pool_take_run(&c->led.pool, want, &lo);
+		}
 		if (run == 0) {
 			/* cannot happen while ids are only spent on data or,
 			 * with no data left, on ECHOs; keep the rest buffered */

@@ -14,7 +14,11 @@
 #    smbd's disk (compared with the same pattern written directly);
 #  - client B, writing through the same proxy (its own smbd child) during
 #    all this, finishes with its file intact; a new session afterwards
-#    works; the proxy stays up.
+#    works; the proxy stays up;
+#  - a client (D) that leaves with absorbed data while its smbd child is
+#    stopped leaves a drain that cannot end: the next session from the same
+#    address (E) waits at most connect_timeout and is served, and D's lost
+#    ranges are logged once its smbd child is killed.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's log of lost ranges"
 
@@ -149,5 +153,36 @@ info "client B: 32 MiB intact"
 # a new session afterwards
 out=$(smbdd_run write "$PROXY_PORT" c 1K 4096 -s 7 -q -f 2>&1) || fail "new session after the kill: $out"
 out=$(smbdd_run verify "$PROXY_PORT" c 4K 1024 -s 7 -q 2>&1) || fail "new session read back: $out"
+
+# A drain that cannot end (the client left with absorbed data, its server
+# is stopped) must not lock the same client address out: its next
+# connection waits at most connect_timeout (5 s) and is then served.
+info "client D leaves with absorbed data while its smbd child is stopped"
+before=$(smbd_children)
+SMBC_HOME=$home "$SMBDD" write "$(smb_url "$PROXY_PORT" d)" 1K $((MIB * 1024)) \
+    -U "$SMB_USER%$SMB_PASS" -s 9 -q > "$T/d.out" 2>&1 &
+dpid=$!
+BG_PIDS="$BG_PIDS $dpid"
+n=100 dchild=
+while [ -z "$dchild" ] && [ $n -gt 0 ]; do
+	for c in $(smbd_children); do echo "$before" | grep -qw "$c" || dchild=$c; done
+	sleep 0.1; n=$((n - 1))
+done
+[ -n "$dchild" ] || fail "no smbd child for client D"
+n=300
+while [ "$(stat -c %s "$SHARE_DIR/d" 2>/dev/null || echo 0)" -lt 4194304 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+kill -STOP "$dchild"
+sleep 1
+kill -KILL "$dpid"; wait "$dpid" 2>/dev/null
+wait_log "client (reset|closed) with [0-9]+ bytes buffered" 5 || fail "D's connection is not draining"
+t0=$(now)
+out=$(smbdd_run write "$PROXY_PORT" e 1K 1024 -s 11 -q -f 2>&1); erc=$?
+info "client E (same address) finished $(elapsed "$t0") s later, exit $erc"
+kill -KILL "$dchild"; kill -CONT "$dchild" 2>/dev/null
+[ $erc -eq 0 ] || fail "a client behind a drain that cannot end failed: $out"
+log_has "still draining" && grep "still draining" "$PROXY_LOG" | tail -n 1 | sed 's/^/  log: /'
+awk -v e="$(elapsed "$t0")" 'BEGIN { exit !(e < 20) }' || fail "client E waited $(elapsed "$t0") s behind the drain"
+wait_log "file=d .*not acknowledged" 10 || fail "D's lost data not logged"
+grep "file=d .*not acknowledged" "$PROXY_LOG" | sed 's/^/  log: /'
 proxy_alive || fail "proxy died"
 info "PASS"
