@@ -32,6 +32,7 @@ static struct px_prot proxy_prot(struct px_conn *c, uint64_t sid,
     uint32_t tid);
 static bool path_locked(struct px_conn *c, const struct px_open *n);
 static void spend_pool(struct px_conn *c);
+static void spend_pool_ex(struct px_conn *c, bool force);
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -255,7 +256,7 @@ nomem:
 /* Spend leftover donated ids on ECHOs; only when no data is buffered, so
  * that buffered data always has ids to travel with. */
 static void
-spend_pool(struct px_conn *c)
+spend_pool_ex(struct px_conn *c, bool force)
 {
 	struct px_open *o;
 
@@ -265,8 +266,9 @@ spend_pool(struct px_conn *c)
 		if (o->wb.len)
 			return;
 	/* a sequential reader's ids fund its next read-ahead, unless the
-	 * pool is at its hoard bound */
-	if (!co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	 * pool is at its hoard bound, or a request waits for the
+	 * connection to be quiet (force) */
+	if (!force && !co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window) && c->state == PX_CONN_RELAY &&
 	    !px_rt.stopping && c->cli.fd != -1 && !c->cli.rd_eof)
 		for (o = c->led.opens; o; o = o->next)
@@ -323,6 +325,12 @@ spend_pool(struct px_conn *c)
 	px_stats.pool_ids_now = c->led.pool.count;
 }
 
+static void
+spend_pool(struct px_conn *c)
+{
+	spend_pool_ex(c, false);
+}
+
 void
 px_relay_flush_all(struct px_conn *c, enum co_flush_cause cause)
 {
@@ -330,7 +338,8 @@ px_relay_flush_all(struct px_conn *c, enum co_flush_cause cause)
 
 	for (o = c->led.opens; o; o = o->next)
 		flush_open(c, o, cause);
-	spend_pool(c);
+	/* whoever flushes everything waits for quiet: no ids kept back */
+	spend_pool_ex(c, true);
 }
 
 /* Flush every open naming the same file as o (o included). */
