@@ -200,4 +200,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(PREFIX)/share/smbaccel 2>/dev/null
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san bin bin-san build-fuzz

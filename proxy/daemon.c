@@ -150,6 +150,34 @@ hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)sd_notify(0, "READY=1");
 }
 
+/*
+ * libev aborts when its allocator returns NULL.  A transient failure
+ * (memory pressure, or a failed allocation injected by the fault tests)
+ * should not take every connection down: retry a few times, as ev.pod
+ * suggests, before letting libev give up.
+ */
+static void *
+ev_alloc_retry(void *ptr, long size)
+{
+	int i;
+
+	if (size == 0) {
+		free(ptr);
+		return NULL;
+	}
+	for (i = 0; i < 50; i++) {
+		void *n = realloc(ptr, (size_t)size);
+
+		if (n != NULL)
+			return n;
+		if (i == 0)
+			log_warnx("event loop: cannot allocate %ld bytes, "
+			    "retrying", size);
+		usleep(10000);
+	}
+	return NULL;
+}
+
 int
 px_daemon_run(const char *cfg_path, bool foreground)
 {
@@ -174,6 +202,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
 		return 1;
 	}
+	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
 	if (g->mode == POL_MODE_TPROXY &&
 	    px_tproxy_setup(g->tproxy_mark, g->tproxy_table) == -1) {
