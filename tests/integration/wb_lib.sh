@@ -6,20 +6,30 @@ export PYTHONPATH="$TESTS_DIR${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
 
 # capture_start NAME: dumpcap of the proxy -> smbd leg (tcp port
-# $SMBD_PORT) into $T/NAME.pcapng; pid in CAP_PID.
+# $SMBD_PORT) into $T/NAME.pcapng; pid in CAP_PID.  "Capturing on" is
+# printed before packets are really captured: probe connections to smbd
+# are made until the file grows, so the transfer that follows is captured
+# from its first packet.
 capture_start() {
 	command -v dumpcap >/dev/null || skip "dumpcap not installed"
 	CAP_FILE=$T/$1.pcapng
 	dumpcap -B 256 -i lo -f "tcp port $SMBD_PORT" -w "$CAP_FILE" > "$T/$1.dumpcap.log" 2>&1 &
 	CAP_PID=$!
 	BG_PIDS="$BG_PIDS $CAP_PID"
-	local n=100
-	# wait for "Capturing on" for it so nothing is missed.
-	until grep -q 'Capturing on' "$T/$1.dumpcap.log"; do
+	local n=100 size0
+	until grep -q 'Capturing on' "$T/$1.dumpcap.log" && [ -s "$CAP_FILE" ]; do
 		n=$((n - 1))
 		[ $n -gt 0 ] && kill -0 "$CAP_PID" 2>/dev/null ||
 		    fail "dumpcap did not start: $(cat "$T/$1.dumpcap.log")"
 		sleep 0.1
+	done
+	size0=$(stat -c %s "$CAP_FILE")
+	n=50
+	while [ "$(stat -c %s "$CAP_FILE")" -le "$size0" ]; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || fail "dumpcap captures nothing (probe connections to port $SMBD_PORT not seen)"
+		port_open "$SMBD_PORT"
+		sleep 0.2
 	done
 }
 
