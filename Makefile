@@ -71,7 +71,7 @@ else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check check-long unit integration demo bench fuzz install uninstall clean deps
+.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -110,16 +110,12 @@ unit: $(BIN)/unit-tests
 integration: all
 	sh tests/run-integration.sh
 
+# The integration suite runs against the ASan + UBSan daemon (bin-san/);
+# tests that measure memory or CPU keep bin/ (tests/run-integration.sh).
 check: deps
 	$(MAKE) all
-	sh tests/run-all.sh
-
-# Longer suites kept out of `make check` (CI budget): smbtorture
-# smb2.oplock + smb2.lease with write_behind = read_ahead = always.
-LONG_TESTS := long_wb_torture
-check-long: deps
-	$(MAKE) all
-	TESTS="$(LONG_TESTS)" sh tests/run-all.sh
+	$(MAKE) SANITIZE=1 all
+	SANITIZE_SUITE=1 sh tests/run-all.sh
 
 demo: deps
 	$(MAKE) all

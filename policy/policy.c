@@ -104,7 +104,7 @@ static const struct setting settings[] = {
 	  .flags = F_ABSPATH, .def = "/run/smbaccel/control.sock",
 	  .min = 1, .max = POL_SOCKPATH_MAX },
 	{ .name = "connect_timeout", .type = T_DURATION,
-	  GLOB(connect_timeout_ms), .flags = F_RELOAD, .def = "5s",
+	  GLOB(connect_timeout_ms), .flags = F_RELOAD, .def = "15s",
 	  .min = 100, .max = 5 * MINUTE },
 	{ .name = "idle_timeout", .type = T_DURATION, GLOB(idle_timeout_ms),
 	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 168 * HOUR },

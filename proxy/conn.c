@@ -24,7 +24,13 @@
 struct px_runtime px_rt;
 
 
+/* Reads start small and double while they fill what they were given, so
+ * an idle or chatty connection holds kilobytes and a stream gets 256 KiB
+ * reads; an emptied input buffer larger than READ_IDLE_KEEP is given back
+ * once the reads are small again. */
 #define READ_CHUNK  (256 * 1024)
+#define READ_FIRST  (16 * 1024)
+#define READ_IDLE_KEEP (64 * 1024)
 #define FRAME_MAX   (PX_NBSS_MAX)
 
 static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -537,7 +543,14 @@ conn_start_connect(struct px_conn *c)
 	sfd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
 	if (sfd == -1) {
+		int e = errno;
+
 		log_warn("conn=%llu upstream socket", (unsigned long long)c->id);
+		if (e == EMFILE || e == ENFILE || e == ENOBUFS ||
+		    e == ENOMEM) {
+			errno = e;
+			px_listen_pause("upstream socket");
+		}
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
@@ -861,7 +874,8 @@ process_input(struct px_side *s)
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 		}
 	}
-	px_buf_shrink(&s->in, 1024 * 1024);
+	px_buf_shrink(&s->in, s->rd_want < READ_CHUNK ? READ_IDLE_KEEP :
+	    1024 * 1024);
 	if (s->rd_eof && s == &c->cli && c->state != PX_CONN_CLOSED)
 		on_client_eof(c);
 	if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
@@ -887,14 +901,22 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	struct px_side *s = w->data;
 	struct px_conn *c = s->conn;
 	ssize_t n;
+	size_t room;
 
 	(void)loop;
 	(void)revents;
-	if (px_buf_reserve(&s->in, READ_CHUNK) == -1) {
+	if (s->rd_want == 0)
+		s->rd_want = READ_FIRST;
+	if (px_buf_reserve(&s->in, s->rd_want) == -1) {
 		px_conn_close(c, PX_CLOSE_NO_MEMORY);
 		return;
 	}
-	n = read(s->fd, s->in.data + s->in.tail, s->in.cap - s->in.tail);
+	room = s->in.cap - s->in.tail;
+	n = read(s->fd, s->in.data + s->in.tail, room);
+	if (n > 0 && (size_t)n == room && s->rd_want < READ_CHUNK)
+		s->rd_want *= 2;
+	else if (n > 0 && (size_t)n < s->rd_want / 8 && s->rd_want > READ_FIRST)
+		s->rd_want /= 2;
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;

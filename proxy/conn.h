@@ -22,6 +22,7 @@ struct px_side {
 	bool rd_reset;             /* ... and it was a reset */
 	bool wr_shut;              /* shutdown(SHUT_WR) done */
 	uint64_t bytes_in;
+	size_t rd_want;            /* bytes asked of the next read (adaptive) */
 	size_t stream_left;        /* bytes of a cut-through frame to pass on */
 	struct px_conn *conn;
 	struct px_side *peer;

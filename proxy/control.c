@@ -7,6 +7,7 @@
  * thin client.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -50,6 +51,69 @@ json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* The scalar counters of `smbaccelctl stats --json`, by name. */
+#define STAT(name, field) { name, offsetof(struct px_stats, field) }
+static const struct {
+	const char *name;
+	size_t off;
+} scalars[] = {
+	STAT("connections_total", conns_total),
+	STAT("connections_active", conns_active),
+	STAT("bytes_c2s", bytes_c2s),
+	STAT("bytes_s2c", bytes_s2c),
+	STAT("writes_absorbed", writes_absorbed),
+	STAT("bytes_absorbed", bytes_absorbed),
+	STAT("writes_forwarded", writes_forwarded),
+	STAT("upstream_writes", upstream_writes),
+	STAT("upstream_write_bytes", upstream_write_bytes),
+	STAT("upstream_echoes", upstream_echoes),
+	STAT("buffered_bytes", wb_bytes_now),
+	STAT("buffered_peak", wb_bytes_peak),
+	STAT("pool_ids", pool_ids_now),
+	STAT("deferred_errors", deferred_errors),
+	STAT("delayed_responses", delayed_responses),
+	STAT("ledger_errors", ledger_errors),
+	STAT("ra_hits", ra_hits),
+	STAT("ra_served_bytes", ra_served_bytes),
+	STAT("ra_waits", ra_waits),
+	STAT("ra_widened", ra_widened),
+	STAT("ra_fetches", ra_fetches),
+	STAT("ra_fetch_bytes", ra_fetch_bytes),
+	STAT("ra_bytes_now", ra_bytes_now),
+	STAT("ra_window_max", ra_window_max),
+	STAT("sessions_keyed", sessions_keyed),
+	STAT("sessions_unkeyed", sessions_unkeyed),
+	STAT("signed_out", signed_out),
+	STAT("encrypted_out", encrypted_out),
+	STAT("decrypted_in", decrypted_in),
+	STAT("bad_signatures", bad_signatures),
+};
+#undef STAT
+
+static const char *flush_name(int i) { return co_flush_cause_name(i); }
+static const char *ra_name(int i) { return px_ra_cause_name(i); }
+static const char *opaque_name(int i) { return px_opaque_reason_name(i); }
+static const char *close_name(int i) { return px_close_reason_name(i); }
+static const char *
+cmd_name(int i)
+{
+	return i < SMB2_NCMDS ? px_smb2_cmd_name((uint16_t)i) : "other";
+}
+
+/* "key":{"name":n,...}, for counters [from, to) of an enumeration. */
+static void
+json_counts(FILE *f, const char *key, const char *(*name)(int),
+    const uint64_t *v, int from, int to)
+{
+	int i;
+
+	fprintf(f, "\"%s\":{", key);
+	for (i = from; i < to; i++)
+		fprintf(f, "%s\"%s\":%llu", i > from ? "," : "", name(i),
+		    (unsigned long long)v[i]);
+	fprintf(f, "},");
+}
+
 void
 px_stats_dump(FILE *f, bool json)
 {
@@ -57,7 +121,6 @@ px_stats_dump(FILE *f, bool json)
 	double mean = s->upstream_writes ?
 	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0;
 	int i;
-	bool first;
 
 	if (!json) {
 		fprintf(f, "connections        %llu active, %llu total\n",
@@ -121,71 +184,19 @@ px_stats_dump(FILE *f, bool json)
 				    (unsigned long long)s->requests[i]);
 		return;
 	}
-	fprintf(f, "{\"connections_total\":%llu,\"connections_active\":%llu,"
-	    "\"bytes_c2s\":%llu,\"bytes_s2c\":%llu,",
-	    (unsigned long long)s->conns_total,
-	    (unsigned long long)s->conns_active,
-	    (unsigned long long)s->bytes_c2s, (unsigned long long)s->bytes_s2c);
-	fprintf(f, "\"writes_absorbed\":%llu,\"bytes_absorbed\":%llu,"
-	    "\"writes_forwarded\":%llu,\"upstream_writes\":%llu,"
-	    "\"upstream_write_bytes\":%llu,\"upstream_write_mean\":%.0f,"
-	    "\"upstream_echoes\":%llu,\"buffered_bytes\":%llu,"
-	    "\"buffered_peak\":%llu,\"pool_ids\":%llu,\"deferred_errors\":%llu,"
-	    "\"delayed_responses\":%llu,\"ledger_errors\":%llu,",
-	    (unsigned long long)s->writes_absorbed,
-	    (unsigned long long)s->bytes_absorbed,
-	    (unsigned long long)s->writes_forwarded,
-	    (unsigned long long)s->upstream_writes,
-	    (unsigned long long)s->upstream_write_bytes, mean,
-	    (unsigned long long)s->upstream_echoes,
-	    (unsigned long long)s->wb_bytes_now,
-	    (unsigned long long)s->wb_bytes_peak,
-	    (unsigned long long)s->pool_ids_now,
-	    (unsigned long long)s->deferred_errors,
-	    (unsigned long long)s->delayed_responses,
-	    (unsigned long long)s->ledger_errors);
-	fprintf(f, "\"ra_hits\":%llu,\"ra_served_bytes\":%llu,\"ra_waits\":%llu,"
-	    "\"ra_widened\":%llu,\"ra_fetches\":%llu,\"ra_fetch_bytes\":%llu,"
-	    "\"ra_bytes_now\":%llu,\"ra_window_max\":%llu,\"ra_invalidations\":{",
-	    (unsigned long long)s->ra_hits,
-	    (unsigned long long)s->ra_served_bytes,
-	    (unsigned long long)s->ra_waits,
-	    (unsigned long long)s->ra_widened,
-	    (unsigned long long)s->ra_fetches,
-	    (unsigned long long)s->ra_fetch_bytes,
-	    (unsigned long long)s->ra_bytes_now,
-	    (unsigned long long)s->ra_window_max);
-	for (i = 0, first = true; i < PX_RA_NCAUSES; i++, first = false)
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-		    px_ra_cause_name(i), (unsigned long long)s->ra_invalidations[i]);
-	fprintf(f, "},");
-	fprintf(f, "\"sessions_keyed\":%llu,\"sessions_unkeyed\":%llu,"
-	    "\"signed_out\":%llu,\"encrypted_out\":%llu,\"decrypted_in\":%llu,"
-	    "\"bad_signatures\":%llu,",
-	    (unsigned long long)s->sessions_keyed,
-	    (unsigned long long)s->sessions_unkeyed,
-	    (unsigned long long)s->signed_out,
-	    (unsigned long long)s->encrypted_out,
-	    (unsigned long long)s->decrypted_in,
-	    (unsigned long long)s->bad_signatures);
-	fprintf(f, "\"flush_causes\":{");
-	for (i = 0, first = true; i < CO_FLUSH_NCAUSES; i++, first = false)
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-		    co_flush_cause_name(i), (unsigned long long)s->flushes[i]);
-	fprintf(f, "},\"opaque\":{");
-	for (i = 1, first = true; i < PX_OPAQUE_NREASONS; i++, first = false)
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-		    px_opaque_reason_name(i), (unsigned long long)s->opaque[i]);
-	fprintf(f, "},\"closed\":{");
-	for (i = 1, first = true; i < PX_CLOSE_NREASONS; i++, first = false)
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-		    px_close_reason_name(i), (unsigned long long)s->closed[i]);
-	fprintf(f, "},\"commands\":{");
-	for (i = 0, first = true; i <= SMB2_NCMDS; i++, first = false)
-		fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-		    i < SMB2_NCMDS ? px_smb2_cmd_name((uint16_t)i) : "other",
-		    (unsigned long long)s->requests[i]);
-	fprintf(f, "}}\n");
+	fprintf(f, "{");
+	for (i = 0; i < (int)(sizeof(scalars) / sizeof(scalars[0])); i++)
+		fprintf(f, "\"%s\":%llu,", scalars[i].name, (unsigned long long)
+		    *(const uint64_t *)((const char *)s + scalars[i].off));
+	fprintf(f, "\"upstream_write_mean\":%.0f,", mean);
+	json_counts(f, "ra_invalidations", ra_name, s->ra_invalidations,
+	    0, PX_RA_NCAUSES);
+	json_counts(f, "flush_causes", flush_name, s->flushes, 0,
+	    CO_FLUSH_NCAUSES);
+	json_counts(f, "opaque", opaque_name, s->opaque, 1, PX_OPAQUE_NREASONS);
+	json_counts(f, "closed", close_name, s->closed, 1, PX_CLOSE_NREASONS);
+	json_counts(f, "commands", cmd_name, s->requests, 0, SMB2_NCMDS + 1);
+	fprintf(f, "\"version\":1}\n");
 }
 
 void

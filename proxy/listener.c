@@ -113,6 +113,32 @@ loops_back(const struct listener *l, const struct sockaddr_storage *dst)
 	return lp == dp && addr_is_local(dst);
 }
 
+/*
+ * Out of descriptors or memory (accept, or the upstream socket of a client
+ * just accepted): stop accepting for a second on every listener, so the
+ * clients still queued wait in the kernel backlog instead of being taken
+ * and dropped, and the loop does not spin on a backlog it cannot serve.
+ */
+void
+px_listen_pause(const char *what)
+{
+	size_t i;
+	bool any = false;
+
+	for (i = 0; i < nlisteners; i++) {
+		struct listener *l = &listeners[i];
+
+		if (l->fd == -1 || ev_is_active(&l->pause))
+			continue;
+		ev_io_stop(px_rt.loop, &l->io);
+		ev_timer_set(&l->pause, 1., 0.);
+		ev_timer_start(px_rt.loop, &l->pause);
+		any = true;
+	}
+	if (any)
+		log_warn("%s: pausing new connections for 1 s", what);
+}
+
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -135,10 +161,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			    errno == ENOMEM) {
 				/* the pending connection stays queued; without a
 				 * pause the loop would spin on it */
-				log_warn("accept: pausing new connections for 1 s");
-				ev_io_stop(px_rt.loop, &l->io);
-				ev_timer_set(&l->pause, 1., 0.);
-				ev_timer_start(px_rt.loop, &l->pause);
+				px_listen_pause("accept");
 			} else if (errno != EAGAIN && errno != EINTR &&
 			    errno != ECONNABORTED)
 				log_warn("accept");
@@ -190,6 +213,8 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		px_conn_new(fd, &peer, &dst);
+		if (ev_is_active(&l->pause))
+			return;	/* out of descriptors for its upstream */
 	}
 }
 

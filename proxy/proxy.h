@@ -390,6 +390,7 @@ int px_keyed_send_encrypted(struct px_conn *c, struct px_side *to,
 
 int px_listen_start(const struct pol_global *g) PX_MUSTCHECK;
 void px_listen_stop(void);
+void px_listen_pause(const char *what);
 /* Forward mode: re-resolve the upstream after a reload. */
 int px_listen_reload(const struct pol_global *g) PX_MUSTCHECK;
 int px_control_start(const char *path) PX_MUSTCHECK;

@@ -14,7 +14,7 @@ RESULTS_DIR=${RESULTS_DIR:-$TOP/tests/results}
 export RESULTS_DIR
 mkdir -p "$RESULTS_DIR"
 # Only what the runners write there, in case RESULTS_DIR is a shared place.
-rm -rf "$RESULTS_DIR"/*.log "$RESULTS_DIR"/*.logs "$RESULTS_DIR"/*.tmpdir \
+rm -rf "$RESULTS_DIR"/*.log "$RESULTS_DIR"/*.logs "$RESULTS_DIR"/*.tmpdir "$RESULTS_DIR"/*.san \
     "$RESULTS_DIR/.integration-summary"
 
 pass=0 failn=0 skipn=0 unit_failed=

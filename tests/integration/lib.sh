@@ -152,6 +152,7 @@ cleanup() {
 	set +e
 	local p
 	for p in $BG_PIDS; do stop_pid "$p" 2; done
+	[ -n "${EXTRA_CLEANUP:-}" ] && $EXTRA_CLEANUP
 	[ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 5
 	stop_smbd
 	for p in $NETNS_LIST; do ip netns del "$p" 2>/dev/null; done

@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (measures the daemon's RSS)
 # Slow consumers; the proxy's RSS (VmRSS) must stay within BP_LIMIT_MIB of
 # its baseline while the client does not read, and the data must be intact
 # once it does.

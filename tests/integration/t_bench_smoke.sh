@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (performance figures; uses bin/smbaccel)
 # The benchmark (tests/bench/run) at tiny sizes, so its code cannot rot:
 # every link and every workload, direct and through smbaccel (haproxy on
 # loopback).  Asserts only that every cell produced a number, that the data

@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (LD_PRELOADs its own allocator shim)
 # test-timeout: 420
 # Fault injection into bin/smbaccel with the LD_PRELOAD shim
 # tests/fault/failinject.c: for N over a whole client session, fail the Nth

@@ -25,7 +25,7 @@ require_smbaccel "smbaccel's log of lost ranges"
 MIB=${KILL_MIB:-256}
 SLACK=${KILL_SLACK:-10}
 start_smbd
-start_proxy
+start_proxy "connect_timeout = 5s"
 home=$(client_home killed)
 seeda=$((RANDOM + 1)) seedb=$((RANDOM + 40000))
 

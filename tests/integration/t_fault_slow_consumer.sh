@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (measures the daemon's RSS)
 # test-timeout: 300
 # Memory stays bounded when one side stops reading (queue_limit,
 # write_behind_memory, read_ahead_memory; STYLE.md "Backpressure").  The

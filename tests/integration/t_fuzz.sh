@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (libFuzzer builds of its own)
 # test-timeout: 600
 # libFuzzer drivers (tests/fuzz/fuzz_*.c): build them (make fuzz-build,
 # clang with ASan + UBSan), replay every input in tests/fuzz/regress/NAME/

@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (installs bin/ with make install)
 # test-timeout: 180
 # make install / uninstall into a DESTDIR, and the installed pieces:
 #  1. `make install DESTDIR=$T/root PREFIX=/usr` installs exactly: sbin/smbaccel,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# sanitizer: no (builds and runs bin-san itself, with stricter options)
 # test-timeout: 900
 # ASan + UBSan: builds `make SANITIZE=1` (build-san/, bin-san/; bin/ is
 # untouched) and runs, with ASAN_OPTIONS/UBSAN_OPTIONS set to abort on the
@@ -13,13 +14,13 @@
 #     (flush_idle = 30s) when SIGTERM comes: the daemon writes them, exits
 #     0, the file on disk is what the client wrote;
 #  4. other integration tests with SMBACCEL=bin-san/smbaccel
-#     (SANITIZE_TESTS, default below; "all" = every test but the fuzz,
-#     fault, load and sanitize ones: about twice the suite's time).
+#     (SANITIZE_TESTS, default none: `make check` already runs the whole
+#     suite against bin-san/smbaccel, see tests/run-integration.sh).
 # Any sanitizer report (a file in $T/san, or in a nested test's) fails.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "sanitizer build of bin/smbaccel"
 
-SANITIZE_TESTS=${SANITIZE_TESTS:-t_sigterm t_smb1}
+SANITIZE_TESTS=${SANITIZE_TESTS:-}
 SAN=$TOP/bin-san
 t0=$(now)
 make -C "$TOP" SANITIZE=1 -j2 all > "$T/build.log" 2>&1 ||

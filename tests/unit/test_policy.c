@@ -135,7 +135,7 @@ static void
 expect_global_defaults(const struct pol_global *g)
 {
 	CU_ASSERT_STRING_EQUAL(g->control_socket, "/run/smbaccel/control.sock");
-	CU_ASSERT_EQUAL(g->connect_timeout_ms, 5000);
+	CU_ASSERT_EQUAL(g->connect_timeout_ms, 15000);
 	CU_ASSERT_EQUAL(g->idle_timeout_ms, 0);
 	CU_ASSERT_EQUAL(g->max_connections, 1024);
 	CU_ASSERT_EQUAL(g->queue_limit, 4 * 1024 * 1024);

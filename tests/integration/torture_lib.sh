@@ -1,0 +1,230 @@
+# tests/integration/torture_lib.sh - smbtorture parity, sourced after
+# lib.sh by t_torture_parity and t_keyed_torture.
+#
+# torture_parity SUITES... [/ SUITES...]: every suite runs directly against
+# smbd and through smbaccel in each configuration of TORTURE_CONFIGS, in
+# this same test run; per-test results (subunit success/failure/skip/error,
+# and "incomplete" for a test that started and never finished) must be
+# identical to the direct run's.  Returns 1 on any difference.
+#
+# Lanes: the suites use fixed file names, so runs cannot share a share.
+# Each (configuration, group of suites) pair is a lane with its own smbd,
+# share directory and smbaccel, and the lanes run at the same time (the
+# suites mostly wait on timers: smb2.oplock and smb2.lease spend minutes
+# waiting for break timeouts, not CPU).  "/" separates groups: the suites
+# of one group run one after another in the same lane.  The direct run
+# ("direct") is a lane like the others.
+#
+#   TORTURE_CONFIGS  "name|write_behind|read_ahead" entries
+#   TORTURE_OPT      one extra smbtorture option for every run (e.g.
+#                    --option=clientsigning=required)
+#   TORTURE_TAG      prefix of the result files (several modes in one test)
+#   TORTURE_PROXY_GLOBAL  extra [global] line of the proxies (e.g. secrets)
+#
+# After a call, $T/TAG-NAME.stats.json holds the stats of configuration
+# NAME's proxies at the end of their lanes (numbers summed over groups).
+
+command -v smbtorture >/dev/null || skip "smbtorture not installed (samba-testsuite)"
+
+cat > "$T/torture.conf" <<EOF2
+[global]
+	workgroup = SMBACCEL
+	client use kerberos = off
+	client min protocol = SMB2_02
+	client max protocol = SMB3_11
+EOF2
+
+# run_suite PORT SUITE OUT: subunit stream of one suite into OUT; prints
+# "rc seconds".
+run_suite() {
+	local t0 rc
+	t0=$(now)
+	HOME=$T timeout "${TORTURE_SUITE_TIMEOUT:-400}" smbtorture "//127.0.0.1/share" -U "$SMB_USER%$SMB_PASS" -p "$1" \
+	    --configfile="$T/torture.conf" --format=subunit --fullname \
+	    --option=torture:progress=no --target=samba3 ${TORTURE_OPT:+"$TORTURE_OPT"} \
+	    "$2" > "$3" 2>"$3.err" < /dev/null
+	rc=$?
+	echo "$rc $(elapsed "$t0")"
+}
+
+# results FILE: sorted "name status" lines.
+results() {
+	"$PY" - "$1" <<'PYEOF'
+import re, sys
+res, started = {}, []
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"^(test|testing|success|successful|failure|fail|skip|error|xfail|uxsuccess):\s+(\S+)", line)
+    if not m:
+        continue
+    kind, name = m.groups()
+    if kind in ("test", "testing"):
+        started.append(name)
+        continue
+    res[name] = {"successful": "success", "fail": "failure"}.get(kind, kind)
+for name in started:
+    res.setdefault(name, "incomplete")
+for name in sorted(res):
+    print(name, res[name])
+PYEOF
+}
+
+summary() { awk '{ n[$2]++ } END { for (k in n) printf "%s=%d ", k, n[k] }' "$1"; }
+
+# lane DIR CNAME WB RA SUITES...: runs in a subshell.  Its own smbd (and
+# smbaccel unless CNAME is "direct") under DIR; for each suite S, results
+# in DIR/S.res and "rc seconds" in DIR/S.time; problems in DIR/problems;
+# the proxy's final stats in DIR/stats.json.
+lane() {
+	local dir=$1 cname=$2 wb=$3 ra=$4 s port rc secs; shift 4
+	mkdir -p "$dir"
+	SMBD_DIR=$dir/smbd SMBD_CONF=$dir/smbd/smb.conf
+	SMBD_LOG=$dir/smbd/log/smbd.log SHARE_DIR=$dir/share DUR_DIR=$dir/dur
+	PROXY_CONF=$dir/smbaccel.conf PROXY_LOG=$dir/proxy.log
+	CTL_SOCK=$dir/control.sock SMBD_PID= PROXY_PID= PROXY_PORT=
+	trap 'stop_proxy; stop_smbd' EXIT
+	trap 'exit 143' TERM
+	start_smbd > "$dir/start.out"
+	port=$SMBD_PORT
+	if [ "$cname" != direct ]; then
+		PROXY_SHARE_SECTION=no start_proxy "${TORTURE_PROXY_GLOBAL:-}" \
+		    "[share share]" "write_behind = $wb" "read_ahead = $ra" >> "$dir/start.out"
+		port=$PROXY_PORT
+		echo "$PROXY_PID" > "$dir/proxy.pid"
+	fi
+	for s in "$@"; do
+		find "$SHARE_DIR" -mindepth 1 -delete 2>/dev/null
+		read -r rc secs < <(run_suite "$port" "$s" "$dir/$s.subunit")
+		results "$dir/$s.subunit" > "$dir/$s.res"
+		echo "$rc $secs" > "$dir/$s.time"
+		if [ "$cname" != direct ] && ! proxy_alive; then
+			echo "the proxy died during $s" >> "$dir/problems"
+			tail -n 20 "$PROXY_LOG" >> "$dir/problems"
+			return 1
+		fi
+	done
+	if [ "$cname" != direct ]; then
+		ctl stats --json > "$dir/stats.json" 2>/dev/null ||
+		    echo "smbaccelctl stats failed" >> "$dir/problems"
+		local le
+		le=$(stat_get ledger_errors)
+		[ "$le" = 0 ] || echo "ledger_errors $le" >> "$dir/problems"
+		stop_proxy
+		[ "$PROXY_RC" = 0 ] || echo "smbaccel exit status $PROXY_RC after SIGTERM" >> "$dir/problems"
+	fi
+	return 0
+}
+
+# lane_details DIR SUITE DIFF CNAME: the subunit text of the tests that
+# differ (from CNAME's lane DIR), for the log.
+lane_details() {
+	local dir=$1 s=$2 diff=$3 cname=$4 t
+	for t in $(grep '^+' "$diff" | grep -v '^+++' | awk '$2 != "success" && $2 != "skip" {print substr($1, 2)}'); do
+		echo "  $cname details for $t:"
+		if grep -q "^+$t incomplete\$" "$diff"; then
+			tail -n 10 "$dir/$s.subunit" "$dir/$s.subunit.err" | sed 's/^/    /'
+			continue
+		fi
+		awk -v t="$t" '$1 ~ /^(failure|fail|error):$/ && $2 == t { p = 1 }
+		    p { print "    " $0; if (++n > 15 || $0 == "]") exit }' "$dir/$s.subunit"
+	done
+}
+
+# torture_cleanup: a lane killed before its own cleanup leaves its smbd
+# and smbaccel; stop them by their pid files (from lib.sh's cleanup).
+torture_cleanup() {
+	local d p
+	for d in "$T"/lane-*/; do
+		[ -d "$d" ] || continue
+		[ -f "$d/proxy.pid" ] && stop_pid "$(cat "$d/proxy.pid")" 2
+		SMBD_DIR=${d%/}/smbd SMBD_PID= stop_smbd
+	done
+}
+EXTRA_CLEANUP=torture_cleanup
+
+torture_parity() {
+	local tag=${TORTURE_TAG:+$TORTURE_TAG-} groups=() g= a cfg cname wb ra
+	local i pids=() dirs=() bad=0 s d dd t0
+	for a in "$@"; do
+		if [ "$a" = / ]; then
+			[ -n "$g" ] && groups+=("$g"); g=
+		else
+			g="$g $a"
+		fi
+	done
+	[ -n "$g" ] && groups+=("$g")
+	t0=$(now)
+	for cfg in "direct||" $TORTURE_CONFIGS; do
+		IFS='|' read -r cname wb ra <<< "$cfg"
+		for i in "${!groups[@]}"; do
+			d=$T/lane-$tag$cname-$i
+			rm -rf "$d"
+			# shellcheck disable=SC2086
+			( lane "$d" "$cname" "$wb" "$ra" ${groups[$i]} ) > "$d.out" 2>&1 &
+			pids+=($!); dirs+=("$d")
+			BG_PIDS="$BG_PIDS $!"
+		done
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || { echo "  lane ${dirs[$i]##*/} failed:"; sed 's/^/    /' "${dirs[$i]}.out"; bad=1; }
+		if [ -s "${dirs[$i]}/problems" ]; then
+			echo "  lane ${dirs[$i]##*/}:"; sed 's/^/    /' "${dirs[$i]}/problems"; bad=1
+		fi
+	done
+	echo "  $((${#pids[@]})) lanes in $(elapsed "$t0") s"
+	for i in "${!groups[@]}"; do
+		for s in ${groups[$i]}; do
+			d=$T/lane-${tag}direct-$i
+			printf '%-22s %-12s %s(rc %s s)\n' "$tag$s" "direct:" \
+			    "$(summary "$d/$s.res" 2>/dev/null)" "$(cat "$d/$s.time" 2>/dev/null)"
+			if [ ! -s "$d/$s.res" ]; then
+				echo "  no results from the direct run:"
+				tail -n 20 "$d/$s.subunit.err" 2>/dev/null
+				bad=1; continue
+			fi
+			for cfg in $TORTURE_CONFIGS; do
+				IFS='|' read -r cname wb ra <<< "$cfg"
+				dd=$T/lane-$tag$cname-$i
+				printf '%-22s %-12s %s(rc %s s)\n' "$tag$s" "$cname:" \
+				    "$(summary "$dd/$s.res" 2>/dev/null)" "$(cat "$dd/$s.time" 2>/dev/null)"
+				if ! diff -u "$d/$s.res" "$dd/$s.res" > "$T/$tag$s.$cname.diff" 2>&1; then
+					echo "  DIFFERENCES $tag$s (- direct, + $cname):"
+					grep '^[-+][^-+]' "$T/$tag$s.$cname.diff" | sed 's/^/    /'
+					lane_details "$dd" "$s" "$T/$tag$s.$cname.diff" "$cname"
+					bad=1
+				fi
+			done
+		done
+	done
+	# each configuration's stats, summed over its lanes
+	for cfg in $TORTURE_CONFIGS; do
+		IFS='|' read -r cname wb ra <<< "$cfg"
+		"$PY" - "$T/$tag$cname.stats.json" "$T"/lane-"$tag$cname"-*/stats.json <<'PYEOF'
+import json, sys
+def add(a, b):
+    for k, v in b.items():
+        if isinstance(v, dict):
+            add(a.setdefault(k, {}), v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            a[k] = a.get(k, 0) + v
+out = {}
+for p in sys.argv[2:]:
+    try:
+        add(out, json.load(open(p)))
+    except (OSError, ValueError):
+        pass
+json.dump(out, open(sys.argv[1], "w"))
+PYEOF
+	done
+	return $bad
+}
+
+# torture_stat NAME KEY: one number from configuration NAME's summed stats
+# (TORTURE_TAG as in the torture_parity call).
+torture_stat() {
+	"$PY" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v.get(k, 0) if isinstance(v, dict) else 0
+print(v)' "$T/${TORTURE_TAG:+$TORTURE_TAG-}$1.stats.json" "$2"
+}
