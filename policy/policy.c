@@ -108,6 +108,9 @@ static const struct setting settings[] = {
 	  .min = 100, .max = 5 * MINUTE },
 	{ .name = "idle_timeout", .type = T_DURATION, GLOB(idle_timeout_ms),
 	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 168 * HOUR },
+	{ .name = "server_timeout", .type = T_DURATION,
+	  GLOB(server_timeout_ms), .flags = F_RELOAD, .def = "120s",
+	  .min = 0, .max = 24 * HOUR },
 	{ .name = "max_connections", .type = T_INT, GLOB(max_connections),
 	  .flags = F_RELOAD, .def = "1024", .min = 1, .max = 1000000 },
 	{ .name = "queue_limit", .type = T_SIZE, GLOB(queue_limit),
@@ -672,6 +675,10 @@ fmt_num(const struct setting *st, uint64_t v, char *buf, size_t sz)
 	}
 }
 
+/* Longest line (comment stripped) the parser takes: libinih's
+ * INI_MAX_LINE buffer less its terminating NUL. */
+#define DUMP_LINE_MAX (INI_MAX_LINE - 1)
+
 /* The value of setting st in base, in file syntax; "" for an unset string. */
 static void
 fmt_value(const struct setting *st, const void *base, char *buf, size_t sz)
@@ -1220,6 +1227,21 @@ set_key(struct parser *ps, const char *name, const char *value)
 		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
 		return;
 	}
+	/* what is accepted must print back as one line the parser takes
+	 * (pol_dump; smbaccel -t): the written form may be longer than the
+	 * given one (", " between list entries, ":445" added) */
+	{
+		char v[1024];
+		size_t most = DUMP_LINE_MAX - strlen(st->name) - 3;
+
+		fmt_value(st, base, v, sizeof(v));
+		if (strlen(v) > most) {
+			perr(ps, ps->line, "value of '%s' too long (%zu "
+			    "characters written out, at most %zu)", st->name,
+			    strlen(v), most);
+			return;
+		}
+	}
 	sec->set |= UINT64_C(1) << i;
 }
 
@@ -1516,8 +1538,13 @@ dump_setting(FILE *fp, const struct setting *st, const void *base,
 		return;
 	}
 	fmt_value(st, base, val, sizeof(val));
-	fprintf(fp, "%-21s = %-28s ; %s%s\n", st->name, val, origin,
-	    (st->flags & F_RELOAD) ? "" : ", needs restart");
+	if (21 + 3 + strlen(val) <= DUMP_LINE_MAX)
+		fprintf(fp, "%-21s = %-28s ; %s%s\n", st->name, val, origin,
+		    (st->flags & F_RELOAD) ? "" : ", needs restart");
+	else	/* no padding: accepted values always fit this way */
+		fprintf(fp, "; %s%s\n%s = %s\n", origin,
+		    (st->flags & F_RELOAD) ? "" : ", needs restart", st->name,
+		    val);
 }
 
 void

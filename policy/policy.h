@@ -71,6 +71,7 @@ struct pol_global {
 	char control_socket[POL_SOCKPATH_MAX + 1];
 	uint32_t connect_timeout_ms;
 	uint32_t idle_timeout_ms;         /* 0: no idle timeout */
+	uint32_t server_timeout_ms;       /* 0: never give up on a server */
 	uint32_t max_connections;
 	uint64_t queue_limit;             /* per side of a connection */
 	uint64_t write_behind_memory;

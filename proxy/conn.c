@@ -69,7 +69,7 @@ px_opaque_reason_name(enum px_opaque_reason r)
 
 static const char *const close_names[PX_CLOSE_NREASONS] = {
 	"none", "bad-frame", "connect-failed", "connect-timeout", "no-memory",
-	"shutdown", "idle",
+	"shutdown", "idle", "server-timeout",
 };
 
 const char *
@@ -610,6 +610,56 @@ wake_waiters(void)
 
 /* ---- timers ------------------------------------------------------------------ */
 
+/*
+ * The server watchdog (server_timeout).  Requests the proxy follows that
+ * are outstanding upstream and have not gone async (an interim
+ * STATUS_PENDING answer: CHANGE_NOTIFY, a blocking LOCK may wait for
+ * hours) must see the server send something within server_timeout, or the
+ * server is taken for gone: the connection is closed, and the write-behind
+ * data it held is logged as lost (px_relay_free).  Without it a server
+ * that stops answering (hung, or a path that black-holes established
+ * connections) keeps a draining connection, and its memory, forever.
+ * Checked on ticks of a quarter of the timeout, so it fires between 1 and
+ * 1.25 times the timeout after the server's last byte.
+ */
+static bool
+watchdog_on(const struct px_conn *c)
+{
+	return glob()->server_timeout_ms &&
+	    (c->state == PX_CONN_RELAY || c->state == PX_CONN_DRAINING);
+}
+
+static double
+watchdog_tick(double now)
+{
+	return now + (double)glob()->server_timeout_ms / 4;
+}
+
+/* true if the server has been silent too long (logged) */
+static bool
+watchdog_expired(struct px_conn *c, double now)
+{
+	size_t waiting = c->led.npending - c->led.nasync;
+	double since;
+
+	if (!watchdog_on(c) || waiting == 0 || c->led.npending < c->led.nasync) {
+		c->srv_wait_ms = 0;
+		return false;
+	}
+	if (c->srv_wait_ms == 0) {
+		c->srv_wait_ms = now;
+		return false;
+	}
+	since = c->srv_rx_ms > c->srv_wait_ms ? c->srv_rx_ms : c->srv_wait_ms;
+	if (now - since < (double)glob()->server_timeout_ms)
+		return false;
+	log_warnx("conn=%llu server sent nothing for %.0f s with %zu "
+	    "request(s) outstanding (server_timeout %u ms): closing",
+	    (unsigned long long)c->id, (now - since) / 1e3, waiting,
+	    (unsigned int)glob()->server_timeout_ms);
+	return true;
+}
+
 void
 px_conn_arm_timer(struct px_conn *c)
 {
@@ -625,6 +675,11 @@ px_conn_arm_timer(struct px_conn *c)
 		t = px_relay_timer(c, now);
 		if (t > 0 && (next == 0 || t < next))
 			next = t;
+		if (watchdog_on(c)) {
+			t = watchdog_tick(now);
+			if (next == 0 || t < next)
+				next = t;
+		}
 	}
 	ev_timer_stop(px_rt.loop, &c->timer);
 	if (next > 0) {
@@ -664,6 +719,9 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 			px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
 			return;
 		}
+	} else if (watchdog_expired(c, now)) {
+		px_conn_close(c, PX_CLOSE_SERVER_TIMEOUT);
+		return;
 	} else if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING &&
 	    now >= c->last_ms + (double)glob()->idle_timeout_ms &&
 	    px_relay_quiet(c)) {
@@ -933,6 +991,8 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		s->in.tail += (size_t)n;
 		s->bytes_in += (uint64_t)n;
 		c->last_ms = px_now_ms();
+		if (s == &c->srv)
+			c->srv_rx_ms = c->last_ms;
 	}
 	if (s->rd_eof)
 		log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,

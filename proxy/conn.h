@@ -70,6 +70,10 @@ struct px_conn {
 	double started_ms;
 	double last_ms;                      /* last activity either way */
 	double connect_deadline_ms;
+	double srv_rx_ms;                    /* last bytes from the server */
+	double srv_wait_ms;                  /* first watchdog tick that saw
+	                                      * requests outstanding upstream
+	                                      * (0: none outstanding) */
 	struct px_ledger led;
 	enum px_opaque_reason opaque;
 	enum px_close_reason close_reason;

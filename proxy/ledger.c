@@ -180,6 +180,8 @@ px_pending_del(struct px_ledger *l, struct px_pending *p)
 			return;
 	l->tab[s] = NULL;
 	l->npending--;
+	if (p->async_id && l->nasync)
+		l->nasync--;
 	/* backward-shift the cluster after s so lookups never stop early */
 	for (j = (s + 1) & mask; l->tab[j]; j = (j + 1) & mask) {
 		size_t home = slot_of(l->tab[j]->mid, l->tab_cap);
@@ -684,6 +686,8 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 	    h->status == NT_STATUS_PENDING) {
 		/* interim response: credits ride on it; the final one comes
 		 * later with the same mid (MS-SMB2 3.3.4.2) */
+		if (p->async_id == 0 && h->async_id)
+			l->nasync++;
 		p->async_id = h->async_id;
 		*interim = true;
 		return;

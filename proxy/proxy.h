@@ -88,6 +88,7 @@ enum px_close_reason {
 	PX_CLOSE_NO_MEMORY,
 	PX_CLOSE_SHUTDOWN,
 	PX_CLOSE_IDLE,
+	PX_CLOSE_SERVER_TIMEOUT,
 	PX_CLOSE_NREASONS
 };
 const char *px_close_reason_name(enum px_close_reason r);
@@ -267,6 +268,7 @@ struct px_ledger {
 	struct px_pending **tab;    /* open-addressing table keyed by mid */
 	size_t tab_cap;             /* power of two */
 	size_t npending;
+	size_t nasync;              /* of them, gone async (interim answer) */
 	struct px_session *sessions;
 	struct px_tree *trees;
 	struct px_open *opens;

@@ -1910,6 +1910,8 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	struct px_prot prot;
 	size_t off;
 	int n, i;
+	/* by id: a LOGOFF answer frees the session it was sealed under */
+	uint64_t sealed_id = sealed ? sealed->id : 0;
 
 	n = px_smb2_compound_count(msg, mlen);
 	if (n < 1) {
@@ -1953,9 +1955,9 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
 		    &interim);
-		prot.encrypt = sealed != NULL;
-		prot.sid = sealed ? sealed->id : h.session_id;
-		prot.sign = !sealed && (h.flags & SMB2_FLAGS_SIGNED);
+		prot.encrypt = sealed_id != 0;
+		prot.sid = sealed_id ? sealed_id : h.session_id;
+		prot.sign = !sealed_id && (h.flags & SMB2_FLAGS_SIGNED);
 		if (p && !interim && n == 1 && h.command == SMB2_NEGOTIATE &&
 		    p->command == h.command)
 			px_keyed_negotiate_rsp(c, e.hdr, e.len);

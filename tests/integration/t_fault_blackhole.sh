@@ -10,9 +10,14 @@
 #  2. iptables REJECT --reject-with tcp-reset: closed at once, "failed";
 #  3. upstream behind a "blackhole" route and 4. an "unreachable" route:
 #     closed at once, the log says why;
-#  5. black hole after the session is up (every packet to smbd dropped):
-#     informational, how long until the client gives up (smbaccel has no
-#     upstream response timeout; the client's own timeout applies).
+#  5. black hole after the session is up (every packet to and from smbd
+#     dropped), server_timeout = 3s: (a) smbclient with a request
+#     outstanding is closed by smbaccel within 1.25 x the timeout + 2 s,
+#     logged and counted (closed.server-timeout); (b) writes absorbed,
+#     then the black hole, then FLUSH: the FLUSH does not succeed and the
+#     log names the lost range; (c) a connection whose only outstanding
+#     request is async (CHANGE_NOTIFY, interim STATUS_PENDING) stays up
+#     past the timeout.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's connect_timeout and log"
 command -v iptables >/dev/null || skip "iptables not installed"
@@ -112,9 +117,16 @@ for r in "blackhole 198.51.100.0/24:198.51.100.1" "unreachable 203.0.113.0/24:20
 	proxy_alive || fail "proxy died"
 done
 
-info "5. black hole after the session is up (informational, ${BH_WAIT:-8} s at most)"
+# 5. the server watchdog (server_timeout)
+ST=3
+info "5. black hole after the session is up, server_timeout = ${ST}s"
 stop_proxy
-start_proxy "connect_timeout = ${CT}s"
+start_proxy "connect_timeout = ${CT}s" "server_timeout = ${ST}s" "flush_idle = 30s" "flush_max_age = 60s"
+blackhole() {	# blackhole -I|-D: every packet to and from smbd's port
+	$IPT "$1" INPUT -p tcp --dport "$SMBD_PORT" -j DROP &&
+	    $IPT "$1" INPUT -p tcp --sport "$SMBD_PORT" -j DROP
+}
+# 5a. smbclient with a request outstanding: closed by smbaccel
 mkfifo "$T/cmds"
 home=$(client_home bh)
 # smbclient reading its commands from the FIFO (smbc always passes -c)
@@ -125,19 +137,47 @@ BG_PIDS="$BG_PIDS $bhpid"
 exec 7> "$T/cmds"
 echo "ls" >&7
 sleep 2
-$IPT -I INPUT -p tcp --dport "$SMBD_PORT" -j DROP
-$IPT -I INPUT -p tcp --sport "$SMBD_PORT" -j DROP
+blackhole -I || fail "iptables DROP"
 t0=$(now)
 echo "ls" >&7
-n=$(( ${BH_WAIT:-8} * 10 ))
+wait_log "server sent nothing for [0-9]+ s with [0-9]+ request" $((ST * 2 + 5)) ||
+    fail "5a: no server timeout ${ST} s after the black hole ($(elapsed "$t0") s)"
+took=$(elapsed "$t0")
+grep "server sent nothing" "$PROXY_LOG" | tail -n 1 | sed 's/^/  log: /'
+awk -v e="$took" -v m="$((ST * 5 / 4 + 2))" 'BEGIN { exit !(e <= m) }' ||
+    fail "5a: the watchdog took $took s (server_timeout ${ST} s)"
+n=50
 while ! grep -q '^exit' "$T/bh.out" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-if grep -q '^exit' "$T/bh.out"; then
-	info "  smbclient gave up $(elapsed "$t0") s after the black hole: $(grep -iE 'error|NT_STATUS|exit' "$T/bh.out" | tail -n 2 | tr '\n' ' ')"
-else
-	info "  smbclient still waiting after $(elapsed "$t0") s: smbaccel has no upstream response timeout, the client's TCP stays alive"
-fi
+info "  closed by smbaccel after $took s; smbclient: $(grep -iE 'NT_STATUS|exit' "$T/bh.out" | tail -n 2 | tr '\n' ' ')"
 exec 7>&-
-$IPT -D INPUT -p tcp --dport "$SMBD_PORT" -j DROP
-$IPT -D INPUT -p tcp --sport "$SMBD_PORT" -j DROP
+blackhole -D
+assert_ge 1 "$(stat_get closed.server-timeout)" "stats closed.server-timeout"
+
+# 5b. absorbed writes, then the black hole, then FLUSH: the FLUSH must not
+# succeed and the log must name the range that never reached the server
+rm -f "$T/ready"
+"$PY" "$TESTS_DIR/server_silent.py" flush "$PROXY_PORT" wd-file "$T/ready" > "$T/flush.out" 2>&1 &
+fpid=$!
+BG_PIDS="$BG_PIDS $fpid"
+n=200
+while [ ! -e "$T/ready" ] && [ $n -gt 0 ]; do
+	kill -0 "$fpid" 2>/dev/null || { cat "$T/flush.out"; fail "5b: writer failed"; }
+	sleep 0.1; n=$((n - 1))
+done
+[ -e "$T/ready" ] || fail "5b: writer did not get ready"
+blackhole -I || fail "iptables DROP"
+rm -f "$T/ready"
+wait "$fpid"; frc=$?
+sed 's/^/  /' "$T/flush.out"
+blackhole -D
+[ $frc -eq 0 ] || fail "5b: the FLUSH after the black hole reported success"
+wait_log "file=wd-file .*not acknowledged" 5 || fail "5b: lost range of wd-file not logged"
+grep "file=wd-file .*not acknowledged" "$PROXY_LOG" | sed 's/^/  log: /'
+
+# 5c. an async request (CHANGE_NOTIFY, answered STATUS_PENDING) may wait
+# longer than server_timeout: the connection stays up
+"$PY" "$TESTS_DIR/server_silent.py" notify "$PROXY_PORT" $((ST * 2 + 2)) > "$T/notify.out" 2>&1 ||
+    { cat "$T/notify.out"; fail "5c: a connection with only a CHANGE_NOTIFY pending was closed"; }
+sed 's/^/  /' "$T/notify.out"
 proxy_alive || fail "proxy died"
 info "PASS"
