@@ -584,6 +584,19 @@ test_bad_values(void)
 	/* share-level ones in a share section too */
 	CU_ASSERT(fails(G3 "\n[share x]\ncoalesce_size = 9M\n", 1, 6,
 	    "bad value for 'coalesce_size': '9M' is above the maximum 8M"));
+	/* fits the parser's line as given ("a,b"), not as written out
+	 * ("a, b"): refused, or pol_dump would print a line the parser
+	 * rejects (found by fuzz_policy) */
+	{
+		char *o = text + sprintf(text, "[global]\nlisten=");
+
+		for (i = 0; i < 16; i++)
+			o += sprintf(o, "%shostnam%02zu:1", i ? "," : "", i);
+		sprintf(o, "\nupstream = 127.0.0.1:445\n");
+		CU_ASSERT(strlen("listen=") + 16 * 11 + 15 <= 199);
+		CU_ASSERT(fails(text, 1, 2, "value of 'listen' too long (206 "
+		    "characters written out, at most 190)"));
+	}
 	for (i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
 		snprintf(text, sizeof(text), "[global]\nlisten = %s\n"
 		    "upstream = 127.0.0.1:445\n", addrs[i].value);
