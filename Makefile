@@ -1,7 +1,8 @@
 # smbaccel - SMB2/3 WAN accelerator.  Plain GNU make, explicit source lists.
 #
 #   make            build bin/smbaccel, bin/smbaccelctl and the test tools
-#   make check      install dependencies, build, run unit + integration tests
+#   make check      install dependencies, build (plain and SANITIZE=1), run unit
+#                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
 #   make bench      benchmarks (ratios against a direct run)
 #   make fuzz       libFuzzer drivers for a set time each
