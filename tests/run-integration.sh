@@ -12,7 +12,9 @@
 #                             sanitizer report fails the test.  A test whose
 #                             script says "# sanitizer: no (why)" (memory
 #                             or CPU measurements, LD_PRELOAD) keeps
-#                             bin/smbaccel.  `make check` sets it.
+#                             bin/smbaccel; "# asan-options: A=1:B=2 (why)"
+#                             adds ASan options for that test.  `make
+#                             check` sets it.
 #
 # Each test's output goes to RESULTS_DIR/NAME.log and is shown (last 50
 # lines) only when it fails.  The last line is "N passed, N failed" (plus
@@ -64,10 +66,11 @@ fi
 san_env() {
 	[ "${SANITIZE_SUITE:-}" = 1 ] || return 0
 	grep -q '^# sanitizer: no' "$TOP/tests/integration/$1.sh" && return 0
-	local d=$RESULTS_DIR/$1.san
+	local d=$RESULTS_DIR/$1.san extra
+	extra=$(sed -n 's/^# asan-options: *\([^ ]*\).*/:\1/p' "$TOP/tests/integration/$1.sh" | head -n 1)
 	mkdir -p "$d"
 	echo "SMBACCEL=$SAN_BIN"
-	echo "ASAN_OPTIONS=log_path=$d/asan:abort_on_error=1:halt_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1"
+	echo "ASAN_OPTIONS=log_path=$d/asan:abort_on_error=1:halt_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1$extra"
 	echo "UBSAN_OPTIONS=log_path=$d/ubsan:halt_on_error=1:print_stacktrace=1"
 	echo "LSAN_OPTIONS=log_path=$d/lsan"
 }
