@@ -1,5 +1,5 @@
 #!/bin/bash
-# sanitizer: no (measures RSS, CPU and file-descriptor limits)
+# asan-options: quarantine_size_mb=16 (reports RSS; freed memory is not kept 256 MB deep)
 # test-timeout: 1800
 # Load, with numbers for the notes (smbaccel's peak RSS = VmHWM, CPU from
 # /proc/PID/stat):
@@ -68,7 +68,7 @@ hwm=$(kb "$PROXY_PID" VmHWM)
 cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }')
 info "  $CLIENTS clients done in $wall s: $failed failed"
 total=$((CLIENTS * MIB * 1048576))
-echo "LOAD clients=$CLIENTS mib_each=$MIB wall_s=$wall write+read_MBps=$(mbps $((total * 2)) "$wall") proxy_cpu_s=$cpu proxy_cpu_pct=$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.0f", 100 * c / w }') rss_base_kib=$base_rss vmhwm_kib=$hwm failed=$failed"
+echo "LOAD daemon=${SMBACCEL#$TOP/} clients=$CLIENTS mib_each=$MIB wall_s=$wall write+read_MBps=$(mbps $((total * 2)) "$wall") proxy_cpu_s=$cpu proxy_cpu_pct=$(awk -v c="$cpu" -v w="$wall" 'BEGIN { printf "%.0f", 100 * c / w }') rss_base_kib=$base_rss vmhwm_kib=$hwm failed=$failed"
 echo "  stats: absorbed=$(stat_get writes_absorbed) upstream_writes=$(stat_get upstream_writes) upstream_write_mean=$(stat_get upstream_write_mean) ra_hits=$(stat_get ra_hits) buffered_peak=$(stat_get buffered_peak) ledger_errors=$(stat_get ledger_errors)"
 for i in $(seq 1 "$CLIENTS"); do
 	grep -qv '^bytes=' "$T/c$i.out" && { echo "  client $i:"; sed 's/^/    /' "$T/c$i.out" | head -n 5; }
