@@ -113,6 +113,8 @@ static const struct setting settings[] = {
 	  .min = 0, .max = 24 * HOUR },
 	{ .name = "max_connections", .type = T_INT, GLOB(max_connections),
 	  .flags = F_RELOAD, .def = "1024", .min = 1, .max = 1000000 },
+	{ .name = "max_connecting", .type = T_INT, GLOB(max_connecting),
+	  .flags = F_RELOAD, .def = "32", .min = 0, .max = 1000000 },
 	{ .name = "queue_limit", .type = T_SIZE, GLOB(queue_limit),
 	  .flags = F_RELOAD, .def = "4M", .min = 256 * KIB, .max = GIB },
 	{ .name = "write_behind_memory", .type = T_SIZE,

@@ -73,6 +73,7 @@ struct pol_global {
 	uint32_t idle_timeout_ms;         /* 0: no idle timeout */
 	uint32_t server_timeout_ms;       /* 0: never give up on a server */
 	uint32_t max_connections;
+	uint32_t max_connecting;          /* per server; 0: no limit */
 	uint64_t queue_limit;             /* per side of a connection */
 	uint64_t write_behind_memory;
 	uint64_t read_ahead_memory;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -44,6 +45,9 @@ static void conn_enter(struct px_conn *c);
 static void conn_leave(struct px_conn *c);
 static bool draining_peer(const struct px_conn *c);
 static void conn_start_connect(struct px_conn *c);
+static void conn_open(struct px_conn *c);
+static void opening_done(struct px_conn *c);
+static void queue_remove(struct px_conn *c);
 
 static const char *const state_names[] = {
 	"connecting", "waiting", "relay", "opaque", "draining", "closed",
@@ -346,6 +350,7 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	    r != PX_CLOSE_NONE ? " reason=" : "",
 	    r != PX_CLOSE_NONE ? px_close_reason_name(r) : "");
 	was_draining = c->state == PX_CONN_DRAINING;
+	queue_remove(c);
 	px_conn_set_state(c, PX_CONN_CLOSED);
 	/* a client that reset its connection gets its server connection
 	 * reset too, so the server sees what it would have seen */
@@ -359,6 +364,7 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	if (c->next)
 		c->next->prev = c->prev;
 	px_stats.conns_active--;
+	opening_done(c);
 	px_relay_free(c);
 	/* code of this connection may still be on the stack (a close from
 	 * inside a kick, say): its memory goes when the outermost entry
@@ -421,7 +427,7 @@ conn_connected(struct px_conn *c)
 	(void)setsockopt(c->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	px_conn_set_state(c, PX_CONN_RELAY);
 	ev_io_set(&c->srv.wio, c->srv.fd, EV_WRITE);
-	c->last_ms = px_now_ms();
+	c->last_ms = c->opened_ms = px_now_ms();
 	px_conn_arm_timer(c);
 	conn_update(c);
 }
@@ -499,7 +505,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		px_conn_arm_timer(c);
 		return;
 	}
-	conn_start_connect(c);
+	conn_open(c);
 }
 
 /*
@@ -568,6 +574,7 @@ conn_start_connect(struct px_conn *c)
 		warned = true;
 	}
 	c->srv.fd = sfd;
+	c->opening = true;
 	ev_io_init(&c->srv.rio, side_read_cb, sfd, EV_READ);
 	c->srv.rio.data = &c->srv;
 	c->connect_deadline_ms = c->started_ms + (double)glob()->connect_timeout_ms;
@@ -600,12 +607,154 @@ wake_waiters(void)
 
 	for (c = px_rt.conns; c; c = next) {
 		next = c->next;
-		if (c->state == PX_CONN_WAITING && !draining_peer(c)) {
+		if (c->state == PX_CONN_WAITING && !c->queued &&
+		    !draining_peer(c)) {
 			log_info("conn=%llu previous connection drained, "
 			    "connecting", (unsigned long long)c->id);
-			conn_start_connect(c);
+			conn_open(c);
 		}
 	}
+}
+
+/* ---- max_connecting ------------------------------------------------------------ */
+
+/*
+ * A login storm (every client of an office connecting at once) must not
+ * overflow the server's listen backlog (Samba's is 50): the SYNs the
+ * server's kernel drops are retried only after 1, 3, 7 s, so the server
+ * idles while clients wait, and connects time out.  At most
+ * max_connecting connections per server are "opening" (upstream connect
+ * in progress, or connected and not yet answered by the server); further
+ * connections wait in arrival order (state waiting, client input left in
+ * the kernel) and start as places free up.  Bounded: a queued connection
+ * connects anyway after connect_timeout, and a connection stops counting
+ * as opening connect_timeout after its connect (a client that sends
+ * nothing never holds a place for long).
+ */
+static struct px_conn *queue_head;
+static struct px_conn **queue_tail = &queue_head;
+static ev_timer queue_timer;       /* runs the queue from the loop */
+
+static unsigned int
+opening_count(const struct sockaddr_storage *dst)
+{
+	const struct px_conn *x;
+	unsigned int n = 0;
+
+	for (x = px_rt.conns; x; x = x->next)
+		if (x->opening &&
+		    memcmp(&x->dst_addr, dst, sizeof(*dst)) == 0)
+			n++;
+	return n;
+}
+
+static void
+queue_remove(struct px_conn *c)
+{
+	if (!c->queued)
+		return;
+	if ((*c->qprev = c->qnext) != NULL)
+		c->qnext->qprev = c->qprev;
+	else
+		queue_tail = c->qprev;
+	c->queued = false;
+	c->qnext = NULL;
+	c->qprev = NULL;
+	px_stats.conns_queue_now--;
+}
+
+/* Connect now, or queue behind max_connecting opening connections. */
+static void
+conn_open(struct px_conn *c)
+{
+	unsigned int lim = glob()->max_connecting, n;
+	char b[64];
+
+	if (lim == 0 || (n = opening_count(&c->dst_addr)) < lim) {
+		conn_start_connect(c);
+		return;
+	}
+	log_info("conn=%llu queued: %u connections to %s are opening "
+	    "(max_connecting)", (unsigned long long)c->id, n,
+	    px_addr_str(&c->dst_addr, b, sizeof(b)));
+	px_conn_set_state(c, PX_CONN_WAITING);
+	c->queued = true;
+	c->qnext = NULL;
+	c->qprev = queue_tail;
+	*queue_tail = c;
+	queue_tail = &c->qnext;
+	px_stats.conns_queued++;
+	px_stats.conns_queue_now++;
+	c->connect_deadline_ms = px_now_ms() +
+	    (double)glob()->connect_timeout_ms;
+	px_conn_arm_timer(c);
+}
+
+/*
+ * Start the queued connections that now have a place, oldest first.  Run
+ * from the loop (queue_timer), never from inside a close or a read, so a
+ * connection that fails at once cannot pull a list out from under its
+ * caller.
+ */
+static void
+queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct px_conn *q, *next;
+	struct sockaddr_storage full;
+	unsigned int lim = glob()->max_connecting;
+	bool have_full = false;
+
+	(void)loop;
+	(void)w;
+	(void)revents;
+	if (px_rt.stopping)
+		return;
+	for (q = queue_head; q; q = next) {
+		next = q->qnext;
+		if (lim != 0 && have_full &&
+		    memcmp(&q->dst_addr, &full, sizeof(full)) == 0)
+			continue;
+		if (lim != 0 && opening_count(&q->dst_addr) >= lim) {
+			full = q->dst_addr;
+			have_full = true;
+			continue;
+		}
+		queue_remove(q);
+		log_info("conn=%llu connecting (waited %.0f ms for "
+		    "max_connecting)", (unsigned long long)q->id,
+		    px_now_ms() - q->started_ms);
+		conn_enter(q);
+		conn_start_connect(q);
+		conn_leave(q);
+	}
+}
+
+static void
+queue_kick(void)
+{
+	if (queue_head == NULL || px_rt.stopping)
+		return;
+	if (!ev_is_active(&queue_timer)) {
+		ev_init(&queue_timer, queue_cb);
+		ev_timer_set(&queue_timer, 0., 0.);
+		ev_timer_start(px_rt.loop, &queue_timer);
+	}
+}
+
+/* The connection was answered, or is gone: its place is free. */
+static void
+opening_done(struct px_conn *c)
+{
+	if (!c->opening)
+		return;
+	c->opening = false;
+	queue_kick();
+}
+
+void
+px_conn_reloaded(void)
+{
+	queue_kick();
 }
 
 /* ---- timers ------------------------------------------------------------------ */
@@ -635,6 +784,20 @@ watchdog_tick(double now)
 	return now + (double)glob()->server_timeout_ms / 4;
 }
 
+/*
+ * libev runs the timers that expired during a loop pass before the I/O
+ * seen in that pass: a timeout handler asks the socket itself, so that a
+ * stall of the loop (a busy machine, a paused VM) does not turn a connect
+ * that has completed, or data that has arrived, into a timeout.
+ */
+static bool
+fd_ready(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return fd != -1 && poll(&p, 1, 0) == 1;
+}
+
 /* true if the server has been silent too long (logged) */
 static bool
 watchdog_expired(struct px_conn *c, double now)
@@ -651,7 +814,8 @@ watchdog_expired(struct px_conn *c, double now)
 		return false;
 	}
 	since = c->srv_rx_ms > c->srv_wait_ms ? c->srv_rx_ms : c->srv_wait_ms;
-	if (now - since < (double)glob()->server_timeout_ms)
+	if (now - since < (double)glob()->server_timeout_ms ||
+	    fd_ready(c->srv.fd, POLLIN))
 		return false;
 	log_warnx("conn=%llu server sent nothing for %.0f s with %zu "
 	    "request(s) outstanding (server_timeout %u ms): closing",
@@ -670,8 +834,13 @@ px_conn_arm_timer(struct px_conn *c)
 	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING)
 		next = c->connect_deadline_ms;
 	else {
-		if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING)
-			next = c->last_ms + (double)glob()->idle_timeout_ms;
+		if (c->opening)
+			next = c->opened_ms + (double)glob()->connect_timeout_ms;
+		if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING) {
+			t = c->last_ms + (double)glob()->idle_timeout_ms;
+			if (next == 0 || t < next)
+				next = t;
+		}
 		t = px_relay_timer(c, now);
 		if (t > 0 && (next == 0 || t < next))
 			next = t;
@@ -699,7 +868,25 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (c->state == PX_CONN_WAITING) {
+	/* connected, and no answer yet: give up the max_connecting place */
+	if (c->opening && c->state != PX_CONN_CONNECTING &&
+	    now >= c->opened_ms + (double)glob()->connect_timeout_ms - 1)
+		opening_done(c);
+	if (c->state == PX_CONN_WAITING && c->queued) {
+		if (now >= c->connect_deadline_ms - 1) {
+			/* bounded too: a server that answers nobody must not
+			 * hold the queue; this one connects over the limit */
+			log_warnx("conn=%llu waited %u ms for one of the %u "
+			    "connections opening to %s (max_connecting); "
+			    "connecting anyway", (unsigned long long)c->id,
+			    (unsigned int)glob()->connect_timeout_ms,
+			    glob()->max_connecting,
+			    px_addr_str(&c->dst_addr, a, sizeof(a)));
+			queue_remove(c);
+			conn_start_connect(c);
+			return;
+		}
+	} else if (c->state == PX_CONN_WAITING) {
 		if (now >= c->connect_deadline_ms - 1) {
 			/* the wait is bounded: a drain that does not end
 			 * (server gone silent) must not lock this client out */
@@ -711,6 +898,11 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 			return;
 		}
 	} else if (c->state == PX_CONN_CONNECTING) {
+		if (now >= c->connect_deadline_ms - 1 &&
+		    fd_ready(c->srv.fd, POLLOUT)) {
+			connect_cb_inner(loop, &c->srv.wio, EV_WRITE);
+			return;
+		}
 		if (now >= c->connect_deadline_ms - 1) {
 			log_warnx("conn=%llu upstream connect to %s timed out "
 			    "after %u ms", (unsigned long long)c->id,
@@ -724,7 +916,8 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	} else if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING &&
 	    now >= c->last_ms + (double)glob()->idle_timeout_ms &&
-	    px_relay_quiet(c)) {
+	    px_relay_quiet(c) && !fd_ready(c->cli.fd, POLLIN) &&
+	    !fd_ready(c->srv.fd, POLLIN)) {
 		log_info("conn=%llu idle for %u ms", (unsigned long long)c->id,
 		    (unsigned int)glob()->idle_timeout_ms);
 		px_conn_close(c, PX_CLOSE_IDLE);
@@ -991,8 +1184,10 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		s->in.tail += (size_t)n;
 		s->bytes_in += (uint64_t)n;
 		c->last_ms = px_now_ms();
-		if (s == &c->srv)
+		if (s == &c->srv) {
 			c->srv_rx_ms = c->last_ms;
+			opening_done(c);
+		}
 	}
 	if (s->rd_eof)
 		log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,

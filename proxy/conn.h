@@ -70,6 +70,11 @@ struct px_conn {
 	double started_ms;
 	double last_ms;                      /* last activity either way */
 	double connect_deadline_ms;
+	double opened_ms;                    /* upstream connect completed */
+	bool opening;                        /* counts against max_connecting */
+	bool queued;                         /* waiting for max_connecting */
+	struct px_conn *qnext;               /* FIFO of queued connections */
+	struct px_conn **qprev;
 	double srv_rx_ms;                    /* last bytes from the server */
 	double srv_wait_ms;                  /* first watchdog tick that saw
 	                                      * requests outstanding upstream

@@ -59,6 +59,8 @@ static const struct {
 } scalars[] = {
 	STAT("connections_total", conns_total),
 	STAT("connections_active", conns_active),
+	STAT("connections_queued", conns_queued),
+	STAT("connect_queue", conns_queue_now),
 	STAT("bytes_c2s", bytes_c2s),
 	STAT("bytes_s2c", bytes_s2c),
 	STAT("writes_absorbed", writes_absorbed),
@@ -123,9 +125,12 @@ px_stats_dump(FILE *f, bool json)
 	int i;
 
 	if (!json) {
-		fprintf(f, "connections        %llu active, %llu total\n",
+		fprintf(f, "connections        %llu active, %llu total; %llu "
+		    "queued to open (max_connecting), %llu waiting now\n",
 		    (unsigned long long)s->conns_active,
-		    (unsigned long long)s->conns_total);
+		    (unsigned long long)s->conns_total,
+		    (unsigned long long)s->conns_queued,
+		    (unsigned long long)s->conns_queue_now);
 		fprintf(f, "bytes              %llu client->server, %llu "
 		    "server->client\n", (unsigned long long)s->bytes_c2s,
 		    (unsigned long long)s->bytes_s2c);

@@ -71,6 +71,7 @@ px_reload(void)
 	if (!px_rt.force_debug)
 		log_set_level((int)pol_global(ncfg)->log_level);
 	pol_free(old);
+	px_conn_reloaded();
 	log_info("policy reloaded; new tree connects use it");
 	return 0;
 }

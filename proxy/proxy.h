@@ -102,6 +102,8 @@ const char *px_ra_cause_name(enum px_ra_cause c);
 struct px_stats {
 	uint64_t conns_total;
 	uint64_t conns_active;
+	uint64_t conns_queued;              /* waited for max_connecting */
+	uint64_t conns_queue_now;
 	uint64_t bytes_c2s;
 	uint64_t bytes_s2c;
 	uint64_t requests[SMB2_NCMDS + 1];  /* last slot: unknown commands */
@@ -338,7 +340,8 @@ struct ev_loop;
 
 enum px_conn_state {
 	PX_CONN_CONNECTING = 0,  /* upstream connect in progress */
-	PX_CONN_WAITING,         /* waiting for a same-client drain to finish */
+	PX_CONN_WAITING,         /* waiting for a same-client drain to finish,
+	                          * or for max_connecting */
 	PX_CONN_RELAY,           /* SMB2-aware relay */
 	PX_CONN_OPAQUE,          /* byte relay for the rest of its life */
 	PX_CONN_DRAINING,        /* client gone; writing buffered data */
@@ -364,6 +367,8 @@ void px_conn_new(int cfd, const struct sockaddr_storage *peer,
 /* Close every connection (graceful: drain write-behind first). */
 void px_conn_shutdown_all(void);
 size_t px_conn_count(void);
+/* The policy changed (max_connecting may have grown). */
+void px_conn_reloaded(void);
 /* Render connection table (human or JSON) into f. */
 void px_conn_dump(FILE *f, bool json);
 

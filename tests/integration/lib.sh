@@ -491,6 +491,14 @@ wait_log() {
 	return 1
 }
 
+# listen_overflows [NETNS]: connections the kernel (of NETNS) dropped at a
+# full listen backlog so far (TcpExt ListenOverflows)
+listen_overflows() {
+	${1:+ip netns exec "$1"} awk '$1 == "TcpExt:" {
+		if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 }
+		else for (i = 2; i <= NF; i++) if (k[i] == "ListenOverflows") print $i }' /proc/net/netstat
+}
+
 # mbps BYTES SECONDS
 mbps() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.001; printf "%.1f", b / s / 1e6 }'; }
 

@@ -138,6 +138,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_EQUAL(g->connect_timeout_ms, 15000);
 	CU_ASSERT_EQUAL(g->idle_timeout_ms, 0);
 	CU_ASSERT_EQUAL(g->max_connections, 1024);
+	CU_ASSERT_EQUAL(g->max_connecting, 32);
 	CU_ASSERT_EQUAL(g->queue_limit, 4 * 1024 * 1024);
 	CU_ASSERT_EQUAL(g->write_behind_memory, 256ULL * 1024 * 1024);
 	CU_ASSERT_EQUAL(g->read_ahead_memory, 256ULL * 1024 * 1024);
@@ -522,6 +523,8 @@ test_bad_values(void)
 		{ "coalesce_size = 1MB", "not a size" },
 		{ "coalesce_size = 99999999999999999999", "not a size" },
 		{ "queue_limit = 128K", "below the minimum 256K" },
+		{ "max_connecting = -1", "'-1' is not a number" },
+		{ "max_connecting = 1000001", "above the maximum 1000000" },
 		{ "write_behind_per_open = 512K", "below the minimum 1M" },
 		{ "read_ahead_max = 128M", "above the maximum 64M" },
 		{ "write_behind = sometimes",
