@@ -219,13 +219,16 @@ px_conn_dump(FILE *f, bool json)
 		    "ID", "CLIENT", "SERVER", "STATE", "DIALECT", "OPAQUE",
 		    "C2S", "S2C", "ABSORBED", "AGE(s)");
 	for (c = px_conn_first(); c; c = c->next) {
+		/* a connection waiting for max_connecting says so */
+		const char *st = c->queued ? "queued" :
+		    px_conn_state_name(c->state);
+
 		px_addr_str(&c->peer_addr, a, sizeof(a));
 		px_addr_str(&c->dst_addr, b, sizeof(b));
 		if (!json) {
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
 			    "%12llu %9llu %8.0f\n", (unsigned long long)c->id, a,
-			    b, px_conn_state_name(c->state),
-			    px_dialect_name(c->led.dialect),
+			    b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)c->cli.bytes_in,
 			    (unsigned long long)c->srv.bytes_in,
@@ -239,7 +242,7 @@ px_conn_dump(FILE *f, bool json)
 		fprintf(f, ",\"server\":");
 		json_str(f, b);
 		fprintf(f, ",\"state\":\"%s\",\"dialect\":\"%s\",\"opaque_reason\":",
-		    px_conn_state_name(c->state), px_dialect_name(c->led.dialect));
+		    st, px_dialect_name(c->led.dialect));
 		if (c->opaque)
 			json_str(f, px_opaque_reason_name(c->opaque));
 		else

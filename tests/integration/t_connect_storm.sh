@@ -15,7 +15,8 @@
 #     than about connect_timeout (the opening one gives up its place, or
 #     the queued one connects anyway), and it is logged.
 #  4. The same server with connect_timeout = 30s: two connections wait in
-#     the queue; a reload to max_connecting = 0 starts them at once.
+#     the queue (smbaccelctl conns shows them queued); a reload to
+#     max_connecting = 0 starts them at once.
 #  5. A connect that completes while smbaccel's loop is stopped (SIGSTOP)
 #     past connect_timeout is not taken for a timeout: the server's full
 #     backlog drops the first SYN, the server then accepts, the kernel's
@@ -117,6 +118,9 @@ while [ "$(stat_get connect_queue)" != 2 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n
 assert_eq 2 "$(stat_get connect_queue)" "connections waiting before the reload"
 sleep 1
 assert_eq 2 "$(stat_get connect_queue)" "connections still waiting 1 s later"
+assert_eq 2 "$(ctl conns --json | "$PY" -c 'import json, sys
+print(sum(c["state"] == "queued" for c in json.load(sys.stdin)["conns"]))')" \
+    "connections shown as queued by smbaccelctl conns"
 sed -i 's/^max_connecting = 1$/max_connecting = 0/' "$PROXY_CONF"
 kill -HUP "$PROXY_PID"
 t0=$(now)

@@ -68,6 +68,7 @@ struct dd_opts {
 	bool		 strict_close;
 	bool		 no_verify;
 	int		 debug;
+	unsigned int	 timeout_s;	/* -T; 0: libsmbclient's default */
 	uint16_t	 port;		/* -p; 0: from URL or 445 */
 };
 
@@ -112,7 +113,9 @@ usage(void)
 	    "  -f             write: after close, stat the file and check its size\n"
 	    "  -P             progress line on stderr every 0.5 s\n"
 	    "  -q             quiet: only errors and the result line\n"
-	    "  -D level       libsmbclient debug level (to stderr)\n");
+	    "  -D level       libsmbclient debug level (to stderr)\n"
+	    "  -T seconds     libsmbclient timeout for the connection and each\n"
+	    "                 request (default libsmbclient's own, 20)\n");
 	exit(EX_USAGE);
 }
 
@@ -355,6 +358,8 @@ make_context(void)
 	if (ctx == NULL)
 		die(EX_ERR, "smbc_new_context: %s", strerror(errno));
 	smbc_setDebug(ctx, opt.debug);
+	if (opt.timeout_s != 0)
+		smbc_setTimeout(ctx, (int)(opt.timeout_s * 1000));
 	smbc_setOptionDebugToStderr(ctx, 1);	/* stdout is for results */
 	smbc_setOptionUseKerberos(ctx, 0);
 	smbc_setOptionFallbackAfterKerberos(ctx, 1);
@@ -409,7 +414,7 @@ parse_args(int argc, char **argv)
 	argv++;
 
 	/* Options may come before or after the positional arguments. */
-	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:h")) != -1) {
+	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:T:h")) != -1) {
 		switch (c) {
 		case 'U':
 			parse_userpass(optarg);
@@ -453,6 +458,12 @@ parse_args(int argc, char **argv)
 			if (parse_size(optarg, &v) == -1 || v > 10)
 				die(EX_USAGE, "bad debug level '%s'", optarg);
 			opt.debug = (int)v;
+			break;
+		case 'T':
+			if (parse_size(optarg, &v) == -1 || v == 0 || v > 3600)
+				die(EX_USAGE, "bad timeout '%s' (1 .. 3600 s)",
+				    optarg);
+			opt.timeout_s = (unsigned int)v;
 			break;
 		default:
 			usage();
