@@ -607,7 +607,7 @@ wake_waiters(void)
 
 	for (c = px_rt.conns; c; c = next) {
 		next = c->next;
-		if (c->state == PX_CONN_WAITING && !c->queued &&
+		if (c->state == PX_CONN_WAITING && !px_conn_queued(c) &&
 		    !draining_peer(c)) {
 			log_info("conn=%llu previous connection drained, "
 			    "connecting", (unsigned long long)c->id);
@@ -651,13 +651,12 @@ opening_count(const struct sockaddr_storage *dst)
 static void
 queue_remove(struct px_conn *c)
 {
-	if (!c->queued)
+	if (!px_conn_queued(c))
 		return;
 	if ((*c->qprev = c->qnext) != NULL)
 		c->qnext->qprev = c->qprev;
 	else
 		queue_tail = c->qprev;
-	c->queued = false;
 	c->qnext = NULL;
 	c->qprev = NULL;
 	px_stats.conns_queue_now--;
@@ -678,7 +677,6 @@ conn_open(struct px_conn *c)
 	    "(max_connecting)", (unsigned long long)c->id, n,
 	    px_addr_str(&c->dst_addr, b, sizeof(b)));
 	px_conn_set_state(c, PX_CONN_WAITING);
-	c->queued = true;
 	c->qnext = NULL;
 	c->qprev = queue_tail;
 	*queue_tail = c;
@@ -785,10 +783,12 @@ watchdog_tick(double now)
 }
 
 /*
- * libev runs the timers that expired during a loop pass before the I/O
- * seen in that pass: a timeout handler asks the socket itself, so that a
- * stall of the loop (a busy machine, a paused VM) does not turn a connect
- * that has completed, or data that has arrived, into a timeout.
+ * A timeout handler asks the socket itself before it acts.  After a stall
+ * of the loop (a busy machine, a paused VM) the expired timer runs before
+ * the I/O that arrived meanwhile has been seen (libev may even resume
+ * with a pass that polled nothing), and a socket whose reading is paused
+ * holds bytes that are not silence: a connect that has completed, or data
+ * that is waiting, is not a timeout.
  */
 static bool
 fd_ready(int fd, short events)
@@ -859,12 +859,48 @@ px_conn_arm_timer(struct px_conn *c)
 	}
 }
 
+/*
+ * connect_timeout has passed for a connection that is waiting or
+ * connecting (a connect found completed is completed).  Both waits are
+ * bounded: a drain that does not end (server
+ * gone silent) must not lock its client out, and a server that answers
+ * nobody must not hold the max_connecting queue; those connect anyway.
+ */
+static void
+connect_deadline(struct px_conn *c)
+{
+	unsigned int ms = glob()->connect_timeout_ms;
+	char a[64];
+
+	px_addr_str(&c->dst_addr, a, sizeof(a));
+	if (c->state == PX_CONN_CONNECTING && fd_ready(c->srv.fd, POLLOUT)) {
+		connect_cb_inner(px_rt.loop, &c->srv.wio, EV_WRITE);
+		return;
+	}
+	if (c->state == PX_CONN_CONNECTING) {
+		log_warnx("conn=%llu upstream connect to %s timed out after "
+		    "%u ms", (unsigned long long)c->id, a, ms);
+		px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
+		return;
+	}
+	if (px_conn_queued(c)) {
+		log_warnx("conn=%llu waited %u ms for one of the %u "
+		    "connections opening to %s (max_connecting); connecting "
+		    "anyway", (unsigned long long)c->id, ms,
+		    glob()->max_connecting, a);
+		queue_remove(c);
+	} else
+		log_warnx("conn=%llu previous connection of this client "
+		    "still draining after %u ms; connecting anyway",
+		    (unsigned long long)c->id, ms);
+	conn_start_connect(c);
+}
+
 static void
 conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct px_conn *c = w->data;
 	double now = px_now_ms();
-	char a[64];
 
 	(void)loop;
 	(void)revents;
@@ -872,43 +908,9 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 	if (c->opening && c->state != PX_CONN_CONNECTING &&
 	    now >= c->opened_ms + (double)glob()->connect_timeout_ms - 1)
 		opening_done(c);
-	if (c->state == PX_CONN_WAITING && c->queued) {
+	if (c->state == PX_CONN_WAITING || c->state == PX_CONN_CONNECTING) {
 		if (now >= c->connect_deadline_ms - 1) {
-			/* bounded too: a server that answers nobody must not
-			 * hold the queue; this one connects over the limit */
-			log_warnx("conn=%llu waited %u ms for one of the %u "
-			    "connections opening to %s (max_connecting); "
-			    "connecting anyway", (unsigned long long)c->id,
-			    (unsigned int)glob()->connect_timeout_ms,
-			    glob()->max_connecting,
-			    px_addr_str(&c->dst_addr, a, sizeof(a)));
-			queue_remove(c);
-			conn_start_connect(c);
-			return;
-		}
-	} else if (c->state == PX_CONN_WAITING) {
-		if (now >= c->connect_deadline_ms - 1) {
-			/* the wait is bounded: a drain that does not end
-			 * (server gone silent) must not lock this client out */
-			log_warnx("conn=%llu previous connection of this client "
-			    "still draining after %u ms; connecting anyway",
-			    (unsigned long long)c->id,
-			    (unsigned int)glob()->connect_timeout_ms);
-			conn_start_connect(c);
-			return;
-		}
-	} else if (c->state == PX_CONN_CONNECTING) {
-		if (now >= c->connect_deadline_ms - 1 &&
-		    fd_ready(c->srv.fd, POLLOUT)) {
-			connect_cb_inner(loop, &c->srv.wio, EV_WRITE);
-			return;
-		}
-		if (now >= c->connect_deadline_ms - 1) {
-			log_warnx("conn=%llu upstream connect to %s timed out "
-			    "after %u ms", (unsigned long long)c->id,
-			    px_addr_str(&c->dst_addr, a, sizeof(a)),
-			    (unsigned int)glob()->connect_timeout_ms);
-			px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
+			connect_deadline(c);
 			return;
 		}
 	} else if (watchdog_expired(c, now)) {

@@ -72,9 +72,9 @@ struct px_conn {
 	double connect_deadline_ms;
 	double opened_ms;                    /* upstream connect completed */
 	bool opening;                        /* counts against max_connecting */
-	bool queued;                         /* waiting for max_connecting */
-	struct px_conn *qnext;               /* FIFO of queued connections */
-	struct px_conn **qprev;
+	struct px_conn *qnext;               /* FIFO of connections waiting */
+	struct px_conn **qprev;              /* for max_connecting (NULL: not
+	                                      * in it) */
 	double srv_rx_ms;                    /* last bytes from the server */
 	double srv_wait_ms;                  /* first watchdog tick that saw
 	                                      * requests outstanding upstream
@@ -104,6 +104,13 @@ struct px_conn {
 	struct px_prot cur_prot;             /* how answers to it travel */
 	bool smb2_seen;
 };
+
+/* waiting in the max_connecting queue */
+static inline bool
+px_conn_queued(const struct px_conn *c)
+{
+	return c->qprev != NULL;
+}
 
 /* conn.c services for relay.c */
 int px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)

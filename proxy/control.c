@@ -220,7 +220,7 @@ px_conn_dump(FILE *f, bool json)
 		    "C2S", "S2C", "ABSORBED", "AGE(s)");
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
-		const char *st = c->queued ? "queued" :
+		const char *st = px_conn_queued(c) ? "queued" :
 		    px_conn_state_name(c->state);
 
 		px_addr_str(&c->peer_addr, a, sizeof(a));
