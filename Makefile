@@ -41,20 +41,25 @@ CPPFLAGS += -std=gnu11 -D_GNU_SOURCE -I. $(WARN)
 OBJDIR  := $(BUILD)/obj
 
 # --- modules ------------------------------------------------------------
-WIRE_SRC   := proxy/frame.c proxy/smb2_wire.c
+# proxy/smb2/ and proxy/auth/ are pure (no libev, no connection or daemon
+# headers), like coalesce/ and policy/ (tests/check-layout.sh enforces it).
+WIRE_SRC   := proxy/smb2/frame.c proxy/smb2/reader.c proxy/smb2/decode.c \
+              proxy/smb2/encode.c
+AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
+              proxy/auth/secrets.c proxy/auth/smbcrypto.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
-              proxy/keyed.c proxy/ntlm.c proxy/smbcrypto.c proxy/secrets.c \
-              proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c
-SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
+              proxy/keyed.c proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c
+SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
+              $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c
 
 UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
               tests/unit/test_policy.c tests/unit/test_ledger.c \
               tests/unit/test_coalesce.c tests/unit/test_crypto.c
-UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/ntlm.c proxy/smbcrypto.c \
-              proxy/secrets.c $(WIRE_SRC) $(POLICY_SRC) $(COALESCE_SRC)
+UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
+              $(COALESCE_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
@@ -141,16 +146,17 @@ FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined \
                 $(CFLAGS_NL) -Wno-unused-command-line-argument
 FUZZERS      := frame smb2 policy relay \
                 $(if $(wildcard tests/fuzz/fuzz_ntlm.c),ntlm)
-FUZZ_SRC_frame  := $(filter proxy/frame.c,$(WIRE_SRC))
-FUZZ_SRC_smb2   := proxy/smb2_wire.c
+FUZZ_SRC_frame  := proxy/smb2/frame.c
+FUZZ_SRC_smb2   := $(WIRE_SRC)
 FUZZ_SRC_policy := $(POLICY_SRC)
 FUZZ_LIBS_policy := -linih
 # the whole daemon but main(): conn.c and relay.c through real sockets
 FUZZ_SRC_relay  := $(filter-out proxy/main.c,$(SMBACCEL_SRC))
 FUZZ_LIBS_relay := $(LIBS_DAEMON)
-FUZZ_SRC_ntlm   := proxy/ntlm.c proxy/smbcrypto.c proxy/smb2_wire.c
+FUZZ_SRC_ntlm   := $(AUTH_SRC) $(WIRE_SRC)
 FUZZ_LIBS_ntlm  := -lssl -lcrypto
-FUZZ_HDRS    := $(wildcard proxy/*.h policy/*.h coalesce/*.h)
+FUZZ_HDRS    := $(wildcard proxy/*.h proxy/smb2/*.h proxy/auth/*.h policy/*.h \
+                coalesce/*.h)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZERS))
 
 .PHONY: fuzz-build sanitize-check

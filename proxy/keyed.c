@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "proxy/conn.h"
-#include "proxy/keys.h"
+#include "proxy/auth/auth.h"
 
 static struct px_secrets *secrets;
 static bool crypto_ready;

@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#include "proxy/smb2.h"
-#include "proxy/keys.h"
+#include "proxy/smb2/smb2.h"
+#include "proxy/auth/auth.h"
 #include "coalesce/coalesce.h"
 #include "policy/policy.h"
 

@@ -5,13 +5,13 @@
  * with several max_len bounds and checks the promises of px_frame_parse().
  *
  *   clang -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_frame.c \
- *       proxy/frame.c -o fuzz_frame
+ *       proxy/smb2/frame.c -o fuzz_frame
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/smb2.h"
+#include "proxy/smb2/smb2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

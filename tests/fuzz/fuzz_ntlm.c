@@ -6,22 +6,22 @@
  * The input is one security buffer, as tests/fuzz/seeds/ntlm holds them.
  * It is copied into a heap buffer of exactly its length so that ASan sees
  * any read past the end, then handed to both parsers.  The results are
- * checked for the promises of keys.h (return codes, NUL-terminated names,
+ * checked for the promises of proxy/auth/auth.h (return codes, NUL-terminated names,
  * blob inside its array, fields zero unless OK); an AUTHENTICATE that
  * parses also goes through px_ntlm_session_key against a fixed CHALLENGE.
  * The same bytes are then offered to px_smb2_decrypt under each cipher.
  *
  *   clang -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
- *       -I. tests/fuzz/fuzz_ntlm.c proxy/ntlm.c proxy/smbcrypto.c \
- *       proxy/smb2_wire.c -lssl -lcrypto -o fuzz_ntlm
+ *       -I. tests/fuzz/fuzz_ntlm.c proxy/auth/*.c proxy/smb2/*.c \
+ *       -lssl -lcrypto -o fuzz_ntlm   (or: make fuzz-build)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/keys.h"
-#include "proxy/smb2.h"
+#include "proxy/auth/auth.h"
+#include "proxy/smb2/smb2.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -12,13 +12,13 @@
  * drives one encoder -> decoder round trip.
  *
  *   clang -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_smb2.c \
- *       proxy/smb2_wire.c -o fuzz_smb2
+ *       proxy/smb2/*.c -o fuzz_smb2   (or: make fuzz-build)
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/smb2.h"
+#include "proxy/smb2/smb2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

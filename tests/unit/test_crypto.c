@@ -42,8 +42,8 @@
 
 #include <CUnit/CUnit.h>
 
-#include "proxy/keys.h"
-#include "proxy/smb2.h"
+#include "proxy/auth/auth.h"
+#include "proxy/smb2/smb2.h"
 #include "tests/unit/unit.h"
 
 /* Assertion that names the failing table row. */

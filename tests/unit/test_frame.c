@@ -9,7 +9,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "proxy/smb2.h"
+#include "proxy/smb2/smb2.h"
 #include "tests/unit/unit.h"
 
 /* Assertion that names the failing table row. */

@@ -25,8 +25,8 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 
-#include "proxy/keys.h"
-#include "proxy/smb2.h"
+#include "proxy/auth/auth.h"
+#include "proxy/smb2/smb2.h"
 
 #define SIG_OFF  48          /* MS-SMB2 2.2.1: Signature */
 #define MSGID_OFF 24

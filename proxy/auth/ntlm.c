@@ -1,13 +1,12 @@
 /*
- * ntlm.c - SPNEGO (RFC 4178, MS-SPNG) and NTLMSSP (MS-NLMP) parsing of the
- * relayed SESSION_SETUP security buffers, and the NTLMv2 session key
- * (MS-NLMP 3.3.2) that smbaccel derives from them with the user's NT hash.
+ * ntlm.c - NTLMSSP (MS-NLMP 2.2.1) parsing of the relayed SESSION_SETUP
+ * security buffers (unwrapped from SPNEGO by spnego.c), and the NTLMv2
+ * session key (MS-NLMP 3.3.2) that smbaccel derives from them with the
+ * user's NT hash.
  *
- * The parsers read untrusted bytes.  The DER reader below accepts only
- * single-byte tags and definite lengths of at most 4 length bytes, and
- * checks every length against its enclosing element; every NTLMSSP
- * (length, offset) pair is checked against the NTLMSSP message.  Nothing
- * is ever read outside [buf, buf + len).
+ * The parsers read untrusted bytes: every NTLMSSP (length, offset) pair is
+ * checked against the NTLMSSP message, and nothing is ever read outside
+ * [buf, buf + len).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,20 +18,9 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
-#include "proxy/keys.h"
-#include "proxy/smb2.h"
-
-const char *
-px_gss_mech_name(enum px_gss_mech m)
-{
-	switch (m) {
-	case PX_MECH_NONE: return "none";
-	case PX_MECH_NTLMSSP: return "ntlmssp";
-	case PX_MECH_KERBEROS: return "kerberos";
-	case PX_MECH_OTHER: return "other";
-	}
-	return "?";
-}
+#include "proxy/auth/auth.h"
+#include "proxy/auth/der.h"
+#include "proxy/smb2/smb2.h"
 
 const char *
 px_key_result_name(enum px_key_result r)
@@ -157,300 +145,6 @@ px_nt_hash(const char *password, size_t len, uint8_t out[16])
 	return ok ? 0 : -1;
 }
 
-/* ---- DER reader --------------------------------------------------------- */
-
-/* A window [p, p + len) with a cursor; sub-elements get their own window. */
-struct der {
-	const uint8_t *p;
-	size_t len;
-	size_t off;
-};
-
-static void
-der_init(struct der *d, const uint8_t *p, size_t len)
-{
-	d->p = p;
-	d->len = len;
-	d->off = 0;
-}
-
-static bool
-der_more(const struct der *d)
-{
-	return d->off < d->len;
-}
-
-/*
- * Read the next TLV: *tag, and val = a window on its contents.  Single-byte
- * tags only (low 5 bits != 31), definite lengths, long form of 1..4 bytes.
- * The value must lie inside d.  0 or -1.
- */
-static int
-der_get(struct der *d, uint8_t *tag, struct der *val)
-{
-	size_t left, l, nb, i;
-
-	if (d->off >= d->len)
-		return -1;
-	left = d->len - d->off;
-	if (left < 2)
-		return -1;
-	*tag = d->p[d->off];
-	if ((*tag & 0x1F) == 0x1F)
-		return -1;
-	l = d->p[d->off + 1];
-	d->off += 2;
-	left -= 2;
-	if (l & 0x80) {
-		nb = l & 0x7F;
-		if (nb == 0 || nb > 4 || nb > left)   /* 0: indefinite */
-			return -1;
-		for (l = 0, i = 0; i < nb; i++)
-			l = (l << 8) | d->p[d->off + i];
-		d->off += nb;
-		left -= nb;
-	}
-	if (l > left)
-		return -1;
-	der_init(val, d->p + d->off, l);
-	d->off += l;
-	return 0;
-}
-
-/* An explicit tag's contents must be exactly one element of type want. */
-static int
-der_explicit(struct der *outer, uint8_t want, struct der *val)
-{
-	uint8_t tag;
-
-	if (der_get(outer, &tag, val) == -1 || tag != want || der_more(outer))
-		return -1;
-	return 0;
-}
-
-/* ---- mechanisms ------------------------------------------------------------ */
-
-#define DER_SEQUENCE 0x30
-#define DER_OID      0x06
-#define DER_OCTETS   0x04
-#define DER_ENUM     0x0A
-#define DER_APP0     0x60   /* GSS InitialContextToken (RFC 2743 3.1) */
-#define DER_CTX(n)   (0xA0 + (n))
-
-static const uint8_t OID_SPNEGO[] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x02 };
-static const uint8_t OID_NTLMSSP[] = { 0x2b, 0x06, 0x01, 0x04, 0x01, 0x82,
-    0x37, 0x02, 0x02, 0x0a };
-static const uint8_t OID_KRB5[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
-    0x01, 0x02, 0x02 };
-static const uint8_t OID_MS_KRB5[] = { 0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12,
-    0x01, 0x02, 0x02 };
-static const uint8_t OID_KRB5_U2U[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
-    0x01, 0x02, 0x02, 0x03 };
-static const uint8_t OID_IAKERB[] = { 0x2b, 0x06, 0x01, 0x05, 0x02, 0x05 };
-
-static const uint8_t NTLMSSP_SIG[8] = { 'N', 'T', 'L', 'M', 'S', 'S', 'P', 0 };
-
-#define OID_IS(d, oid) \
-	((d)->len == sizeof(oid) && memcmp((d)->p, (oid), sizeof(oid)) == 0)
-
-static enum px_gss_mech
-mech_of_oid(const struct der *oid)
-{
-	if (OID_IS(oid, OID_NTLMSSP))
-		return PX_MECH_NTLMSSP;
-	if (OID_IS(oid, OID_KRB5) || OID_IS(oid, OID_MS_KRB5) ||
-	    OID_IS(oid, OID_KRB5_U2U) || OID_IS(oid, OID_IAKERB))
-		return PX_MECH_KERBEROS;
-	return PX_MECH_OTHER;
-}
-
-/*
- * The mechanism of an inner token: NTLMSSP by its signature, Kerberos by
- * its GSS framing (0x60 + krb5 OID) or a bare AP-REQ ([APPLICATION 14]),
- * else what the SPNEGO OID said (hint), or OTHER.
- */
-static enum px_gss_mech
-mech_of_token(const uint8_t *t, size_t n, enum px_gss_mech hint)
-{
-	struct der d, app, oid;
-	uint8_t tag;
-
-	if (n >= sizeof(NTLMSSP_SIG) && memcmp(t, NTLMSSP_SIG, 8) == 0)
-		return PX_MECH_NTLMSSP;
-	der_init(&d, t, n);
-	if (n > 0 && t[0] == DER_APP0 && der_get(&d, &tag, &app) == 0 &&
-	    der_get(&app, &tag, &oid) == 0 && tag == DER_OID &&
-	    mech_of_oid(&oid) == PX_MECH_KERBEROS)
-		return PX_MECH_KERBEROS;
-	if (n > 0 && t[0] == 0x6E)
-		return PX_MECH_KERBEROS;
-	return hint == PX_MECH_KERBEROS ? PX_MECH_KERBEROS : PX_MECH_OTHER;
-}
-
-/* What the SPNEGO layer yields: the mechanism and its token, if any. */
-struct gss_tok {
-	enum px_gss_mech mech;
-	const uint8_t *tok;
-	size_t toklen;
-};
-
-/*
- * NegTokenInit ::= SEQUENCE { mechTypes [0] SEQUENCE OF OID,
- *   reqFlags [1], mechToken [2] OCTET STRING, mechListMIC [3] }
- * (and MS-SPNG's NegTokenInit2 with negHints [3], mechListMIC [4]).
- * The optimistic mechToken belongs to the first mechType.
- */
-static int
-spnego_init(struct der *ctx0, struct gss_tok *g)
-{
-	struct der seq, el, inner, oid;
-	enum px_gss_mech first = PX_MECH_NONE;
-	bool have_types = false;
-	uint8_t tag;
-
-	if (der_explicit(ctx0, DER_SEQUENCE, &seq) == -1)
-		return -1;
-	while (der_more(&seq)) {
-		if (der_get(&seq, &tag, &el) == -1)
-			return -1;
-		switch (tag) {
-		case DER_CTX(0):
-			if (have_types ||
-			    der_explicit(&el, DER_SEQUENCE, &inner) == -1)
-				return -1;
-			have_types = true;
-			while (der_more(&inner)) {
-				if (der_get(&inner, &tag, &oid) == -1 ||
-				    tag != DER_OID)
-					return -1;
-				if (first == PX_MECH_NONE)
-					first = mech_of_oid(&oid);
-			}
-			break;
-		case DER_CTX(2):
-			if (g->tok != NULL ||
-			    der_explicit(&el, DER_OCTETS, &inner) == -1)
-				return -1;
-			g->tok = inner.p;
-			g->toklen = inner.len;
-			break;
-		case DER_CTX(1):
-		case DER_CTX(3):
-		case DER_CTX(4):
-			break;
-		default:
-			return -1;
-		}
-	}
-	if (!have_types)
-		return -1;
-	g->mech = g->tok == NULL ? PX_MECH_NONE :
-	    mech_of_token(g->tok, g->toklen, first);
-	return 0;
-}
-
-/*
- * NegTokenResp ::= SEQUENCE { negState [0] ENUMERATED,
- *   supportedMech [1] OID, responseToken [2] OCTET STRING,
- *   mechListMIC [3] OCTET STRING }, all optional.
- */
-static int
-spnego_resp(struct der *ctx1, struct gss_tok *g)
-{
-	struct der seq, el, inner;
-	enum px_gss_mech hint = PX_MECH_NONE;
-	uint8_t tag;
-	unsigned seen = 0;
-
-	if (der_explicit(ctx1, DER_SEQUENCE, &seq) == -1)
-		return -1;
-	while (der_more(&seq)) {
-		if (der_get(&seq, &tag, &el) == -1 || tag < DER_CTX(0) ||
-		    tag > DER_CTX(3) || (seen & (1u << (tag - DER_CTX(0)))))
-			return -1;
-		seen |= 1u << (tag - DER_CTX(0));
-		switch (tag) {
-		case DER_CTX(0):
-			if (der_explicit(&el, DER_ENUM, &inner) == -1 ||
-			    inner.len != 1)
-				return -1;
-			break;
-		case DER_CTX(1):
-			if (der_explicit(&el, DER_OID, &inner) == -1)
-				return -1;
-			hint = mech_of_oid(&inner);
-			break;
-		case DER_CTX(2):
-			if (der_explicit(&el, DER_OCTETS, &inner) == -1)
-				return -1;
-			g->tok = inner.p;
-			g->toklen = inner.len;
-			break;
-		default:
-			if (der_explicit(&el, DER_OCTETS, &inner) == -1)
-				return -1;
-			break;
-		}
-	}
-	g->mech = g->tok == NULL ? PX_MECH_NONE :
-	    mech_of_token(g->tok, g->toklen, hint);
-	return 0;
-}
-
-/*
- * Security buffer -> mechanism and token.  Accepts raw NTLMSSP, a GSS
- * InitialContextToken (SPNEGO NegTokenInit, or a bare Kerberos/NTLMSSP
- * mechanism), a bare NegTokenInit [0] or NegTokenResp [1].  Bytes after
- * the outer element are ignored.  0 or -1 (malformed).
- */
-static int
-gss_unwrap(const uint8_t *buf, size_t len, struct gss_tok *g)
-{
-	struct der d, outer, oid, neg;
-	uint8_t tag;
-
-	memset(g, 0, sizeof(*g));
-	if (buf == NULL || len == 0)
-		return -1;
-	if (len >= sizeof(NTLMSSP_SIG) && memcmp(buf, NTLMSSP_SIG, 8) == 0) {
-		g->mech = PX_MECH_NTLMSSP;
-		g->tok = buf;
-		g->toklen = len;
-		return 0;
-	}
-	der_init(&d, buf, len);
-	if (der_get(&d, &tag, &outer) == -1)
-		return -1;
-	switch (tag) {
-	case DER_APP0:
-		if (der_get(&outer, &tag, &oid) == -1 || tag != DER_OID)
-			return -1;
-		if (OID_IS(&oid, OID_SPNEGO)) {
-			if (der_get(&outer, &tag, &neg) == -1 ||
-			    tag != DER_CTX(0) || der_more(&outer))
-				return -1;
-			return spnego_init(&neg, g);
-		}
-		/* A mechanism's own token: the rest of the element. */
-		g->mech = mech_of_oid(&oid);
-		if (der_more(&outer)) {
-			g->tok = outer.p + outer.off;
-			g->toklen = outer.len - outer.off;
-		}
-		if (g->mech == PX_MECH_NTLMSSP &&
-		    mech_of_token(g->tok, g->toklen, PX_MECH_NONE) !=
-		    PX_MECH_NTLMSSP)
-			g->mech = PX_MECH_OTHER;
-		return 0;
-	case DER_CTX(0):
-		return spnego_init(&outer, g);
-	case DER_CTX(1):
-		return spnego_resp(&outer, g);
-	default:
-		return -1;
-	}
-}
-
 /* ---- NTLMSSP (MS-NLMP 2.2.1) ---------------------------------------------- */
 
 #define NTLM_NEGOTIATE    1
@@ -507,12 +201,12 @@ int
 px_ntlm_parse_challenge(const uint8_t *buf, size_t len,
     struct px_ntlm_challenge *out)
 {
-	struct gss_tok g;
+	struct px_gss_tok g;
 	const uint8_t *m, *p;
 	size_t mlen, n;
 
 	memset(out, 0, sizeof(*out));
-	if (gss_unwrap(buf, len, &g) == -1)
+	if (px_gss_unwrap(buf, len, &g) == -1)
 		return PX_NTLM_BAD;
 	out->mech = g.mech;
 	if (g.mech != PX_MECH_NTLMSSP)
@@ -545,13 +239,13 @@ int
 px_ntlm_parse_authenticate(const uint8_t *buf, size_t len,
     struct px_ntlm_auth *out)
 {
-	struct gss_tok g;
+	struct px_gss_tok g;
 	const uint8_t *m, *p;
 	size_t mlen, n;
 	bool unicode;
 
 	memset(out, 0, sizeof(*out));
-	if (gss_unwrap(buf, len, &g) == -1)
+	if (px_gss_unwrap(buf, len, &g) == -1)
 		return PX_NTLM_BAD;
 	out->mech = g.mech;
 	if (g.mech != PX_MECH_NTLMSSP)

@@ -22,7 +22,7 @@
 
 #include <openssl/crypto.h>
 
-#include "proxy/keys.h"
+#include "proxy/auth/auth.h"
 
 struct px_secret {
 	char domain[PX_SECRETS_NAME_MAX + 1];   /* "" = any domain */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/smb2.h"
+#include "proxy/smb2/smb2.h"
 
 /*
  * PX_FRAME_OK means the whole frame (4-byte header + payload) is in buf.

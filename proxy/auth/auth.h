@@ -1,5 +1,5 @@
 /*
- * keys.h - keyed sessions: the secrets file, NTLMv2 session keys from the
+ * auth.h - keyed sessions: the secrets file, NTLMv2 session keys from the
  * relayed SPNEGO/NTLMSSP exchange, SMB 2/3 key derivation, signing,
  * TRANSFORM_HEADER encryption and the nonces smbaccel itself uses
  * (DESIGN.md section 7).
@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/smb2.h"
+#include "proxy/smb2/smb2.h"
 
 /*
  * Load the "legacy" and "default" OpenSSL providers into the default
