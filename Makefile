@@ -49,8 +49,13 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/secrets.c proxy/auth/smbcrypto.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
-PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
-              proxy/keyed.c proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c
+# The engine, top layer first (docs/design.md, "Layers"): each file calls
+# only the ones after it; the relay layer is relay.c .. keyed.c (glue.h).
+PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
+              proxy/conn.c proxy/side.c \
+              proxy/relay.c proxy/coherence.c proxy/readahead.c \
+              proxy/writebehind.c proxy/emit.c proxy/keyed.c \
+              proxy/ledger.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c

@@ -22,17 +22,11 @@
 
 #include "proxy/conn.h"
 
+
 struct px_runtime px_rt;
+static struct px_conn_hooks hooks;
 
 
-/* Reads start small and double while they fill what they were given, so
- * an idle or chatty connection holds kilobytes and a stream gets 256 KiB
- * reads; an emptied input buffer larger than READ_IDLE_KEEP is given back
- * once the reads are small again. */
-#define READ_CHUNK  (256 * 1024)
-#define READ_FIRST  (16 * 1024)
-#define READ_IDLE_KEEP (64 * 1024)
-#define FRAME_MAX   (PX_NBSS_MAX)
 
 static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void side_write_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -48,6 +42,10 @@ static void conn_start_connect(struct px_conn *c);
 static void conn_open(struct px_conn *c);
 static void opening_done(struct px_conn *c);
 static void queue_remove(struct px_conn *c);
+static void conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
+    const char *detail);
+static void conn_arm_timer(struct px_conn *c);
+static void conn_kick(struct px_conn *c);
 
 static const char *const state_names[] = {
 	"connecting", "waiting", "relay", "opaque", "draining", "closed",
@@ -129,8 +127,8 @@ glob(void)
 	return pol_global(px_rt.cfg);
 }
 
-void
-px_conn_set_state(struct px_conn *c, enum px_conn_state st)
+static void
+conn_set_state(struct px_conn *c, enum px_conn_state st)
 {
 	if (c->state == st)
 		return;
@@ -139,200 +137,85 @@ px_conn_set_state(struct px_conn *c, enum px_conn_state st)
 	c->state = st;
 }
 
-/* ---- watchers ------------------------------------------------------------ */
-
-static bool
-side_may_read(const struct px_side *s)
-{
-	const struct px_conn *c = s->conn;
-
-	if (s->fd == -1 || s->rd_eof)
-		return false;
-	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING ||
-	    c->state == PX_CONN_CLOSED)
-		return false;
-	if (px_buf_len(&s->peer->out) >= glob()->queue_limit)
-		return false;
-	/* shutting down: no new client requests, only the drain */
-	if (s == &c->cli && px_rt.stopping)
-		return false;
-	/* a stalled client frame blocks further client input */
-	if (s == &c->cli && c->stall != PX_STALL_NONE)
-		return false;
-	/* never hold more than one maximal frame plus a read chunk */
-	if (px_buf_len(&s->in) >= FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
-		return false;
-	return true;
-}
-
-static void
-side_update(struct px_side *s)
-{
-	struct ev_loop *loop = px_rt.loop;
-
-	if (s->fd == -1)
-		return;
-	if (side_may_read(s)) {
-		if (!ev_is_active(&s->rio))
-			ev_io_start(loop, &s->rio);
-	} else if (ev_is_active(&s->rio))
-		ev_io_stop(loop, &s->rio);
-	if (px_buf_len(&s->out) > 0 && !s->wr_shut) {
-		if (!ev_is_active(&s->wio))
-			ev_io_start(loop, &s->wio);
-	} else if (ev_is_active(&s->wio))
-		ev_io_stop(loop, &s->wio);
-}
-
 static void
 conn_update(struct px_conn *c)
 {
-	side_update(&c->cli);
-	side_update(&c->srv);
+	struct px_link *l = px_link_of(c);
+
+	px_side_update(&l->cli);
+	px_side_update(&l->srv);
 }
 
-/* ---- sending ---------------------------------------------------------------- */
+/* ---- the services the relay calls (struct px_conn_ops, relay.h) ------------ */
 
-/*
- * Where a message for side s goes: its output queue, or, while the other
- * side is cutting a large frame through to s, a hold queue appended once
- * that frame is complete (messages must never interleave with it).
- */
-struct px_buf *
-px_conn_outbuf(struct px_side *s)
+static struct px_side *
+side_of(struct px_conn *c, enum px_end end)
 {
-	return s->peer->stream_left > 0 ? &s->hold : &s->out;
+	struct px_link *l = px_link_of(c);
+
+	return end == PX_CLIENT ? &l->cli : &l->srv;
 }
 
-/*
- * Write what is queued for s now, without waiting for the event loop: a
- * synthesized response then costs one write(2) instead of two epoll_ctl
- * calls and a loop turn.  Errors are left for the write watcher to find.
- */
+static int
+op_send_frame(struct px_conn *c, enum px_end to, const uint8_t *frame,
+    size_t len)
+{
+	return px_side_send_frame(side_of(c, to), frame, len);
+}
+
+static int
+op_send(struct px_conn *c, enum px_end to, const uint8_t *msg, size_t len)
+{
+	return px_side_send(side_of(c, to), msg, len);
+}
+
+static struct px_buf *
+op_outbuf(struct px_conn *c, enum px_end to)
+{
+	return px_side_outbuf(side_of(c, to));
+}
+
 static void
-side_try_write(struct px_side *s)
+op_out_commit(struct px_conn *c, enum px_end to, size_t n)
 {
-	ssize_t n;
-
-	while (px_buf_len(&s->out) > 0) {
-		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
-		if (n <= 0)
-			break;
-		px_buf_consume(&s->out, (size_t)n);
-	}
+	px_side_out_commit(side_of(c, to), n);
 }
 
-/* Account n bytes just placed in px_conn_outbuf(s) and start writing. */
+static bool
+op_connected(const struct px_conn *c, enum px_end end)
+{
+	const struct px_link *l = px_link_of_const(c);
+
+	if (end == PX_SERVER)
+		return l->srv.fd != -1;
+	return l->cli.fd != -1 && !l->cli.rd_eof;
+}
+
+static const struct px_conn_ops conn_ops = {
+	.send_frame = op_send_frame,
+	.send = op_send,
+	.outbuf = op_outbuf,
+	.out_commit = op_out_commit,
+	.connected = op_connected,
+	.go_opaque = conn_go_opaque,
+	.kick = conn_kick,
+	.arm_timer = conn_arm_timer,
+};
+
 void
-px_conn_out_commit(struct px_side *s, size_t n)
+px_conn_init(const struct px_conn_hooks *h)
 {
-	if (s == &s->conn->cli)
-		px_stats.bytes_s2c += n;
-	else
-		px_stats.bytes_c2s += n;
-	if (s->fd == -1 || ev_is_active(&s->wio) ||
-	    s->conn->state == PX_CONN_CONNECTING)
-		return;
-	side_try_write(s);
-	if (px_buf_len(&s->out))
-		ev_io_start(px_rt.loop, &s->wio);
-}
-
-static int
-append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
-{
-	if (px_buf_append(b, p, len) == -1)
-		return -1;
-	px_conn_out_commit(s, len);
-	return 0;
-}
-
-/* Bytes of a frame being cut through (peer -> s): straight to s->out. */
-static int
-stream_to(struct px_side *s, const uint8_t *p, size_t len)
-{
-	if (s->fd == -1 || s->wr_shut)
-		return 0;
-	return append_to(s, &s->out, p, len);
-}
-
-/* The cut-through frame to s is complete: release what was held. */
-static int
-release_hold(struct px_side *s)
-{
-	int rc = 0;
-
-	if (px_buf_len(&s->hold) == 0)
-		return 0;
-	if (s->fd != -1 && !s->wr_shut)
-		rc = px_buf_append(&s->out, s->hold.data + s->hold.head,
-		    px_buf_len(&s->hold));
-	px_buf_consume(&s->hold, px_buf_len(&s->hold));
-	px_buf_shrink(&s->hold, 0);
-	px_conn_out_commit(s, 0);
-	return rc;
-}
-
-int
-px_conn_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
-{
-	if (s->fd == -1 || s->wr_shut)
-		return 0; /* the side is gone: nothing to deliver to */
-	return append_to(s, px_conn_outbuf(s), frame, len);
-}
-
-int
-px_conn_send(struct px_side *s, const uint8_t *msg, size_t len)
-{
-	struct px_buf *b = px_conn_outbuf(s);
-
-	if (s->fd == -1 || s->wr_shut)
-		return 0;
-	if (px_buf_reserve(b, len + PX_NBSS_HDR) == -1)
-		return -1;
-	px_frame_put_hdr(b->data + b->tail, len);
-	memcpy(b->data + b->tail + PX_NBSS_HDR, msg, len);
-	b->tail += len + PX_NBSS_HDR;
-	px_conn_out_commit(s, len + PX_NBSS_HDR);
-	return 0;
+	if (h != NULL)
+		hooks = *h;
+	px_relay_init(&conn_ops);
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
 
-static void
-side_init(struct px_conn *c, struct px_side *s, struct px_side *peer,
-    int fd, const char *name)
-{
-	memset(s, 0, sizeof(*s));
-	s->fd = fd;
-	s->conn = c;
-	s->peer = peer;
-	s->name = name;
-	ev_io_init(&s->rio, side_read_cb, fd, EV_READ);
-	ev_io_init(&s->wio, side_write_cb, fd, EV_WRITE);
-	s->rio.data = s;
-	s->wio.data = s;
-}
-
-static void
-side_close(struct px_side *s, bool reset)
-{
-	if (s->fd == -1)
-		return;
-	ev_io_stop(px_rt.loop, &s->rio);
-	ev_io_stop(px_rt.loop, &s->wio);
-	if (reset) {
-		struct linger lg = { 1, 0 };
-
-		(void)setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
-	close(s->fd);
-	s->fd = -1;
-}
-
 void
 px_conn_close(struct px_conn *c, enum px_close_reason r)
 {
+	struct px_link *l = px_link_of(c);
 	char a[64], b[64];
 	bool was_draining;
 
@@ -345,18 +228,18 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	log_info("conn=%llu closed client=%s server=%s c2s=%llu s2c=%llu%s%s",
 	    (unsigned long long)c->id, px_addr_str(&c->peer_addr, a, sizeof(a)),
 	    px_addr_str(&c->dst_addr, b, sizeof(b)),
-	    (unsigned long long)c->cli.bytes_in,
-	    (unsigned long long)c->srv.bytes_in,
+	    (unsigned long long)l->cli.bytes_in,
+	    (unsigned long long)l->srv.bytes_in,
 	    r != PX_CLOSE_NONE ? " reason=" : "",
 	    r != PX_CLOSE_NONE ? px_close_reason_name(r) : "");
 	was_draining = c->state == PX_CONN_DRAINING;
 	queue_remove(c);
-	px_conn_set_state(c, PX_CONN_CLOSED);
+	conn_set_state(c, PX_CONN_CLOSED);
 	/* a client that reset its connection gets its server connection
 	 * reset too, so the server sees what it would have seen */
-	side_close(&c->srv, c->cli.rd_reset);
-	side_close(&c->cli, c->srv.rd_reset);
-	ev_timer_stop(px_rt.loop, &c->timer);
+	px_side_close(&l->srv, l->cli.rd_reset);
+	px_side_close(&l->cli, l->srv.rd_reset);
+	ev_timer_stop(px_rt.loop, &l->timer);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -369,8 +252,8 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	/* code of this connection may still be on the stack (a close from
 	 * inside a kick, say): its memory goes when the outermost entry
 	 * point returns (conn_leave) */
-	if (c->depth > 0)
-		c->free_pending = true;
+	if (l->depth > 0)
+		l->free_pending = true;
 	else
 		conn_free(c);
 	if (was_draining)
@@ -380,14 +263,16 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 static void
 conn_free(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
+
 	px_ledger_free(&c->led);
-	px_buf_free(&c->cli.in);
-	px_buf_free(&c->cli.out);
-	px_buf_free(&c->srv.in);
-	px_buf_free(&c->srv.out);
-	px_buf_free(&c->cli.hold);
-	px_buf_free(&c->srv.hold);
-	free(c);
+	px_buf_free(&l->cli.in);
+	px_buf_free(&l->cli.out);
+	px_buf_free(&l->srv.in);
+	px_buf_free(&l->srv.out);
+	px_buf_free(&l->cli.hold);
+	px_buf_free(&l->srv.hold);
+	free(l);
 }
 
 /* Entry points from the event loop (and kicks from other connections)
@@ -395,18 +280,22 @@ conn_free(struct px_conn *c)
 static void
 conn_enter(struct px_conn *c)
 {
-	c->depth++;
+	struct px_link *l = px_link_of(c);
+
+	l->depth++;
 }
 
 static void
 conn_leave(struct px_conn *c)
 {
-	if (--c->depth == 0 && c->free_pending)
+	struct px_link *l = px_link_of(c);
+
+	if (--l->depth == 0 && l->free_pending)
 		conn_free(c);
 }
 
-void
-px_conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
+static void
+conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
     const char *detail)
 {
 	if (c->state == PX_CONN_OPAQUE)
@@ -415,20 +304,21 @@ px_conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
 	px_stats.opaque[r]++;
 	log_info("conn=%llu opaque reason=%s%s%s", (unsigned long long)c->id,
 	    px_opaque_reason_name(r), detail ? " " : "", detail ? detail : "");
-	px_conn_set_state(c, PX_CONN_OPAQUE);
+	conn_set_state(c, PX_CONN_OPAQUE);
 }
 
 static void
 conn_connected(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
 	int one = 1;
 
-	ev_io_stop(px_rt.loop, &c->srv.wio);
-	(void)setsockopt(c->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	px_conn_set_state(c, PX_CONN_RELAY);
-	ev_io_set(&c->srv.wio, c->srv.fd, EV_WRITE);
-	c->last_ms = c->opened_ms = px_now_ms();
-	px_conn_arm_timer(c);
+	ev_io_stop(px_rt.loop, &l->srv.wio);
+	(void)setsockopt(l->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn_set_state(c, PX_CONN_RELAY);
+	ev_io_set(&l->srv.wio, l->srv.fd, EV_WRITE);
+	l->last_ms = l->opened_ms = px_now_ms();
+	conn_arm_timer(c);
 	conn_update(c);
 }
 
@@ -436,7 +326,8 @@ static void
 connect_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
-	struct px_conn *c = s->conn;
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	char a[64];
@@ -463,29 +354,33 @@ void
 px_conn_new(int cfd, const struct sockaddr_storage *peer,
     const struct sockaddr_storage *dst)
 {
+	struct px_link *l;
 	struct px_conn *c;
 	int one = 1;
 	char a[64], b[64];
 
-	if ((c = calloc(1, sizeof(*c))) == NULL) {
+	if ((l = calloc(1, sizeof(*l))) == NULL) {
 		log_warn("accept: out of memory");
 		close(cfd);
 		return;
 	}
+	c = &l->c;
 	c->id = ++px_rt.next_conn_id;
 	c->peer_addr = *peer;
 	c->dst_addr = *dst;
-	c->started_ms = c->last_ms = px_now_ms();
+	l->started_ms = l->last_ms = px_now_ms();
 	px_ledger_init(&c->led, c->id);
 	c->led.cfg = px_rt.cfg;
 	c->delayed_tail = &c->delayed;
 	(void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (fcntl(cfd, F_SETFL, fcntl(cfd, F_GETFL) | O_NONBLOCK) == -1)
 		log_warn("conn=%llu fcntl", (unsigned long long)c->id);
-	side_init(c, &c->cli, &c->srv, cfd, "client");
-	side_init(c, &c->srv, &c->cli, -1, "server");
-	ev_init(&c->timer, conn_timer_cb);
-	c->timer.data = c;
+	px_side_init(l, &l->cli, &l->srv, cfd, "client", side_read_cb,
+	    side_write_cb);
+	px_side_init(l, &l->srv, &l->cli, -1, "server", side_read_cb,
+	    side_write_cb);
+	ev_init(&l->timer, conn_timer_cb);
+	l->timer.data = c;
 	c->next = px_rt.conns;
 	if (c->next)
 		c->next->prev = c;
@@ -499,10 +394,10 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 	if (draining_peer(c)) {
 		log_info("conn=%llu waits for the drain of this client's "
 		    "previous connection", (unsigned long long)c->id);
-		px_conn_set_state(c, PX_CONN_WAITING);
-		c->connect_deadline_ms = c->started_ms +
+		conn_set_state(c, PX_CONN_WAITING);
+		l->connect_deadline_ms = l->started_ms +
 		    (double)glob()->connect_timeout_ms;
-		px_conn_arm_timer(c);
+		conn_arm_timer(c);
 		return;
 	}
 	conn_open(c);
@@ -539,13 +434,14 @@ draining_peer(const struct px_conn *c)
 static void
 conn_start_connect(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
 	const struct sockaddr_storage *dst = &c->dst_addr;
 	int sfd;
 	char b[64];
 
 	px_addr_str(dst, b, sizeof(b));
-	px_conn_set_state(c, PX_CONN_CONNECTING);
-	c->started_ms = px_now_ms();
+	conn_set_state(c, PX_CONN_CONNECTING);
+	l->started_ms = px_now_ms();
 	sfd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
 	if (sfd == -1) {
@@ -555,7 +451,8 @@ conn_start_connect(struct px_conn *c)
 		if (e == EMFILE || e == ENFILE || e == ENOBUFS ||
 		    e == ENOMEM) {
 			errno = e;
-			px_listen_pause("upstream socket");
+			if (hooks.out_of_fds)
+				hooks.out_of_fds("upstream socket");
 		}
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
@@ -573,16 +470,16 @@ conn_start_connect(struct px_conn *c)
 			    glob()->tproxy_mark);
 		warned = true;
 	}
-	c->srv.fd = sfd;
-	c->opening = true;
-	ev_io_init(&c->srv.rio, side_read_cb, sfd, EV_READ);
-	c->srv.rio.data = &c->srv;
-	c->connect_deadline_ms = c->started_ms + (double)glob()->connect_timeout_ms;
+	l->srv.fd = sfd;
+	l->opening = true;
+	ev_io_init(&l->srv.rio, side_read_cb, sfd, EV_READ);
+	l->srv.rio.data = &l->srv;
+	l->connect_deadline_ms = l->started_ms + (double)glob()->connect_timeout_ms;
 	if (connect(sfd, (const struct sockaddr *)dst,
 	    dst->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
 	    sizeof(struct sockaddr_in6)) == 0) {
-		ev_io_init(&c->srv.wio, side_write_cb, sfd, EV_WRITE);
-		c->srv.wio.data = &c->srv;
+		ev_io_init(&l->srv.wio, side_write_cb, sfd, EV_WRITE);
+		l->srv.wio.data = &l->srv;
 		conn_connected(c);
 		return;
 	}
@@ -592,10 +489,10 @@ conn_start_connect(struct px_conn *c)
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
-	ev_io_init(&c->srv.wio, connect_cb, sfd, EV_WRITE);
-	c->srv.wio.data = &c->srv;
-	ev_io_start(px_rt.loop, &c->srv.wio);
-	px_conn_arm_timer(c);
+	ev_io_init(&l->srv.wio, connect_cb, sfd, EV_WRITE);
+	l->srv.wio.data = &l->srv;
+	ev_io_start(px_rt.loop, &l->srv.wio);
+	conn_arm_timer(c);
 }
 
 
@@ -631,8 +528,8 @@ wake_waiters(void)
  * as opening connect_timeout after its connect (a client that sends
  * nothing never holds a place for long).
  */
-static struct px_conn *queue_head;
-static struct px_conn **queue_tail = &queue_head;
+static struct px_link *queue_head;
+static struct px_link **queue_tail = &queue_head;
 static ev_timer queue_timer;       /* runs the queue from the loop */
 
 static unsigned int
@@ -642,7 +539,7 @@ opening_count(const struct sockaddr_storage *dst)
 	unsigned int n = 0;
 
 	for (x = px_rt.conns; x; x = x->next)
-		if (x->opening &&
+		if (px_link_of_const(x)->opening &&
 		    memcmp(&x->dst_addr, dst, sizeof(*dst)) == 0)
 			n++;
 	return n;
@@ -651,14 +548,16 @@ opening_count(const struct sockaddr_storage *dst)
 static void
 queue_remove(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
+
 	if (!px_conn_queued(c))
 		return;
-	if ((*c->qprev = c->qnext) != NULL)
-		c->qnext->qprev = c->qprev;
+	if ((*l->qprev = l->qnext) != NULL)
+		l->qnext->qprev = l->qprev;
 	else
-		queue_tail = c->qprev;
-	c->qnext = NULL;
-	c->qprev = NULL;
+		queue_tail = l->qprev;
+	l->qnext = NULL;
+	l->qprev = NULL;
 	px_stats.conns_queue_now--;
 }
 
@@ -666,6 +565,7 @@ queue_remove(struct px_conn *c)
 static void
 conn_open(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
 	unsigned int lim = glob()->max_connecting, n;
 	char b[64];
 
@@ -676,16 +576,16 @@ conn_open(struct px_conn *c)
 	log_info("conn=%llu queued: %u connections to %s are opening "
 	    "(max_connecting)", (unsigned long long)c->id, n,
 	    px_addr_str(&c->dst_addr, b, sizeof(b)));
-	px_conn_set_state(c, PX_CONN_WAITING);
-	c->qnext = NULL;
-	c->qprev = queue_tail;
-	*queue_tail = c;
-	queue_tail = &c->qnext;
+	conn_set_state(c, PX_CONN_WAITING);
+	l->qnext = NULL;
+	l->qprev = queue_tail;
+	*queue_tail = l;
+	queue_tail = &l->qnext;
 	px_stats.conns_queued++;
 	px_stats.conns_queue_now++;
-	c->connect_deadline_ms = px_now_ms() +
+	l->connect_deadline_ms = px_now_ms() +
 	    (double)glob()->connect_timeout_ms;
-	px_conn_arm_timer(c);
+	conn_arm_timer(c);
 }
 
 /*
@@ -697,7 +597,7 @@ conn_open(struct px_conn *c)
 static void
 queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct px_conn *q, *next;
+	struct px_link *ql, *next;
 	struct sockaddr_storage full;
 	unsigned int lim = glob()->max_connecting;
 	bool have_full = false;
@@ -707,8 +607,10 @@ queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (px_rt.stopping)
 		return;
-	for (q = queue_head; q; q = next) {
-		next = q->qnext;
+	for (ql = queue_head; ql; ql = next) {
+		struct px_conn *q = &ql->c;
+
+		next = ql->qnext;
 		if (lim != 0 && have_full &&
 		    memcmp(&q->dst_addr, &full, sizeof(full)) == 0)
 			continue;
@@ -720,7 +622,7 @@ queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		queue_remove(q);
 		log_info("conn=%llu connecting (waited %.0f ms for "
 		    "max_connecting)", (unsigned long long)q->id,
-		    px_now_ms() - q->started_ms);
+		    px_now_ms() - ql->started_ms);
 		conn_enter(q);
 		conn_start_connect(q);
 		conn_leave(q);
@@ -743,9 +645,11 @@ queue_kick(void)
 static void
 opening_done(struct px_conn *c)
 {
-	if (!c->opening)
+	struct px_link *l = px_link_of(c);
+
+	if (!l->opening)
 		return;
-	c->opening = false;
+	l->opening = false;
 	queue_kick();
 }
 
@@ -802,20 +706,21 @@ fd_ready(int fd, short events)
 static bool
 watchdog_expired(struct px_conn *c, double now)
 {
+	struct px_link *l = px_link_of(c);
 	size_t waiting = c->led.npending - c->led.nasync;
 	double since;
 
 	if (!watchdog_on(c) || waiting == 0 || c->led.npending < c->led.nasync) {
-		c->srv_wait_ms = 0;
+		l->srv_wait_ms = 0;
 		return false;
 	}
-	if (c->srv_wait_ms == 0) {
-		c->srv_wait_ms = now;
+	if (l->srv_wait_ms == 0) {
+		l->srv_wait_ms = now;
 		return false;
 	}
-	since = c->srv_rx_ms > c->srv_wait_ms ? c->srv_rx_ms : c->srv_wait_ms;
+	since = l->srv_rx_ms > l->srv_wait_ms ? l->srv_rx_ms : l->srv_wait_ms;
 	if (now - since < (double)glob()->server_timeout_ms ||
-	    fd_ready(c->srv.fd, POLLIN))
+	    fd_ready(l->srv.fd, POLLIN))
 		return false;
 	log_warnx("conn=%llu server sent nothing for %.0f s with %zu "
 	    "request(s) outstanding (server_timeout %u ms): closing",
@@ -824,20 +729,21 @@ watchdog_expired(struct px_conn *c, double now)
 	return true;
 }
 
-void
-px_conn_arm_timer(struct px_conn *c)
+static void
+conn_arm_timer(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
 	double now = px_now_ms(), next = 0, t;
 
 	if (c->state == PX_CONN_CLOSED)
 		return;
 	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING)
-		next = c->connect_deadline_ms;
+		next = l->connect_deadline_ms;
 	else {
-		if (c->opening)
-			next = c->opened_ms + (double)glob()->connect_timeout_ms;
+		if (l->opening)
+			next = l->opened_ms + (double)glob()->connect_timeout_ms;
 		if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING) {
-			t = c->last_ms + (double)glob()->idle_timeout_ms;
+			t = l->last_ms + (double)glob()->idle_timeout_ms;
 			if (next == 0 || t < next)
 				next = t;
 		}
@@ -850,12 +756,12 @@ px_conn_arm_timer(struct px_conn *c)
 				next = t;
 		}
 	}
-	ev_timer_stop(px_rt.loop, &c->timer);
+	ev_timer_stop(px_rt.loop, &l->timer);
 	if (next > 0) {
 		double after = (next - now) / 1e3;
 
-		ev_timer_set(&c->timer, after > 0.001 ? after : 0.001, 0.);
-		ev_timer_start(px_rt.loop, &c->timer);
+		ev_timer_set(&l->timer, after > 0.001 ? after : 0.001, 0.);
+		ev_timer_start(px_rt.loop, &l->timer);
 	}
 }
 
@@ -869,12 +775,13 @@ px_conn_arm_timer(struct px_conn *c)
 static void
 connect_deadline(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
 	unsigned int ms = glob()->connect_timeout_ms;
 	char a[64];
 
 	px_addr_str(&c->dst_addr, a, sizeof(a));
-	if (c->state == PX_CONN_CONNECTING && fd_ready(c->srv.fd, POLLOUT)) {
-		connect_cb_inner(px_rt.loop, &c->srv.wio, EV_WRITE);
+	if (c->state == PX_CONN_CONNECTING && fd_ready(l->srv.fd, POLLOUT)) {
+		connect_cb_inner(px_rt.loop, &l->srv.wio, EV_WRITE);
 		return;
 	}
 	if (c->state == PX_CONN_CONNECTING) {
@@ -900,16 +807,17 @@ static void
 conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct px_conn *c = w->data;
+	struct px_link *l = px_link_of(c);
 	double now = px_now_ms();
 
 	(void)loop;
 	(void)revents;
 	/* connected, and no answer yet: give up the max_connecting place */
-	if (c->opening && c->state != PX_CONN_CONNECTING &&
-	    now >= c->opened_ms + (double)glob()->connect_timeout_ms - 1)
+	if (l->opening && c->state != PX_CONN_CONNECTING &&
+	    now >= l->opened_ms + (double)glob()->connect_timeout_ms - 1)
 		opening_done(c);
 	if (c->state == PX_CONN_WAITING || c->state == PX_CONN_CONNECTING) {
-		if (now >= c->connect_deadline_ms - 1) {
+		if (now >= l->connect_deadline_ms - 1) {
 			connect_deadline(c);
 			return;
 		}
@@ -917,16 +825,16 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 		px_conn_close(c, PX_CLOSE_SERVER_TIMEOUT);
 		return;
 	} else if (glob()->idle_timeout_ms && c->state != PX_CONN_DRAINING &&
-	    now >= c->last_ms + (double)glob()->idle_timeout_ms &&
-	    px_relay_quiet(c) && !fd_ready(c->cli.fd, POLLIN) &&
-	    !fd_ready(c->srv.fd, POLLIN)) {
+	    now >= l->last_ms + (double)glob()->idle_timeout_ms &&
+	    px_relay_quiet(c) && !fd_ready(l->cli.fd, POLLIN) &&
+	    !fd_ready(l->srv.fd, POLLIN)) {
 		log_info("conn=%llu idle for %u ms", (unsigned long long)c->id,
 		    (unsigned int)glob()->idle_timeout_ms);
 		px_conn_close(c, PX_CLOSE_IDLE);
 		return;
 	}
-	px_conn_arm_timer(c);
-	px_conn_kick(c);
+	conn_arm_timer(c);
+	conn_kick(c);
 }
 
 /* ---- reading and framing -------------------------------------------------------- */
@@ -938,7 +846,8 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 static bool
 conn_check_done(struct px_conn *c)
 {
-	struct px_side *cl = &c->cli, *sv = &c->srv;
+	struct px_link *l = px_link_of(c);
+	struct px_side *cl = &l->cli, *sv = &l->srv;
 
 	/* client gone: once write-behind has drained, pass the EOF on */
 	if (cl->rd_eof && px_buf_len(&cl->in) == 0 && px_relay_quiet(c) &&
@@ -971,14 +880,16 @@ conn_check_done(struct px_conn *c)
 static void
 on_client_eof(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
+
 	if (c->state == PX_CONN_DRAINING || c->state == PX_CONN_CLOSED)
 		return;
-	if (!px_relay_quiet(c) || px_buf_len(&c->cli.in) > 0) {
+	if (!px_relay_quiet(c) || px_buf_len(&l->cli.in) > 0) {
 		log_info("conn=%llu client %s with %llu bytes buffered: writing "
 		    "them before closing the server connection",
-		    (unsigned long long)c->id, c->cli.rd_reset ? "reset" :
+		    (unsigned long long)c->id, l->cli.rd_reset ? "reset" :
 		    "closed", (unsigned long long)c->wb_bytes);
-		px_conn_set_state(c, PX_CONN_DRAINING);
+		conn_set_state(c, PX_CONN_DRAINING);
 		px_relay_flush_all(c, CO_FLUSH_DISCONNECT);
 	}
 }
@@ -1019,7 +930,8 @@ frame_implausible(const struct px_conn *c, const uint8_t *p, size_t have)
 static void
 process_input(struct px_side *s)
 {
-	struct px_conn *c = s->conn;
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
 	const struct pol_global *g = glob();
 
 	while (c->state != PX_CONN_CLOSED && px_buf_len(&s->in) > 0) {
@@ -1030,7 +942,7 @@ process_input(struct px_side *s)
 		uint8_t *p = s->in.data + s->in.head;
 
 		if (c->state == PX_CONN_OPAQUE) {
-			if (px_conn_send_frame(s->peer, p, px_buf_len(&s->in)) == -1)
+			if (px_side_send_frame(s->peer, p, px_buf_len(&s->in)) == -1)
 				goto nomem;
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 			break;
@@ -1042,15 +954,15 @@ process_input(struct px_side *s)
 
 			if (px_buf_len(&s->peer->out) >= g->queue_limit)
 				break;
-			if (stream_to(s->peer, p, n) == -1)
+			if (px_side_stream(s->peer, p, n) == -1)
 				goto nomem;
 			px_buf_consume(&s->in, n);
 			s->stream_left -= n;
-			if (s->stream_left == 0 && release_hold(s->peer) == -1)
+			if (s->stream_left == 0 && px_side_release_hold(s->peer) == -1)
 				goto nomem;
 			continue;
 		}
-		if (s == &c->cli && c->stall != PX_STALL_NONE &&
+		if (s == &l->cli && c->stall != PX_STALL_NONE &&
 		    !px_relay_stall_cleared(c))
 			break;
 		if (px_buf_len(&s->peer->out) >= g->queue_limit)
@@ -1079,10 +991,10 @@ process_input(struct px_side *s)
 			full = PX_NBSS_HDR + ((size_t)p[1] << 16 |
 			    (size_t)p[2] << 8 | p[3]);
 			if (full < PX_STREAM_MIN || c->state != PX_CONN_RELAY ||
-			    !(s == &c->cli ? px_relay_client_stream(c, p, full) :
+			    !(s == &l->cli ? px_relay_client_stream(c, p, full) :
 			    px_relay_server_stream(c, p, full)))
 				break;
-			if (stream_to(s->peer, p, have) == -1)
+			if (px_side_stream(s->peer, p, have) == -1)
 				goto nomem;
 			px_buf_consume(&s->in, have);
 			s->stream_left = full - have;
@@ -1096,9 +1008,9 @@ process_input(struct px_side *s)
 			return;
 		}
 		if (type == PX_NBSS_KEEPALIVE)
-			rc = px_conn_send_frame(s->peer, p, flen) == 0 ?
+			rc = px_side_send_frame(s->peer, p, flen) == 0 ?
 			    PX_RC_DONE : PX_RC_CLOSE;
-		else if (s == &c->cli)
+		else if (s == &l->cli)
 			rc = px_relay_client_frame(c, p, flen);
 		else
 			rc = px_relay_server_frame(c, p, flen);
@@ -1129,7 +1041,7 @@ process_input(struct px_side *s)
 	}
 	px_buf_shrink(&s->in, s->rd_want < READ_CHUNK ? READ_IDLE_KEEP :
 	    1024 * 1024);
-	if (s->rd_eof && s == &c->cli && c->state != PX_CONN_CLOSED)
+	if (s->rd_eof && s == &l->cli && c->state != PX_CONN_CLOSED)
 		on_client_eof(c);
 	if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
 		conn_update(c);
@@ -1138,13 +1050,15 @@ nomem:
 	px_conn_close(c, PX_CLOSE_NO_MEMORY);
 }
 
-void
-px_conn_kick(struct px_conn *c)
+static void
+conn_kick(struct px_conn *c)
 {
+	struct px_link *l = px_link_of(c);
+
 	if (c->state == PX_CONN_CLOSED)
 		return;
 	conn_enter(c);
-	process_input(&c->cli);
+	process_input(&l->cli);
 	conn_leave(c);
 }
 
@@ -1152,7 +1066,8 @@ static void
 side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
-	struct px_conn *c = s->conn;
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
 	ssize_t n;
 	size_t room;
 
@@ -1185,16 +1100,16 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	} else {
 		s->in.tail += (size_t)n;
 		s->bytes_in += (uint64_t)n;
-		c->last_ms = px_now_ms();
-		if (s == &c->srv) {
-			c->srv_rx_ms = c->last_ms;
+		l->last_ms = px_now_ms();
+		if (s == &l->srv) {
+			l->srv_rx_ms = l->last_ms;
 			opening_done(c);
 		}
 	}
 	if (s->rd_eof)
 		log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,
 		    s->rd_reset ? "reset" : "closed");
-	if (s->rd_eof && s == &c->srv && !px_relay_quiet(c))
+	if (s->rd_eof && s == &l->srv && !px_relay_quiet(c))
 		log_warnx("conn=%llu server closed with write-behind data "
 		    "outstanding", (unsigned long long)c->id);
 	process_input(s);
@@ -1204,7 +1119,8 @@ static void
 side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct px_side *s = w->data;
-	struct px_conn *c = s->conn;
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
 	ssize_t n;
 	bool was_full;
 
@@ -1223,12 +1139,12 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 			px_buf_consume(&s->out, px_buf_len(&s->out));
 			s->wr_shut = true;
 			s->rd_eof = true;
-			if (s == &c->cli)
+			if (s == &l->cli)
 				s->rd_reset = true;
 			break;
 		}
 		px_buf_consume(&s->out, (size_t)n);
-		c->last_ms = px_now_ms();
+		l->last_ms = px_now_ms();
 	}
 	px_buf_shrink(&s->out, 4 * 1024 * 1024);
 	/* the peer may read again; its buffered input may now move */
@@ -1260,7 +1176,7 @@ px_conn_shutdown_all(void)
 static void
 side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn *c = ((struct px_side *)w->data)->conn;
+	struct px_conn *c = &((struct px_side *)w->data)->link->c;
 
 	conn_enter(c);
 	side_read_cb_inner(loop, w, revents);
@@ -1270,7 +1186,7 @@ side_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void
 side_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn *c = ((struct px_side *)w->data)->conn;
+	struct px_conn *c = &((struct px_side *)w->data)->link->c;
 
 	conn_enter(c);
 	side_write_cb_inner(loop, w, revents);
@@ -1280,7 +1196,7 @@ side_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void
 connect_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct px_conn *c = ((struct px_side *)w->data)->conn;
+	struct px_conn *c = &((struct px_side *)w->data)->link->c;
 
 	conn_enter(c);
 	connect_cb_inner(loop, w, revents);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proxy/conn.h"
+#include "proxy/control.h"
 
 struct ctl_client {
 	ev_io io;
@@ -30,6 +31,7 @@ struct ctl_client {
 
 static ev_io ctl_io;
 static int ctl_fd = -1;
+static int (*reload_fn)(void);
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 /* ---- rendering ------------------------------------------------------------- */
@@ -116,8 +118,8 @@ json_counts(FILE *f, const char *key, const char *(*name)(int),
 	fprintf(f, "},");
 }
 
-void
-px_stats_dump(FILE *f, bool json)
+static void
+stats_dump(FILE *f, bool json)
 {
 	const struct px_stats *s = &px_stats;
 	double mean = s->upstream_writes ?
@@ -204,8 +206,8 @@ px_stats_dump(FILE *f, bool json)
 	fprintf(f, "\"version\":1}\n");
 }
 
-void
-px_conn_dump(FILE *f, bool json)
+static void
+conns_dump(FILE *f, bool json)
 {
 	struct px_conn *c;
 	char a[64], b[64];
@@ -230,10 +232,10 @@ px_conn_dump(FILE *f, bool json)
 			    "%12llu %9llu %8.0f\n", (unsigned long long)c->id, a,
 			    b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
-			    (unsigned long long)c->cli.bytes_in,
-			    (unsigned long long)c->srv.bytes_in,
+			    (unsigned long long)px_link_of(c)->cli.bytes_in,
+			    (unsigned long long)px_link_of(c)->srv.bytes_in,
 			    (unsigned long long)c->absorbed,
-			    (now - c->started_ms) / 1e3);
+			    (now - px_link_of(c)->started_ms) / 1e3);
 			continue;
 		}
 		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
@@ -253,8 +255,8 @@ px_conn_dump(FILE *f, bool json)
 		    "\"pool_ids\":%llu,\"credits_server\":%llu,"
 		    "\"credits_client\":%llu,\"opens\":%zu,\"ledger_errors\":%llu,"
 		    "\"sessions\":[",
-		    (unsigned long long)c->cli.bytes_in,
-		    (unsigned long long)c->srv.bytes_in,
+		    (unsigned long long)px_link_of(c)->cli.bytes_in,
+		    (unsigned long long)px_link_of(c)->srv.bytes_in,
 		    (unsigned long long)c->absorbed,
 		    (unsigned long long)c->up_writes,
 		    (unsigned long long)c->up_write_bytes,
@@ -392,13 +394,13 @@ run_command(struct ctl_client *cl)
 		*arg++ = '\0';
 	json = strstr(arg, "json") != NULL;
 	if (strcmp(cmd, "stats") == 0)
-		px_stats_dump(f, json);
+		stats_dump(f, json);
 	else if (strcmp(cmd, "conns") == 0)
-		px_conn_dump(f, json);
+		conns_dump(f, json);
 	else if (strcmp(cmd, "shares") == 0)
 		shares_dump(f, json);
 	else if (strcmp(cmd, "reload") == 0)
-		fprintf(f, px_reload() == 0 ? "reloaded\n" :
+		fprintf(f, reload_fn() == 0 ? "reloaded\n" :
 		    "error: reload failed, old policy kept (see the log)\n");
 	else
 		fprintf(f, "error: unknown command '%s' (stats, conns, shares, "
@@ -465,11 +467,12 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 int
-px_control_start(const char *path)
+px_control_start(const char *path, int (*reload)(void))
 {
 	struct sockaddr_un sun;
 	mode_t old;
 
+	reload_fn = reload;
 	if (path == NULL || *path == '\0')
 		return 0;
 	memset(&sun, 0, sizeof(sun));

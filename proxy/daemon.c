@@ -15,11 +15,18 @@
 #include <systemd/sd-daemon.h>
 
 #include "proxy/conn.h"
+#include "proxy/control.h"
+#include "proxy/daemon.h"
+#include "proxy/listener.h"
 #include "proxy/tproxy.h"
 
 static ev_signal sig_term, sig_int, sig_hup;
 static ev_timer drain_timer, status_timer;
 static double drain_deadline;
+/* what conn.c calls up for: out of descriptors pauses accepting */
+static const struct px_conn_hooks conn_hooks = {
+	.out_of_fds = px_listen_pause,
+};
 
 static void
 log_errors(const struct pol_errors *e)
@@ -30,8 +37,9 @@ log_errors(const struct pol_errors *e)
 		log_warnx("policy: %s", e->msg[i]);
 }
 
-int
-px_reload(void)
+/* Reload the policy file; 0 on success (new policy in force). */
+static int
+reload(void)
 {
 	struct pol_errors errs = { 0 };
 	struct pol_config *ncfg, *old = px_rt.cfg;
@@ -147,7 +155,7 @@ hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)w;
 	(void)revents;
-	(void)px_reload();
+	(void)reload();
 	(void)sd_notify(0, "READY=1");
 }
 
@@ -205,6 +213,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	}
 	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
+	px_conn_init(&conn_hooks);
 	if (g->mode == POL_MODE_TPROXY &&
 	    px_tproxy_setup(g->tproxy_mark, g->tproxy_table) == -1) {
 		log_warnx("cannot install the policy routing of mode = tproxy, "
@@ -216,7 +225,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		px_tproxy_teardown();
 		return 1;
 	}
-	if (px_control_start(g->control_socket) == -1) {
+	if (px_control_start(g->control_socket, reload) == -1) {
 		log_warnx("cannot start the control socket, exiting");
 		px_listen_stop();
 		px_tproxy_teardown();

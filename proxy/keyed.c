@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/conn.h"
+#include "proxy/glue.h"
 #include "proxy/auth/auth.h"
 
 static struct px_secrets *secrets;
@@ -282,31 +282,27 @@ px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
 	return out;
 }
 
-/* Encrypt msg for side `to` (client: S2C key, server: C2S key) and queue
- * it with its NBSS header. */
-int
-px_keyed_send_encrypted(struct px_conn *c, struct px_side *to,
-    uint64_t session_id, const uint8_t *msg, size_t len)
+uint8_t *
+px_keyed_encrypt(struct px_conn *c, enum px_end to, uint64_t session_id,
+    const uint8_t *msg, size_t len, size_t *outlen)
 {
 	struct px_session *s = px_session_find(&c->led, session_id);
-	bool to_client = to == &c->cli;
+	bool to_client = to == PX_CLIENT;
 	uint8_t nonce[16], *out;
-	int rc;
 
 	if (s == NULL || !s->keyed || c->led.cipher == 0)
-		return -1;
+		return NULL;
 	if (px_nonce_next(to_client ? &s->kx->nonce_s2c : &s->kx->nonce_c2s,
 	    nonce) == -1)
-		return -1;
+		return NULL;
 	if ((out = malloc(PX_TRANSFORM_HDR_LEN + len)) == NULL)
-		return -1;
+		return NULL;
 	if (px_smb2_encrypt(&s->kx->keys, c->led.cipher,
 	    to_client ? PX_S2C : PX_C2S, session_id, nonce, msg, len, out) == -1) {
 		free(out);
-		return -1;
+		return NULL;
 	}
 	px_stats.encrypted_out++;
-	rc = px_conn_send(to, out, PX_TRANSFORM_HDR_LEN + len);
-	free(out);
-	return rc;
+	*outlen = PX_TRANSFORM_HDR_LEN + len;
+	return out;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy.h"
+#include "proxy/ledger.h"
 
 struct px_stats px_stats;
 
@@ -773,4 +773,14 @@ px_ledger_break(struct px_ledger *l, const struct smb2_elem *e)
 			if (!(b.lease_flags & 0x01))
 				o->lease_state = b.new_state;
 		}
+}
+
+struct px_open *
+px_open_alive(struct px_ledger *l, struct px_open *o)
+{
+	struct px_open *x;
+
+	for (x = l->opens; x && x != o; x = x->next)
+		;
+	return x;
 }

@@ -17,7 +17,8 @@
 
 #include <ev.h>
 
-#include "proxy/proxy.h"
+#include "proxy/conn.h"
+#include "proxy/listener.h"
 
 #ifndef IPV6_TRANSPARENT
 #define IPV6_TRANSPARENT 75

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proxy/proxy.h"
+#include "proxy/daemon.h"
 
 #define SMBACCEL_VERSION "0.1.0"
 

@@ -12,7 +12,7 @@
  * The same bytes are then offered to px_smb2_decrypt under each cipher.
  *
  *   clang -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
- *       -I. tests/fuzz/fuzz_ntlm.c proxy/auth/*.c proxy/smb2/*.c \
+ *       -I. tests/fuzz/fuzz_ntlm.c proxy/auth/[a-z]*.c proxy/smb2/[a-z]*.c \
  *       -lssl -lcrypto -o fuzz_ntlm   (or: make fuzz-build)
  */
 #include <stdint.h>

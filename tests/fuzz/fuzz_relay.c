@@ -1,7 +1,7 @@
 /*
  * fuzz_relay.c - libFuzzer driver for the whole relay: framing, cut-through,
  * ledger, write-behind, read-ahead, deferred errors, drain and shutdown
- * (proxy/conn.c, relay.c, ledger.c, coalesce/), driven through real
+ * (proxy/conn.c, the relay layer, ledger.c, coalesce/), driven through real
  * sockets and the real libev callbacks.
  *
  * Each input is one connection.  The client is one end of a socketpair
@@ -94,6 +94,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	signal(SIGPIPE, SIG_IGN);
 	log_init(lvl ? atoi(lvl) : PX_LOG_ERROR, true);
 	px_rt.loop = ev_default_loop(EVFLAG_AUTO);
+	px_conn_init(NULL);
 	px_rt.cfg = pol_load_string(policy, "fuzz_relay.conf", &errs);
 	if (px_rt.cfg == NULL) {
 		pol_errors_print(&errs, stderr);
@@ -243,7 +244,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 7:
-			ev_invoke(px_rt.loop, &conn()->timer, EV_TIMER);
+			ev_invoke(px_rt.loop, &px_link_of(conn())->timer, EV_TIMER);
 			break;
 		}
 		pos += len;

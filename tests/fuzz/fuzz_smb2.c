@@ -12,7 +12,7 @@
  * drives one encoder -> decoder round trip.
  *
  *   clang -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_smb2.c \
- *       proxy/smb2/*.c -o fuzz_smb2   (or: make fuzz-build)
+ *       proxy/smb2/[a-z]*.c -o fuzz_smb2   (or: make fuzz-build)
  */
 #include <stdint.h>
 #include <stdlib.h>

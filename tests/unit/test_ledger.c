@@ -7,7 +7,7 @@
 
 #include <CUnit/CUnit.h>
 
-#include "proxy/proxy.h"
+#include "proxy/ledger.h"
 #include "tests/unit/unit.h"
 
 struct msg {

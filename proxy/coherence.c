@@ -1,0 +1,290 @@
+/*
+ * coherence.c - one coherent file per server path across the connections
+ * of this smbaccel (DESIGN.md sections 4 and 5).
+ *
+ * Owns: the cross-connection rule (a CREATE, READ, WRITE, QUERY_INFO,
+ * LOCK, FLUSH or SET_INFO of a file, or a QUERY_DIRECTORY of its
+ * directory, waits until other connections have flushed what they buffer
+ * of it), the invalidation of every read cache of a path that a request
+ * changes (write, SET_INFO, overwriting CREATE, delete-on-close), and
+ * byte-range locks, which stop write absorption on every open of the
+ * file.  Only clients that bypass this smbaccel can see stale data.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+
+#include "proxy/glue.h"
+
+static bool
+same_server(const struct px_conn *a, const struct px_conn *b)
+{
+	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
+		return false;
+	return memcmp(&a->dst_addr, &b->dst_addr,
+	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0;
+}
+
+/* Does name lie in directory dir (or equal it when exact)? */
+static bool
+path_match(const char *name, const char *dir, bool in_dir)
+{
+	size_t n = strlen(dir);
+
+	if (!in_dir)
+		return strcasecmp(name, dir) == 0;
+	if (n == 0)
+		return strchr(name, '\\') == NULL;
+	return strncasecmp(name, dir, n) == 0 && name[n] == '\\' &&
+	    strchr(name + n + 1, '\\') == NULL;
+}
+
+/*
+ * Flush opens on other connections to the same server and share whose
+ * file is `name` (or lies in directory `name` when in_dir).  Returns true
+ * when some were busy (the caller waits).
+ */
+static bool
+peers_flush(struct px_conn *c, const char *share, const char *name,
+    bool in_dir)
+{
+	struct px_conn *x;
+	bool busy = false;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		struct px_open *o;
+		bool hit = false;
+
+		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next) {
+			if (!px_wb_busy(o) || o->name == NULL ||
+			    strcasecmp(px_tree_share(x, o), share) != 0 ||
+			    !path_match(o->name, name, in_dir))
+				continue;
+			px_wb_flush_open(x, o, CO_FLUSH_PEER);
+			hit = true;
+		}
+		if (hit) {
+			px_emit_spend_pool(x, false);
+			busy = true;
+		}
+	}
+	return busy;
+}
+
+static bool
+peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
+{
+	struct px_conn *x;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		struct px_open *o;
+
+		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (px_wb_busy(o) && o->name &&
+			    strcasecmp(px_tree_share(x, o), share) == 0 &&
+			    path_match(o->name, name, in_dir))
+				return false;
+	}
+	return true;
+}
+
+void
+px_coh_kick_waiters(struct px_conn *c)
+{
+	struct px_conn *x, *next;
+
+	for (x = px_rt.conns; x; x = next) {
+		next = x->next;
+		if (x != c && x->stall == PX_STALL_PEERS)
+			px_relay_ops->kick(x);
+	}
+}
+
+/* A change to file `name` of share `share`: every open of it through this
+ * smbaccel, on this connection or another, drops its read cache. */
+static void
+ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
+    enum px_ra_cause why)
+{
+	struct px_conn *x, *next;
+
+	for (x = px_rt.conns; x; x = next) {
+		struct px_open *o;
+		bool hit = false;
+
+		next = x->next;
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o->name && strcasecmp(o->name, name) == 0 &&
+			    strcasecmp(px_tree_share(x, o), share) == 0 &&
+			    (o->ra.chunks || o->ra.eof_known)) {
+				px_ra_drop(o, x == c ? why : PX_RA_PEER);
+				hit = true;
+			}
+		/* a read of x waiting for a fetch now goes to the server */
+		if (hit && x != c && x->stall == PX_STALL_READ)
+			px_relay_ops->kick(x);
+	}
+}
+
+/*
+ * A byte-range lock on a file stops write absorption on every open of it
+ * through this smbaccel: a write into a range locked by another handle
+ * must get the server's FILE_LOCK_CONFLICT, not an early success.
+ */
+static void
+lock_path(struct px_conn *c, const char *share, const char *name)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o->name && strcasecmp(o->name, name) == 0 &&
+			    strcasecmp(px_tree_share(x, o), share) == 0)
+				o->locked = true;
+	}
+}
+
+/* Does another open of this file (any connection) hold locks? */
+static bool
+path_locked(struct px_conn *c, const struct px_open *n)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o != n && o->locked && o->name && n->name &&
+			    strcasecmp(o->name, n->name) == 0 &&
+			    strcasecmp(px_tree_share(x, o), px_tree_share(c, n)) == 0)
+				return true;
+	}
+	return false;
+}
+
+void
+px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_fileid fid;
+	struct px_open *o;
+
+	switch (h->command) {
+	case SMB2_WRITE:
+	case SMB2_SET_INFO:
+		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    (o = px_open_find(&c->led, &fid)) != NULL) {
+			struct smb2_write_req w;
+
+			if (h->command == SMB2_WRITE &&
+			    px_smb2_write_req_decode(e, &w) == 0 &&
+			    w.offset != SMB2_WRITE_APPEND_OFFSET &&
+			    w.offset + w.length > o->size_hint)
+				o->size_hint = w.offset + w.length;
+			if (h->command == SMB2_SET_INFO)
+				o->size_hint = UINT64_MAX; /* unknown now */
+			px_ra_drop(o, h->command == SMB2_WRITE ? PX_RA_WRITE :
+			    PX_RA_SETINFO);
+			if (o->name)
+				ra_invalidate_path(c, px_tree_share(c, o), o->name,
+				    h->command == SMB2_WRITE ? PX_RA_WRITE :
+				    PX_RA_SETINFO);
+		}
+		break;
+	case SMB2_LOCK:
+	case SMB2_CLOSE:
+		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    (o = px_open_find(&c->led, &fid)) != NULL) {
+			px_ra_drop(o, h->command == SMB2_LOCK ? PX_RA_LOCK :
+			    PX_RA_CLOSE);
+			if (h->command == SMB2_LOCK && o->name)
+				lock_path(c, px_tree_share(c, o), o->name);
+		}
+		break;
+	case SMB2_CREATE: {
+		struct smb2_create_req *cr = malloc(sizeof(*cr));
+		struct px_tree *t = px_tree_find(&c->led, h->session_id,
+		    h->tree_id);
+
+		if (cr && t && px_smb2_create_req_decode(e, cr) == 0 &&
+		    (cr->create_disposition == FILE_SUPERSEDE ||
+		    cr->create_disposition == FILE_OVERWRITE ||
+		    cr->create_disposition == FILE_OVERWRITE_IF ||
+		    (cr->create_options & FILE_DELETE_ON_CLOSE)))
+			ra_invalidate_path(c, t->share, cr->name, PX_RA_SETINFO);
+		free(cr);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+bool
+px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct px_tree *t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	struct smb2_fileid fid;
+	struct px_open *o;
+	const char *name = NULL;
+	bool in_dir = false;
+	struct smb2_create_req *cr = NULL;
+	bool busy = false;
+
+	if (t == NULL || px_rt.conns == NULL || px_rt.conns->next == NULL)
+		return false;
+	if (h->command == SMB2_CREATE) {
+		if ((cr = malloc(sizeof(*cr))) == NULL)
+			return false;
+		if (px_smb2_create_req_decode(e, cr) == 0)
+			name = cr->name;
+	} else if ((h->command == SMB2_READ || h->command == SMB2_WRITE ||
+	    h->command == SMB2_QUERY_INFO || h->command == SMB2_LOCK ||
+	    h->command == SMB2_FLUSH) &&
+	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
+		/* the file's data seen through another connection */
+		name = o->name;
+	} else if ((h->command == SMB2_QUERY_DIRECTORY ||
+	    h->command == SMB2_SET_INFO) &&
+	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
+		if (h->command == SMB2_QUERY_DIRECTORY) {
+			name = o->name;
+			in_dir = true;
+		} else {
+			struct smb2_set_info_req si;
+
+			if (px_smb2_set_info_req_decode(e, &si) == 0)
+				name = o->name;
+		}
+	}
+	if (name && !peers_idle(c, t->share, name, in_dir)) {
+		peers_flush(c, t->share, name, in_dir);
+		c->stall = PX_STALL_PEERS;
+		busy = true;
+	}
+	free(cr);
+	return busy;
+}
+
+void
+px_coh_opened(struct px_conn *c, struct px_open *o)
+{
+	/* opened after another handle locked the file */
+	if (!o->locked)
+		o->locked = path_locked(c, o);
+}

@@ -1,0 +1,15 @@
+/*
+ * control.h - the control socket (control.c): smbaccelctl's stats, conns,
+ * shares and reload.
+ */
+#ifndef SMBACCEL_CONTROL_H
+#define SMBACCEL_CONTROL_H
+
+#include "proxy/proxy.h"
+
+/* Listen on path; `reload` is what a reload request runs (0: the new
+ * policy is in force). */
+int px_control_start(const char *path, int (*reload)(void)) PX_MUSTCHECK;
+void px_control_stop(void);
+
+#endif

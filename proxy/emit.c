@@ -1,0 +1,315 @@
+/*
+ * emit.c - how the relay sends what it makes itself (DESIGN.md section 3):
+ * messages signed or sealed as their session demands, proxy-originated
+ * requests recorded in the ledger, the leftovers of the id pool spent on
+ * ECHOs, and synthesized answers held back until the credit bank can pay
+ * for them (rule 3).  Also the two questions every absorbing path asks
+ * first: are the request's ids fresh, and may the proxy act on it at all.
+ *
+ * The lowest file of the relay layer (glue.h): it calls only keyed.c, the
+ * ledger and conn.c's services (px_relay_ops), which it holds.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/glue.h"
+
+const struct px_conn_ops *px_relay_ops;
+
+bool
+px_large_mtu(const struct px_conn *c)
+{
+	return c->led.dialect >= SMB2_DIALECT_0210 &&
+	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
+	    (c->led.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU);
+}
+
+const char *
+px_tree_share(struct px_conn *c, const struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+
+	return t ? t->share : "?";
+}
+
+/* ---- proxy-originated requests ---------------------------------------------- */
+
+struct px_pending *
+px_emit_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
+{
+	struct px_pending *p = px_pending_add(&c->led, mid);
+
+	if (p == NULL)
+		return NULL;
+	p->command = cmd;
+	p->charge = charge;
+	p->origin = PX_ORIGIN_PROXY;
+	c->proxy_inflight++;
+	return p;
+}
+
+/*
+ * Spend leftover donated ids on ECHOs; only when no data is buffered, so
+ * that buffered data always has ids to travel with.
+ */
+void
+px_emit_spend_pool(struct px_conn *c, bool force)
+{
+	struct px_open *o;
+
+	if (c->led.pool.count == 0 || !px_relay_ops->connected(c, PX_SERVER))
+		return;
+	for (o = c->led.opens; o; o = o->next)
+		if (o->wb.len)
+			return;
+	/* a sequential reader's ids fund its next read-ahead, unless the
+	 * pool is at its hoard bound, or a request waits for the
+	 * connection to be quiet (force) */
+	if (!force && !co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	    c->led.window) && c->state == PX_CONN_RELAY &&
+	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT))
+		for (o = c->led.opens; o; o = o->next)
+			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
+				return;
+	/*
+	 * Each run goes on one ECHO (a charge above the need is legal,
+	 * MS-SMB2 3.3.5.2.5).  Without multi-credit every id needs a request
+	 * of its own; those ECHOs travel as unrelated compounds of up to
+	 * ECHO_BATCH elements, one frame instead of one each.
+	 */
+	while (c->led.pool.count) {
+		enum { ECHO_BATCH = 64, ECHO_ELEM = 72 };  /* 68 padded to 8 */
+		uint8_t msg[ECHO_BATCH * ECHO_ELEM];
+		size_t len = 0;
+		int k;
+
+		for (k = 0; k < ECHO_BATCH && c->led.pool.count; k++) {
+			uint64_t lo, run;
+			struct smb2_hdr_out h;
+
+			run = co_pool_take_run(&c->led.pool,
+			    px_large_mtu(c) ? 0xFFFF : 1, &lo);
+			memset(&h, 0, sizeof(h));
+			h.command = SMB2_ECHO;
+			h.credit_charge = (uint16_t)run;
+			h.credit = 1;
+			h.message_id = lo;
+			if (len)  /* NextCommand of the previous element */
+				px_put_u32(msg + len - ECHO_ELEM + 20, ECHO_ELEM);
+			memset(msg + len, 0, ECHO_ELEM);
+			if (px_smb2_echo_req_encode(msg + len, ECHO_ELEM, &h) == 0 ||
+			    px_emit_pending(c, lo, SMB2_ECHO, (uint16_t)run) ==
+			    NULL) {
+				log_warnx("conn=%llu cannot build ECHO for ids "
+				    "%llu+%llu", (unsigned long long)c->id,
+				    (unsigned long long)lo, (unsigned long long)run);
+				break;
+			}
+			len += ECHO_ELEM;
+			px_stats.upstream_echoes++;
+			if (px_large_mtu(c))
+				break;      /* one run, one ECHO */
+		}
+		if (len == 0)
+			break;
+		/* the last element carries no padding */
+		if (px_relay_ops->send(c, PX_SERVER, msg, len - (ECHO_ELEM - 68)) == -1) {
+			log_warnx("conn=%llu cannot send ECHO",
+			    (unsigned long long)c->id);
+			break;
+		}
+	}
+	px_stats.pool_ids_now = c->led.pool.count;
+}
+
+
+/* ---- protected sending ------------------------------------------------------ */
+
+int
+px_emit_protected(struct px_conn *c, enum px_end to,
+    const struct px_prot *prot, uint8_t *msg, size_t len)
+{
+	if (prot->encrypt) {
+		size_t n;
+		uint8_t *sealed = px_keyed_encrypt(c, to, prot->sid, msg, len, &n);
+		int rc;
+
+		if (sealed == NULL)
+			return -1;
+		rc = px_relay_ops->send(c, to, sealed, n);
+		free(sealed);
+		return rc;
+	}
+	if (prot->sign && px_keyed_sign(c, prot->sid, msg, len,
+	    to == PX_CLIENT) == -1) {
+		log_warnx("conn=%llu cannot sign for session 0x%llx",
+		    (unsigned long long)c->id, (unsigned long long)prot->sid);
+		return -1;
+	}
+	return px_relay_ops->send(c, to, msg, len);
+}
+
+struct px_prot
+px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid)
+{
+	struct px_session *s = px_session_find(&c->led, sid);
+	struct px_tree *t = px_tree_find(&c->led, sid, tid);
+	struct px_prot pr = { false, false, sid };
+
+	if (s && s->keyed) {
+		if (s->encrypt || (t && (t->share_flags &
+		    SMB2_SHAREFLAG_ENCRYPT_DATA)))
+			pr.encrypt = c->led.cipher != 0;
+		else if (s->signing_required)
+			pr.sign = true;
+	}
+	return pr;
+}
+
+/* ---- synthesized responses ---------------------------------------------------- */
+
+int
+px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,
+    const struct px_prot *prot)
+{
+	px_put_u16(msg + 14, g);          /* CreditResponse (MS-SMB2 2.2.1) */
+	c->led.cr.C += g;
+	if (c->led.cr.client_outstanding)
+		c->led.cr.client_outstanding--;
+	return px_emit_protected(c, PX_CLIENT, prot, msg, len);
+}
+
+int
+px_emit_delay(struct px_conn *c, uint8_t *msg, size_t len,
+    uint16_t credit_request)
+{
+	struct px_delayed *d;
+
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		free(msg);
+		return -1;
+	}
+	d->msg = msg;
+	d->len = len;
+	d->credit_request = credit_request;
+	d->prot = c->cur_prot;
+	*c->delayed_tail = d;
+	c->delayed_tail = &d->next;
+	c->ndelayed++;
+	px_stats.delayed_responses++;
+	return 0;
+}
+
+void
+px_emit_send_delayed(struct px_conn *c)
+{
+	struct px_delayed *d;
+	uint16_t grant;
+
+	while ((d = c->delayed) != NULL) {
+		if (!co_synth_grant(&c->led.cr, d->credit_request, &grant) &&
+		    c->proxy_inflight > 0)
+			return; /* more grants are on their way */
+		/* with nothing in flight nothing will refill the bank: grant
+		 * what there is (waiting would never end) */
+		c->delayed = d->next;
+		if (c->delayed == NULL)
+			c->delayed_tail = &c->delayed;
+		c->ndelayed--;
+		if (px_emit_synth(c, d->msg, d->len, grant, &d->prot) == -1)
+			log_warnx("conn=%llu cannot send delayed response",
+			    (unsigned long long)c->id);
+		free(d->msg);
+		free(d);
+	}
+}
+
+void
+px_emit_free(struct px_conn *c)
+{
+	while (c->delayed) {
+		struct px_delayed *d = c->delayed;
+
+		c->delayed = d->next;
+		free(d->msg);
+		free(d);
+	}
+	c->delayed_tail = &c->delayed;
+}
+
+void
+px_emit_rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq,
+    uint32_t status)
+{
+	memset(h, 0, sizeof(*h));
+	h->command = rq->command;
+	h->credit_charge = rq->credit_charge;
+	h->status = status;
+	h->flags = SMB2_FLAGS_SERVER_TO_REDIR;
+	h->message_id = rq->message_id;
+	h->tree_id = rq->tree_id;
+	h->session_id = rq->session_id;
+}
+
+/* ---- what the proxy may answer itself ------------------------------------------ */
+
+/*
+ * Would the server accept the ids of request h carrying `payload` bytes?
+ * They must lie at or past every id the client used before (a reused or
+ * old id makes smbd drop the connection), inside what the client was
+ * granted, and the charge must cover the payload where multi-credit
+ * applies (MS-SMB2 3.3.5.2.5; smbd answers INVALID_PARAMETER otherwise).
+ */
+bool
+px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h, uint32_t payload)
+{
+	uint64_t charge = 1;
+
+	if (px_large_mtu(c)) {
+		uint64_t need = payload ? (payload - 1) / SMB2_UNIT + 1 : 1;
+
+		if (h->credit_charge < need)
+			return false;
+		charge = h->credit_charge;
+	}
+	return h->message_id >= c->led.cr.client_next &&
+	    h->message_id + charge > h->message_id &&
+	    h->message_id + charge <= c->led.cr.C &&
+	    px_pending_find(&c->led, h->message_id) == NULL;
+}
+
+/*
+ * May the proxy act on (absorb, answer, rewrite) this request of session s?
+ * Plain sessions: only unsigned requests.  Signed or sealed ones: only with
+ * the session's key, a good signature, and the protection the server
+ * would demand.  Sets c->cur_prot to how the answer must travel.
+ */
+bool
+px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
+    const struct smb2_hdr *h, const struct smb2_elem *e)
+{
+	bool signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
+	bool enc_needed = s->encrypt ||
+	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+
+	c->cur_prot.sid = h->session_id;
+	c->cur_prot.sign = false;
+	c->cur_prot.encrypt = false;
+	if (c->cur_encrypted) {
+		/* sealed: answered sealed under the same session's key */
+		if (!s->keyed || c->cur_enc_sid != s->id)
+			return false;
+		c->cur_prot.encrypt = true;
+		return true;
+	}
+	if (enc_needed)
+		return false;   /* the server refuses it unsealed */
+	if (!signed_rq && !s->signing_required)
+		return true;
+	if (!signed_rq || !s->keyed)
+		return false;   /* unsigned where required, or no key */
+	if (!px_keyed_verify(c, s, e->hdr, e->len, h->command))
+		return false;
+	c->cur_prot.sign = true;
+	return true;
+}

@@ -1,0 +1,383 @@
+/*
+ * readahead.c - read-ahead glue (DESIGN.md section 5) over the pure chunk
+ * cache of coalesce/readahead.c.
+ *
+ * Owns: the read gate (read_ahead = leased | always | off), which READs
+ * may be served from an open's cache, the widening of a first small
+ * sequential read within its credit charge (its answer cut back to what
+ * the client asked, re-signed or re-sealed in keyed sessions), the
+ * pipelined multi-credit fetches ahead of a sequential reader paid with
+ * the ids of the reads it served, and the arrival of those fetches.
+ * Buffered writes of the same file always go first (writebehind.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/glue.h"
+
+#define RA_CHUNK_MAX (1024 * 1024)   /* largest read-ahead READ */
+#define RA_WIDEN     (64 * 1024)     /* a first sequential read grows to */
+
+static const char *const ra_cause_names[PX_RA_NCAUSES] = {
+	"write", "setinfo", "lock", "break", "close", "peer", "random", "error",
+};
+
+const char *
+px_ra_cause_name(enum px_ra_cause c)
+{
+	return (unsigned int)c < PX_RA_NCAUSES ? ra_cause_names[c] : "?";
+}
+
+/* Drop an open's read cache (data and in-flight fetches). */
+void
+px_ra_drop(struct px_open *o, enum px_ra_cause why)
+{
+	if (o->ra.chunks == NULL && !o->ra.eof_known && !o->ra.seq)
+		return;
+	if (o->ra.chunks || o->ra.eof_known)
+		px_stats.ra_invalidations[why]++;
+	px_stats.ra_bytes_now -= o->ra.bytes;
+	co_ra_invalidate(&o->ra);
+}
+
+static bool
+ra_gate(const struct px_tree *t, const struct px_open *o)
+{
+	switch (t->policy.read_ahead) {
+	case POL_GATE_ALWAYS:
+		return true;
+	case POL_GATE_LEASED:
+		return px_open_read_caching(o);
+	default:
+		return false;
+	}
+}
+
+/* Fetch ahead of a sequential reader with donated ids (pipelined). */
+static void
+ra_plan(struct px_conn *c, struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	const struct px_open *x;
+
+	if (t == NULL || !ra_gate(t, o) || !o->ra.seq || o->breaking ||
+	    !px_relay_ops->connected(c, PX_SERVER) ||
+	    c->state != PX_CONN_RELAY)
+		return;
+	/* buffered write-behind data has first claim on the ids */
+	for (x = c->led.opens; x; x = x->next)
+		if (x->wb.len)
+			return;
+	/* a fetch must not overtake a write of the same file still in
+	 * flight: smbd may complete them in any order, and the cache would
+	 * keep what the file held before the write */
+	if (!px_wb_file_idle(c, o))
+		return;
+	for (;;) {
+		uint64_t run = co_pool_first_run(&c->led.pool), lo, off;
+		uint64_t budget = px_glob()->read_ahead_memory;
+		uint64_t unit, mem_left;
+		uint32_t len;
+		uint8_t msg[64 + 49 + 8];
+		struct smb2_hdr_out h;
+		struct px_pending *p;
+		struct px_prot prot;
+		size_t n;
+
+		if (run == 0)
+			return;
+		if (px_large_mtu(c))
+			unit = run * SMB2_UNIT;
+		else
+			unit = SMB2_UNIT;
+		if (unit > RA_CHUNK_MAX)
+			unit = RA_CHUNK_MAX;
+		if (c->led.max_read && unit > c->led.max_read)
+			unit = c->led.max_read;
+		mem_left = budget > px_stats.ra_bytes_now ?
+		    budget - px_stats.ra_bytes_now : 0;
+		len = co_ra_plan(&o->ra, (uint32_t)unit, mem_left, &off);
+		if (len == 0)
+			return;
+		/* no fetching past the end the file had when opened (or was
+		 * written to through us): a read beyond goes to the server */
+		if (off >= o->size_hint)
+			return;
+		if (off + len > o->size_hint)
+			len = (uint32_t)(o->size_hint - off);
+		run = co_pool_take_run(&c->led.pool, px_large_mtu(c) ? 0xFFFF : 1,
+		    &lo);
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_READ;
+		h.credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
+		h.credit = 1;
+		h.message_id = lo;
+		h.tree_id = o->tree_id;
+		h.session_id = o->session_id;
+		n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
+		    len, 0);
+		prot = px_emit_prot(c, o->session_id, o->tree_id);
+		if (n == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, n) == -1 ||
+		    (p = px_emit_pending(c, lo, SMB2_READ, h.credit_charge)) ==
+		    NULL || co_ra_add(&o->ra, off, len) == NULL) {
+			log_warnx("conn=%llu read-ahead request failed",
+			    (unsigned long long)c->id);
+			return;
+		}
+		p->fid = o->fid;
+		p->u.io.offset = off;
+		p->u.io.length = len;
+		p->u.io.open = o;
+		p->u.io.gen = o->ra.gen;
+		px_stats.ra_bytes_now += len;
+		px_stats.ra_fetches++;
+		px_stats.ra_fetch_bytes += len;
+		px_stats.pool_ids_now = c->led.pool.count;
+	}
+}
+
+/* Build a READ response (or END_OF_FILE error) answering rq. */
+static uint8_t *
+read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
+    const uint8_t *data, uint32_t n, size_t *len)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 16 + (size_t)n + 8);
+
+	if (msg == NULL)
+		return NULL;
+	px_emit_rsp_hdr(&h, rq, status);
+	h.credit = credit;
+	if (status != NT_STATUS_SUCCESS) {
+		*len = px_smb2_error_rsp_encode(msg, 64 + 16 + 8, &h);
+		return msg;
+	}
+	*len = px_smb2_read_rsp_encode(msg, 64 + 16 + (size_t)n + 8, &h, data,
+	    n);
+	return msg;
+}
+
+/*
+ * A standalone READ: serve it from the read-ahead cache, make it wait for a
+ * fetch in flight, widen it, or forward it.
+ */
+enum px_absorb
+px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, const uint8_t *msg, size_t mlen)
+{
+	struct smb2_read_req r;
+	struct px_session *s;
+	struct px_tree *t;
+	struct px_open *o;
+	enum co_ra_look look;
+	uint64_t charge;
+
+	if (px_smb2_read_req_decode(e, &r) == -1)
+		return PX_AB_FORWARD;
+	if ((o = px_open_find(&c->led, &r.file_id)) == NULL ||
+	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
+	    o->closed)
+		return PX_AB_FORWARD;
+	s = px_session_find(&c->led, h->session_id);
+	t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	if (s == NULL || t == NULL || !s->established || !ra_gate(t, o) ||
+	    !px_may_act(c, s, t, h, e) ||
+	    (r.flags & SMB2_READFLAG_READ_UNBUFFERED) || r.channel != 0 ||
+	    r.length == 0 || !px_open_read_access(o) || o->breaking ||
+	    !c->led.negotiated || c->led.max_read == 0 ||
+	    r.length > c->led.max_read || r.length > RA_CHUNK_MAX * 16) {
+		px_ra_drop(o, PX_RA_RANDOM);
+		return PX_AB_FORWARD;
+	}
+	/* buffered writes first (the generic path flushes and waits) */
+	if (!px_wb_file_idle(c, o))
+		return PX_AB_FORWARD;
+	if (!px_ids_fresh(c, h, r.length))
+		return PX_AB_FORWARD;
+	charge = px_large_mtu(c) ? h->credit_charge : 1;
+
+	look = co_ra_lookup(&o->ra, r.offset, r.length);
+	if (look == CO_RA_WAIT) {
+		c->stall = PX_STALL_READ;
+		c->stall_fid = o->fid;
+		c->stall_off = r.offset;
+		c->stall_len = r.length;
+		px_stats.ra_waits++;
+		return PX_AB_STALL;
+	}
+	if (look == CO_RA_HIT) {
+		uint8_t *buf = malloc(r.length ? r.length : 1), *rsp;
+		uint32_t n, st;
+		size_t rlen;
+		uint64_t before;
+
+		if (buf == NULL)
+			return PX_AB_FAIL;
+		if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+			free(buf);
+			px_emit_spend_pool(c, false);
+			return PX_AB_FORWARD;
+		}
+		before = o->ra.bytes;
+		co_ra_serve(&o->ra, r.offset, r.length, r.minimum_count, buf, &n,
+		    &st);
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+		rsp = read_rsp(h, 0, st, buf, n, &rlen);
+		free(buf);
+		if (rsp == NULL)
+			return PX_AB_FAIL;
+		if (h->message_id + charge > c->led.cr.client_next)
+			c->led.cr.client_next = h->message_id + charge;
+		c->led.cr.client_outstanding++;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.ra_hits++;
+		px_stats.ra_served_bytes += n;
+		if (px_wb_answer(c, h->credit, rsp, rlen) == -1)
+			return PX_AB_FAIL;
+		ra_plan(c, o);
+		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+		    c->led.window))
+			px_emit_spend_pool(c, false);
+		return PX_AB_DONE;
+	}
+	/* a miss: a read outside what was fetched means random access */
+	if (o->ra.chunks)
+		px_ra_drop(o, PX_RA_RANDOM);
+	co_ra_note_read(&o->ra, r.offset, r.length);
+	if (o->ra.seq && r.length < RA_WIDEN &&
+	    (!c->led.max_read || c->led.max_read >= RA_WIDEN)) {
+		/* widen a small sequential read within its credit charge
+		 * (one credit pays for 64 KiB); the answer is cut back to
+		 * what the client asked for */
+		uint8_t *copy = malloc(mlen);
+		struct px_pending *p;
+		struct smb2_fileid related;
+		struct px_prot up = c->cur_prot;
+
+		if (copy == NULL)
+			return PX_AB_FAIL;
+		memcpy(copy, msg, mlen);
+		px_put_u32(copy + SMB2_HDR_LEN + 4, RA_WIDEN);
+		memset(&related, 0xFF, sizeof(related));
+		p = px_ledger_client_request(&c->led, h, e, false, &related);
+		/* the rewritten request is re-signed or re-sealed */
+		if (p == NULL || co_ra_add(&o->ra, r.offset, RA_WIDEN) == NULL ||
+		    px_emit_protected(c, PX_SERVER, &up, copy, mlen) == -1) {
+			free(copy);
+			return PX_AB_FAIL;
+		}
+		free(copy);
+		p->u.io.prot_sign = up.sign;
+		p->u.io.prot_encrypt = up.encrypt;
+		p->u.io.widened = true;
+		p->u.io.offset = r.offset;
+		p->u.io.length = RA_WIDEN;
+		p->u.io.client_len = r.length;
+		p->u.io.client_min = r.minimum_count;
+		p->u.io.open = o;
+		p->u.io.gen = o->ra.gen;
+		px_stats.ra_bytes_now += RA_WIDEN;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.ra_widened++;
+		return PX_AB_DONE;
+	}
+	return PX_AB_FORWARD;
+}
+
+/* A read-ahead fetch answered. */
+static void
+ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct smb2_read_rsp rr;
+	bool ok = false;
+	uint64_t before;
+	struct px_tree *t;
+
+	if (o == NULL)
+		return;
+	memset(&rr, 0, sizeof(rr));
+	if (h->status == NT_STATUS_SUCCESS && px_smb2_read_rsp_decode(e, &rr) == 0)
+		ok = true;
+	else if (h->status == NT_STATUS_END_OF_FILE)
+		ok = true;
+	before = o->ra.bytes;
+	if (!co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, ok, rr.data,
+	    rr.data_len)) {
+		if (!ok)
+			px_stats.ra_invalidations[PX_RA_ERROR]++;
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+		return;
+	}
+	px_stats.ra_bytes_now -= before - o->ra.bytes;
+	t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	co_ra_grow(&o->ra, t ? t->policy.read_ahead_max : 8 << 20);
+	if (o->ra.window > px_stats.ra_window_max)
+		px_stats.ra_window_max = o->ra.window;
+}
+
+void
+px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	struct px_open *o;
+
+	ra_arrived(c, h, e, p);
+	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+		ra_plan(c, o);
+}
+
+int
+px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p,
+    const struct px_prot *prot, bool *replaced)
+{
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct smb2_read_rsp rr;
+	struct smb2_hdr rq;
+	uint32_t n, st;
+	uint8_t *msg;
+	size_t mlen;
+	int rc;
+
+	*replaced = false;
+	if (h->status == NT_STATUS_END_OF_FILE) {
+		if (o) {
+			uint64_t before = o->ra.bytes;
+
+			(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset,
+			    true, NULL, 0);
+			px_stats.ra_bytes_now -= before - o->ra.bytes;
+		}
+		return 0;
+	}
+	if (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_read_rsp_decode(e, &rr) == -1) {
+		if (o)
+			px_ra_drop(o, PX_RA_ERROR);
+		return 0;   /* forwarded as it came */
+	}
+	if (o) {
+		uint64_t before = o->ra.bytes;
+
+		(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, true,
+		    rr.data, rr.data_len);
+		px_stats.ra_bytes_now -= before - o->ra.bytes;
+	}
+	n = rr.data_len < p->u.io.client_len ? rr.data_len : p->u.io.client_len;
+	st = (n == 0 || n < p->u.io.client_min) ? NT_STATUS_END_OF_FILE :
+	    NT_STATUS_SUCCESS;
+	rq = *h;
+	msg = read_rsp(&rq, h->credit, st, rr.data, st ? 0 : n, &mlen);
+	if (msg == NULL)
+		return -1;
+	/* keep the server's header fields (flags, async id, ...) */
+	memcpy(msg, e->hdr, SMB2_HDR_LEN);
+	px_put_u32(msg + 8, st);
+	px_put_u32(msg + 20, 0);          /* NextCommand */
+	rc = px_emit_protected(c, PX_CLIENT, prot, msg, mlen);
+	free(msg);
+	*replaced = true;
+	return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * side.c - one end of a connection: its socket's watchers, its output
+ * queue and the hold queue beside it, and what may be read from it
+ * (backpressure: a side is read only while its peer's output queue is
+ * under queue_limit, relayd relay_read).  Used by conn.c only; it calls
+ * nothing above it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proxy/conn.h"
+
+/* ---- watchers ------------------------------------------------------------ */
+
+static bool
+may_read(const struct px_side *s)
+{
+	const struct px_link *l = s->link;
+	const struct px_conn *c = &l->c;
+
+	if (s->fd == -1 || s->rd_eof)
+		return false;
+	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING ||
+	    c->state == PX_CONN_CLOSED)
+		return false;
+	if (px_buf_len(&s->peer->out) >= pol_global(px_rt.cfg)->queue_limit)
+		return false;
+	/* shutting down: no new client requests, only the drain */
+	if (s == &l->cli && px_rt.stopping)
+		return false;
+	/* a stalled client frame blocks further client input */
+	if (s == &l->cli && c->stall != PX_STALL_NONE)
+		return false;
+	/* never hold more than one maximal frame plus a read chunk */
+	if (px_buf_len(&s->in) >= FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
+		return false;
+	return true;
+}
+
+void
+px_side_update(struct px_side *s)
+{
+	struct ev_loop *loop = px_rt.loop;
+
+	if (s->fd == -1)
+		return;
+	if (may_read(s)) {
+		if (!ev_is_active(&s->rio))
+			ev_io_start(loop, &s->rio);
+	} else if (ev_is_active(&s->rio))
+		ev_io_stop(loop, &s->rio);
+	if (px_buf_len(&s->out) > 0 && !s->wr_shut) {
+		if (!ev_is_active(&s->wio))
+			ev_io_start(loop, &s->wio);
+	} else if (ev_is_active(&s->wio))
+		ev_io_stop(loop, &s->wio);
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+/*
+ * Where a message for side s goes: its output queue, or, while the other
+ * side is cutting a large frame through to s, a hold queue appended once
+ * that frame is complete (messages must never interleave with it).
+ */
+struct px_buf *
+px_side_outbuf(struct px_side *s)
+{
+	return s->peer->stream_left > 0 ? &s->hold : &s->out;
+}
+
+/*
+ * Write what is queued for s now, without waiting for the event loop: a
+ * synthesized response then costs one write(2) instead of two epoll_ctl
+ * calls and a loop turn.  Errors are left for the write watcher to find.
+ */
+static void
+try_write(struct px_side *s)
+{
+	ssize_t n;
+
+	while (px_buf_len(&s->out) > 0) {
+		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
+		if (n <= 0)
+			break;
+		px_buf_consume(&s->out, (size_t)n);
+	}
+}
+
+/* Account n bytes just placed in px_side_outbuf(s) and start writing. */
+void
+px_side_out_commit(struct px_side *s, size_t n)
+{
+	if (s == &s->link->cli)
+		px_stats.bytes_s2c += n;
+	else
+		px_stats.bytes_c2s += n;
+	if (s->fd == -1 || ev_is_active(&s->wio) ||
+	    s->link->c.state == PX_CONN_CONNECTING)
+		return;
+	try_write(s);
+	if (px_buf_len(&s->out))
+		ev_io_start(px_rt.loop, &s->wio);
+}
+
+static int
+append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
+{
+	if (px_buf_append(b, p, len) == -1)
+		return -1;
+	px_side_out_commit(s, len);
+	return 0;
+}
+
+/* Bytes of a frame being cut through (peer -> s): straight to s->out. */
+int
+px_side_stream(struct px_side *s, const uint8_t *p, size_t len)
+{
+	if (s->fd == -1 || s->wr_shut)
+		return 0;
+	return append_to(s, &s->out, p, len);
+}
+
+/* The cut-through frame to s is complete: release what was held. */
+int
+px_side_release_hold(struct px_side *s)
+{
+	int rc = 0;
+
+	if (px_buf_len(&s->hold) == 0)
+		return 0;
+	if (s->fd != -1 && !s->wr_shut)
+		rc = px_buf_append(&s->out, s->hold.data + s->hold.head,
+		    px_buf_len(&s->hold));
+	px_buf_consume(&s->hold, px_buf_len(&s->hold));
+	px_buf_shrink(&s->hold, 0);
+	px_side_out_commit(s, 0);
+	return rc;
+}
+
+int
+px_side_send_frame(struct px_side *s, const uint8_t *frame, size_t len)
+{
+	if (s->fd == -1 || s->wr_shut)
+		return 0; /* the side is gone: nothing to deliver to */
+	return append_to(s, px_side_outbuf(s), frame, len);
+}
+
+int
+px_side_send(struct px_side *s, const uint8_t *msg, size_t len)
+{
+	struct px_buf *b = px_side_outbuf(s);
+
+	if (s->fd == -1 || s->wr_shut)
+		return 0;
+	if (px_buf_reserve(b, len + PX_NBSS_HDR) == -1)
+		return -1;
+	px_frame_put_hdr(b->data + b->tail, len);
+	memcpy(b->data + b->tail + PX_NBSS_HDR, msg, len);
+	b->tail += len + PX_NBSS_HDR;
+	px_side_out_commit(s, len + PX_NBSS_HDR);
+	return 0;
+}
+
+void
+px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
+    int fd, const char *name, void (*rcb)(struct ev_loop *, ev_io *, int),
+    void (*wcb)(struct ev_loop *, ev_io *, int))
+{
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->link = l;
+	s->peer = peer;
+	s->name = name;
+	ev_io_init(&s->rio, rcb, fd, EV_READ);
+	ev_io_init(&s->wio, wcb, fd, EV_WRITE);
+	s->rio.data = s;
+	s->wio.data = s;
+}
+
+void
+px_side_close(struct px_side *s, bool reset)
+{
+	if (s->fd == -1)
+		return;
+	ev_io_stop(px_rt.loop, &s->rio);
+	ev_io_stop(px_rt.loop, &s->wio);
+	if (reset) {
+		struct linger lg = { 1, 0 };
+
+		(void)setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(s->fd);
+	s->fd = -1;
+}

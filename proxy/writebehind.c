@@ -1,0 +1,593 @@
+/*
+ * writebehind.c - write-behind glue (DESIGN.md section 4) over the pure
+ * extent buffer and id pool of coalesce/, and the answers every absorbed
+ * request gets (section 3, rules 3 and 4).
+ *
+ * Owns: which WRITE may be absorbed (the open, the gate, the memory
+ * budgets, the ids), the flushes that send buffered data upstream as
+ * multi-credit WRITEs paid with donated ids, their answers, deferred
+ * errors (reported on the next WRITE, FLUSH or CLOSE), the idle/age
+ * timers, and what a closed connection loses.  Reads served from the
+ * read-ahead cache are answered through px_wb_answer too: it is where the
+ * zero-credit rule lives.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proxy/glue.h"
+
+/* Largest payload of one proxy WRITE. */
+static size_t
+max_write_unit(const struct px_conn *c, const struct px_tree *t)
+{
+	size_t lim = t ? t->policy.coalesce_size : 1024 * 1024;
+
+	if (!px_large_mtu(c))
+		lim = lim < SMB2_UNIT ? lim : SMB2_UNIT;
+	if (c->led.max_write && lim > c->led.max_write)
+		lim = c->led.max_write;
+	return lim;
+}
+
+bool
+px_wb_busy(const struct px_open *o)
+{
+	return o->wb.len > 0 || o->wb_inflight > 0;
+}
+
+bool
+px_wb_quiet(const struct px_conn *c)
+{
+	const struct px_open *o;
+
+	if (c->proxy_inflight || c->delayed || c->led.pool.count)
+		return false;
+	for (o = c->led.opens; o; o = o->next)
+		if (px_wb_busy(o))
+			return false;
+	return true;
+}
+
+static void
+wb_account(struct px_conn *c, int64_t delta)
+{
+	c->wb_bytes = (uint64_t)((int64_t)c->wb_bytes + delta);
+	px_stats.wb_bytes_now = (uint64_t)((int64_t)px_stats.wb_bytes_now + delta);
+	if (px_stats.wb_bytes_now > px_stats.wb_bytes_peak)
+		px_stats.wb_bytes_peak = px_stats.wb_bytes_now;
+}
+
+/*
+ * Send the buffered extent of o upstream as one or more WRITEs, each
+ * spending a contiguous run of donated ids as its CreditCharge.
+ */
+void
+px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	size_t unit = max_write_unit(c, t), pos = 0, len;
+	uint64_t off;
+	uint8_t *data;
+	struct px_prot prot;
+
+	if (o->wb.len == 0)
+		return;
+	prot = px_emit_prot(c, o->session_id, o->tree_id);
+	px_stats.flushes[cause]++;
+	data = co_extent_take(&o->wb, &off, &len);
+	while (pos < len) {
+		uint64_t lo, run;
+		size_t n, need, cap;
+		uint8_t *dst;
+		struct smb2_hdr_out h;
+		struct px_pending *p;
+		struct px_buf *ob;
+
+		/* take only the ids this write needs: another open's buffer
+		 * may be waiting for the rest of the run */
+		run = co_pool_first_run(&c->led.pool);
+		if (run > 0) {
+			uint64_t want = px_large_mtu(c) ? run : 1;
+			size_t n0 = len - pos;
+
+			if (px_large_mtu(c)) {
+				if (n0 > (size_t)run * SMB2_UNIT)
+					n0 = (size_t)run * SMB2_UNIT;
+				if (n0 > unit)
+					n0 = unit;
+				want = (n0 + SMB2_UNIT - 1) / SMB2_UNIT;
+				if (want == 0)
+					want = 1;
+			}
+			run = co_pool_take_run(&c->led.pool, want, &lo);
+		}
+		if (run == 0) {
+			/* cannot happen while ids are only spent on data or,
+			 * with no data left, on ECHOs; keep the rest buffered */
+			/* never expected (ids are spent on ECHOs only when no
+			 * data is buffered); rather than wait forever, report
+			 * the loss on the open and in the log */
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%zu flush starved of message ids: "
+			    "acknowledged data lost, error deferred to the next "
+			    "WRITE, FLUSH or CLOSE", (unsigned long long)c->id,
+			    px_tree_share(c, o), o->name,
+			    (unsigned long long)(off + pos), len - pos);
+			px_stats.deferred_errors++;
+			if (!o->failed_status)
+				o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
+			wb_account(c, -(int64_t)(len - pos));
+			break;
+		}
+		cap = px_large_mtu(c) ? (size_t)run * SMB2_UNIT : SMB2_UNIT;
+		n = len - pos;
+		if (n > cap)
+			n = cap;
+		if (n > unit)
+			n = unit;
+		need = 64 + 48 + n;
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_WRITE;
+		h.credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
+		h.credit = 1;
+		h.message_id = lo;
+		h.tree_id = o->tree_id;
+		h.session_id = o->session_id;
+		if (prot.sign || prot.encrypt) {
+			/* a keyed session: sign or seal a separate copy */
+			uint8_t *tmp = malloc(need);
+
+			if (tmp == NULL || px_smb2_write_req_encode(tmp, need, &h,
+			    &o->fid, off + pos, data + pos, (uint32_t)n, 0) !=
+			    need || px_emit_protected(c, PX_SERVER, &prot,
+			    tmp, need) == -1) {
+				free(tmp);
+				goto nomem;
+			}
+			free(tmp);
+		} else {
+			ob = px_relay_ops->outbuf(c, PX_SERVER);
+			if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
+				goto nomem;
+			dst = ob->data + ob->tail;
+			if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
+			    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
+			    off + pos, data + pos, (uint32_t)n, 0) != need)
+				goto nomem;
+			px_frame_put_hdr(dst, need);
+			ob->tail += need + PX_NBSS_HDR;
+			px_relay_ops->out_commit(c, PX_SERVER, need + PX_NBSS_HDR);
+		}
+		if ((p = px_emit_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
+			goto nomem;
+		p->fid = o->fid;
+		p->u.io.offset = off + pos;
+		p->u.io.length = (uint32_t)n;
+		p->u.io.open = o;
+		if (o->wb_inflight++ == 0) {
+			o->wb_inflight_lo = off + pos;
+			o->wb_inflight_hi = off + pos + n;
+		} else {
+			if (off + pos < o->wb_inflight_lo)
+				o->wb_inflight_lo = off + pos;
+			if (off + pos + n > o->wb_inflight_hi)
+				o->wb_inflight_hi = off + pos + n;
+		}
+		o->wb_inflight_bytes += n;
+		/* ids of this run beyond the first stay with this request; at
+		 * 2.0.2 the run is one id */
+		c->up_writes++;
+		c->up_write_bytes += n;
+		px_stats.upstream_writes++;
+		px_stats.upstream_write_bytes += n;
+		pos += n;
+	}
+	free(data);
+	px_stats.pool_ids_now = c->led.pool.count;
+	return;
+nomem:
+	log_warnx("conn=%llu out of memory flushing share=%s file=%s "
+	    "offset=%llu length=%zu: data lost", (unsigned long long)c->id,
+	    px_tree_share(c, o), o->name, (unsigned long long)(off + pos),
+	    len - pos);
+	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
+	wb_account(c, -(int64_t)(len - pos));
+	free(data);
+}
+
+void
+px_wb_flush_all(struct px_conn *c, enum co_flush_cause cause)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next)
+		px_wb_flush_open(c, o, cause);
+	/* whoever flushes everything waits for quiet: no ids kept back */
+	px_emit_spend_pool(c, true);
+}
+
+/* Flush every open naming the same file as o (o included). */
+void
+px_wb_flush_file(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	struct px_open *x;
+
+	for (x = c->led.opens; x; x = x->next)
+		if (x == o || (x->tree_id == o->tree_id && x->name && o->name &&
+		    strcasecmp(x->name, o->name) == 0))
+			px_wb_flush_open(c, x, cause);
+	px_emit_spend_pool(c, false);
+}
+
+bool
+px_wb_file_idle(struct px_conn *c, const struct px_open *o)
+{
+	const struct px_open *x;
+
+	for (x = c->led.opens; x; x = x->next)
+		if ((x == o || (x->tree_id == o->tree_id && x->name && o->name &&
+		    strcasecmp(x->name, o->name) == 0)) && px_wb_busy(x))
+			return false;
+	return true;
+}
+
+
+/* ---- answers to absorbed requests ------------------------------------------- */
+
+int
+px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
+    size_t len)
+{
+	uint16_t grant;
+	int rc;
+
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
+		rc = px_emit_synth(c, msg, len, grant, &c->cur_prot);
+		free(msg);
+		return rc;
+	}
+	if (px_emit_delay(c, msg, len, credit_request) == -1)
+		return -1;
+	/* the bank refills only from responses to proxy requests */
+	px_wb_flush_all(c, CO_FLUSH_CREDITS);
+	return 0;
+}
+
+int
+px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
+    uint32_t status, uint32_t count)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 17 + 8);
+	size_t n;
+
+	if (msg == NULL)
+		return -1;
+	px_emit_rsp_hdr(&h, rq, status);
+	if (status != NT_STATUS_SUCCESS)
+		n = px_smb2_error_rsp_encode(msg, 64 + 17 + 8, &h);
+	else
+		n = px_smb2_write_rsp_encode(msg, 64 + 17 + 8, &h, count);
+	if (n == 0) {
+		free(msg);
+		return -1;
+	}
+	return px_wb_answer(c, rq->credit, msg, n);
+}
+
+/* ---- write absorption ------------------------------------------------------- */
+
+size_t
+px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t)
+{
+	size_t lim = (size_t)t->policy.coalesce_size;
+
+	if (!px_large_mtu(c) && lim > SMB2_UNIT)
+		lim = SMB2_UNIT;
+	if (c->led.max_write && lim > c->led.max_write)
+		lim = c->led.max_write;
+	return lim;
+}
+
+/*
+ * Try to absorb a standalone WRITE.  PX_AB_FORWARD: forward it; PX_AB_DONE:
+ * absorbed and answered (or queued); PX_AB_STALL: wait; PX_AB_FAIL: out of memory.
+ */
+enum px_absorb
+px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_write_req w;
+	struct px_session *s;
+	struct px_tree *t;
+	struct px_open *o;
+	struct co_open_facts of;
+	struct co_write_facts wf;
+	enum co_absorb ab;
+	uint64_t charge;
+	size_t lim;
+
+	if (px_smb2_write_req_decode(e, &w) == -1)
+		return PX_AB_FORWARD;
+	if ((o = px_open_find(&c->led, &w.file_id)) == NULL ||
+	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
+	    o->closed)
+		return PX_AB_FORWARD;
+	s = px_session_find(&c->led, h->session_id);
+	t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	if (s == NULL || t == NULL || !s->established)
+		return PX_AB_FORWARD;
+	/* a deferred error is reported on the next WRITE (DESIGN.md 4) */
+	if (o->failed_status && !px_wb_busy(o))
+		return PX_AB_FORWARD;
+
+	memset(&of, 0, sizeof(of));
+	of.write_access = px_open_write_access(o);
+	of.write_through = (o->create_options & FILE_WRITE_THROUGH) != 0;
+	/* a directory handle: the server refuses writes on it */
+	if (o->is_dir)
+		return PX_AB_FORWARD;
+	of.write_caching = px_open_write_caching(o);
+	/* set by this or another open's LOCK, or inherited at CREATE from
+	 * opens of the same file holding locks (coherence.c) */
+	of.locked = o->locked;
+	of.breaking = o->breaking;
+	/* a deferred error: stop absorbing; once the open is idle the next
+	 * WRITE is answered with it (deferred_error) */
+	of.failed = o->failed_status != 0;
+	memset(&wf, 0, sizeof(wf));
+	wf.offset = w.offset;
+	wf.length = w.length;
+	wf.flags = w.flags;
+	wf.channel = w.channel;
+	wf.standalone = true;
+	wf.signed_or_sealed = false;
+	lim = px_wb_coalesce_limit(c, t);
+	ab = co_write_decide((enum co_gate)t->policy.write_behind, &of, &wf, lim);
+	if (ab != CO_ABSORB || !px_may_act(c, s, t, h, e))
+		return PX_AB_FORWARD;
+	/* the ids must be ones the client was granted and has not used,
+	 * and the charge what the server demands (MS-SMB2 3.3.5.2.5) */
+	if (!px_ids_fresh(c, h, w.length))
+		return PX_AB_FORWARD;
+	charge = px_large_mtu(c) ? h->credit_charge : 1;
+
+	/* memory: global budget and per-open cap; wait for flushes */
+	if (px_stats.wb_bytes_now + w.length > px_glob()->write_behind_memory ||
+	    o->wb.len + o->wb_inflight_bytes + w.length >
+	    t->policy.write_behind_per_open) {
+		if (!px_wb_busy(o) && c->wb_bytes == 0)
+			return PX_AB_FORWARD; /* others hold the memory: no wait */
+		px_wb_flush_all(c, CO_FLUSH_MEMORY);
+		c->stall = PX_STALL_MEMORY;
+		c->stall_fid = o->fid;
+		c->stall_mem = o->wb_inflight_bytes + o->wb.len;
+		return PX_AB_STALL;
+	}
+	/* not contiguous: send what is buffered first */
+	if (!co_extent_fits(&o->wb, w.offset, w.length, lim))
+		px_wb_flush_open(c, o, o->wb.len && w.offset == o->wb.off + o->wb.len ?
+		    CO_FLUSH_FULL : CO_FLUSH_NONCONTIG);
+	/* never let new data race an older write in flight that it
+	 * overlaps (smbd may complete writes out of order): wait until
+	 * they are acknowledged, whether or not the buffer is empty */
+	if (o->wb_inflight > 0 && !(w.offset >= o->wb_inflight_hi ||
+	    w.offset + w.length <= o->wb_inflight_lo)) {
+		px_wb_flush_open(c, o, CO_FLUSH_NONCONTIG);
+		c->stall = PX_STALL_OPEN_IDLE;
+		c->stall_fid = o->fid;
+		px_emit_spend_pool(c, false);
+		return PX_AB_STALL;
+	}
+	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+		px_wb_flush_all(c, CO_FLUSH_POOL);
+		return PX_AB_FORWARD;
+	}
+	if (co_extent_append(&o->wb, w.offset, w.data, w.length,
+	    px_now_ms()) == -1)
+		return PX_AB_FAIL;
+	if (o->wb.len == w.length)
+		px_relay_ops->arm_timer(c);
+	wb_account(c, (int64_t)w.length);
+	if (h->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + charge;
+	c->led.cr.client_outstanding++;
+	c->absorbed++;
+	px_stats.writes_absorbed++;
+	px_stats.bytes_absorbed += w.length;
+	px_stats.pool_ids_now = c->led.pool.count;
+	if (px_wb_answer_status(c, h, NT_STATUS_SUCCESS, w.length) == -1)
+		return PX_AB_FAIL;
+	if (o->wb.len >= lim)
+		px_wb_flush_open(c, o, CO_FLUSH_FULL);
+	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	    c->led.window))
+		px_wb_flush_all(c, CO_FLUSH_POOL);
+	return PX_AB_DONE;
+}
+
+/* ---- deferred errors ---------------------------------------------------------- */
+
+bool
+px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum px_absorb *rc)
+{
+	struct smb2_fileid fid;
+	struct px_open *o;
+	uint32_t st;
+
+	if ((h->command != SMB2_WRITE && h->command != SMB2_FLUSH) ||
+	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
+	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
+	    px_wb_busy(o) || o->session_id != h->session_id ||
+	    !px_ids_fresh(c, h, 1) || (h->flags & SMB2_FLAGS_SIGNED))
+		return false;
+	st = o->failed_status;
+	o->failed_status = 0;
+	log_warnx("conn=%llu share=%s file=%s deferred write error 0x%08x "
+	    "reported on %s", (unsigned long long)c->id, px_tree_share(c, o),
+	    o->name, st, px_smb2_cmd_name(h->command));
+	if (co_pool_add(&c->led.pool, h->message_id,
+	    px_large_mtu(c) ? h->credit_charge : 1) == -1) {
+		*rc = PX_AB_FORWARD;
+		return false;
+	}
+	if (h->message_id + 1 > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + 1;
+	c->led.cr.client_outstanding++;
+	*rc = px_wb_answer_status(c, h, st, 0) == 0 ? PX_AB_DONE : PX_AB_FAIL;
+	px_emit_spend_pool(c, false);
+	return true;
+}
+
+
+void
+px_wb_on_close(struct px_conn *c, struct px_pending *p)
+{
+	struct px_open *o = px_open_find(&c->led, &p->fid);
+
+	if (o == NULL)
+		return;
+	o->closed = true;
+	if (o->failed_status) {
+		log_warnx("conn=%llu share=%s file=%s deferred write error "
+		    "0x%08x reported on CLOSE", (unsigned long long)c->id,
+		    px_tree_share(c, o), o->name, o->failed_status);
+		p->u.io.length = o->failed_status;
+		p->u.io.offset = UINT64_MAX; /* marker */
+	}
+}
+
+/*
+ * Rewrite a CLOSE response into an error response carrying the deferred
+ * status, keeping the server's grant.  Not possible for a signed answer in
+ * a session without a key: the original is forwarded.
+ */
+int
+px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, const struct px_prot *prot)
+{
+	struct smb2_hdr_out o;
+	uint8_t msg[64 + 9 + 8];
+	size_t n;
+	uint32_t st = p->u.io.length;
+	struct px_session *s = px_session_find(&c->led, h->session_id);
+
+	if (p->u.io.offset != UINT64_MAX)
+		return 0;
+	if ((prot->sign || prot->encrypt) && (s == NULL || !s->keyed)) {
+		log_warnx("conn=%llu deferred write error 0x%08x cannot be "
+		    "put on the signed CLOSE response (no key)",
+		    (unsigned long long)c->id, st);
+		return 0;
+	}
+	memset(&o, 0, sizeof(o));
+	o.command = SMB2_CLOSE;
+	o.credit_charge = h->credit_charge;
+	o.credit = h->credit;
+	o.status = st;
+	o.flags = SMB2_FLAGS_SERVER_TO_REDIR;
+	o.message_id = h->message_id;
+	o.tree_id = h->tree_id;
+	o.session_id = h->session_id;
+	if ((n = px_smb2_error_rsp_encode(msg, sizeof(msg), &o)) == 0)
+		return -1;
+	return px_emit_protected(c, PX_CLIENT, prot, msg, n) == 0 ? 1 : -1;
+}
+
+void
+px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p)
+{
+	/* the open may have gone (session or tree torn down server-side) */
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+
+	wb_account(c, -(int64_t)p->u.io.length);
+	if (o) {
+		o->wb_inflight--;
+		o->wb_inflight_bytes -= p->u.io.length;
+	}
+	if (h->status == NT_STATUS_SUCCESS) {
+		struct smb2_write_rsp wr;
+
+		if (px_smb2_write_rsp_decode(e, &wr) == 0 &&
+		    wr.count == p->u.io.length)
+			return;
+	}
+	px_stats.deferred_errors++;
+	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
+	    "write failed status=0x%08x: acknowledged data lost, error "
+	    "deferred to the next WRITE, FLUSH or CLOSE",
+	    (unsigned long long)c->id, o ? px_tree_share(c, o) : "?",
+	    o && o->name ? o->name : "?",
+	    (unsigned long long)p->u.io.offset, p->u.io.length,
+	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status);
+	if (o && !o->failed_status)
+		o->failed_status = h->status == NT_STATUS_SUCCESS ?
+		    NT_STATUS_DISK_FULL : h->status;
+}
+
+/* ---- timers and teardown ------------------------------------------------------- */
+
+double
+px_wb_timer(struct px_conn *c, double now_ms)
+{
+	struct px_open *o;
+	double next = 0;
+	bool flushed = false;
+
+	for (o = c->led.opens; o; o = o->next) {
+		struct px_tree *t;
+		double idle, age, due;
+
+		if (o->wb.len == 0)
+			continue;
+		t = px_tree_find(&c->led, o->session_id, o->tree_id);
+		idle = o->wb.last_ms + (t ? t->policy.flush_idle_ms : 200);
+		age = o->wb.first_ms + (t ? t->policy.flush_max_age_ms : 2000);
+		if (now_ms >= idle || now_ms >= age) {
+			px_wb_flush_open(c, o, now_ms >= idle ? CO_FLUSH_IDLE :
+			    CO_FLUSH_AGE);
+			flushed = true;
+			continue;
+		}
+		due = idle < age ? idle : age;
+		if (next == 0 || due < next)
+			next = due;
+	}
+	if (flushed)
+		px_emit_spend_pool(c, false);
+	return next;
+}
+
+void
+px_wb_free(struct px_conn *c)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next) {
+		/* name exactly what was acknowledged to the client and never
+		 * acknowledged by the server: writes in flight, then the
+		 * buffer not yet sent */
+		if (o->wb_inflight_bytes)
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%llu closed with write-behind data in flight, "
+			    "not acknowledged by the server (range %llu-%llu)",
+			    (unsigned long long)c->id, px_tree_share(c, o), o->name,
+			    (unsigned long long)o->wb_inflight_lo,
+			    (unsigned long long)(o->wb_inflight_hi -
+			    o->wb_inflight_lo),
+			    (unsigned long long)o->wb_inflight_lo,
+			    (unsigned long long)o->wb_inflight_hi);
+		if (o->wb.len)
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%zu closed with write-behind data not "
+			    "acknowledged by the server",
+			    (unsigned long long)c->id, px_tree_share(c, o), o->name,
+			    (unsigned long long)o->wb.off, o->wb.len);
+		if (o->wb.len || o->wb_inflight_bytes)
+			wb_account(c, -(int64_t)(o->wb.len + o->wb_inflight_bytes));
+	}
+}
