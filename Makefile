@@ -50,7 +50,7 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
-# only the ones after it; the relay layer is relay.c .. keyed.c (glue.h).
+# only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c \
               proxy/relay.c proxy/coherence.c proxy/readahead.c \

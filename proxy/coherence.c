@@ -15,7 +15,10 @@
 #include <strings.h>
 #include <netinet/in.h>
 
-#include "proxy/glue.h"
+#include "proxy/coherence.h"
+#include "proxy/readahead.h"
+#include "proxy/writebehind.h"
+#include "proxy/emit.h"
 
 static bool
 same_server(const struct px_conn *a, const struct px_conn *b)

@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 
 #include "proxy/conn.h"
 
@@ -80,35 +79,6 @@ px_close_reason_name(enum px_close_reason r)
 	return (unsigned int)r < PX_CLOSE_NREASONS ? close_names[r] : "?";
 }
 
-double
-px_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-const char *
-px_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-
-		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, ntohs(sin->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host, ntohs(s6->sin6_port));
-	} else
-		snprintf(buf, len, "-");
-	return buf;
-}
-
 struct px_conn *
 px_conn_first(void)
 {
@@ -146,7 +116,7 @@ conn_update(struct px_conn *c)
 	px_side_update(&l->srv);
 }
 
-/* ---- the services the relay calls (struct px_conn_ops, relay.h) ------------ */
+/* ---- the services the relay calls (struct px_conn_ops, conn_state.h) ------- */
 
 static struct px_side *
 side_of(struct px_conn *c, enum px_end end)

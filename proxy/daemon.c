@@ -17,6 +17,7 @@
 #include "proxy/conn.h"
 #include "proxy/control.h"
 #include "proxy/daemon.h"
+#include "proxy/keyed.h"
 #include "proxy/listener.h"
 #include "proxy/tproxy.h"
 

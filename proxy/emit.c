@@ -6,13 +6,14 @@
  * for them (rule 3).  Also the two questions every absorbing path asks
  * first: are the request's ids fresh, and may the proxy act on it at all.
  *
- * The lowest file of the relay layer (glue.h): it calls only keyed.c, the
+ * The lowest file of the relay layer but keyed.c: it calls only keyed.c, the
  * ledger and conn.c's services (px_relay_ops), which it holds.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/glue.h"
+#include "proxy/emit.h"
+#include "proxy/keyed.h"
 
 const struct px_conn_ops *px_relay_ops;
 

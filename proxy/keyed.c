@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/glue.h"
+#include "proxy/keyed.h"
 #include "proxy/auth/auth.h"
 
 static struct px_secrets *secrets;

@@ -1,7 +1,9 @@
 /*
  * log.c - logging in the OpenBSD style: log_warn appends strerror(errno),
  * log_warnx does not; fatal/fatalx exit.  Lines go to stderr (journald
- * picks them up under systemd) or to syslog when detached.
+ * picks them up under systemd) or to syslog when detached.  Also the two
+ * helpers every engine file uses for its lines: the monotonic clock in ms
+ * and address formatting.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -10,6 +12,8 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "proxy/proxy.h"
 
@@ -106,4 +110,35 @@ fatalx(const char *fmt, ...)
 	vlog(PX_LOG_ERROR, 0, fmt, ap);
 	va_end(ap);
 	exit(1);
+}
+
+/* ---- helpers of log lines ---------------------------------------------------- */
+
+double
+px_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *
+px_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(sin->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(s6->sin6_port));
+	} else
+		snprintf(buf, len, "-");
+	return buf;
 }

@@ -10,8 +10,10 @@
  *   listener.h  listening sockets                (listener.c, tproxy.c)
  *   control.h   the control socket               (control.c)
  *   conn.h      sockets, buffers, timers of one connection (conn.c)
- *   relay.h     what conn hands frames to: the dispatcher and its feature
- *               glue (relay.c; glue.h inside that layer)
+ *   relay.h     what conn hands frames to: the dispatcher (relay.c) and,
+ *               each with its own header, its feature glue: coherence.h,
+ *               readahead.h, writebehind.h, emit.h, keyed.h; the
+ *               connection they all work on is conn_state.h
  *   ledger.h    message ids, credits, sessions, trees, opens (ledger.c)
  *
  * A lower layer reaches a higher one only through callbacks that the
@@ -169,6 +171,12 @@ struct px_runtime {
 	struct px_conn *conns;      /* all live connections (conn.c) */
 };
 extern struct px_runtime px_rt;
+
+static inline const struct pol_global *
+px_glob(void)
+{
+	return pol_global(px_rt.cfg);
+}
 
 /* address formatting helper: "1.2.3.4:445" / "[::1]:445" */
 const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,

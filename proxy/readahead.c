@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/glue.h"
+#include "proxy/readahead.h"
+#include "proxy/writebehind.h"
+#include "proxy/emit.h"
 
 #define RA_CHUNK_MAX (1024 * 1024)   /* largest read-ahead READ */
 #define RA_WIDEN     (64 * 1024)     /* a first sequential read grows to */

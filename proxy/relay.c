@@ -17,7 +17,7 @@
  * recorded in the ledger until a frame is actually forwarded or absorbed,
  * so handling a frame twice is harmless.
  *
- * The feature glue it calls (glue.h) implements each concern; this file
+ * The feature glue it calls implements each concern; this file
  * only decides which one a message concerns, and keeps the order of
  * things: the relay model of DESIGN.md section 3 and the flush rules of
  * section 4.
@@ -25,7 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/glue.h"
+#include "proxy/relay.h"
+#include "proxy/coherence.h"
+#include "proxy/readahead.h"
+#include "proxy/writebehind.h"
+#include "proxy/emit.h"
+#include "proxy/keyed.h"
 
 void
 px_relay_init(const struct px_conn_ops *ops)

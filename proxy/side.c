@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proxy/conn.h"
+#include "proxy/side.h"
 
 /* ---- watchers ------------------------------------------------------------ */
 

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/glue.h"
+#include "proxy/writebehind.h"
+#include "proxy/emit.h"
 
 /* Largest payload of one proxy WRITE. */
 static size_t

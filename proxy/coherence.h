@@ -1,0 +1,25 @@
+/*
+ * coherence.h - coherence.c, one coherent file per server path across the
+ * connections of this smbaccel; called by the dispatcher (relay.c).
+ */
+#ifndef SMBACCEL_COHERENCE_H
+#define SMBACCEL_COHERENCE_H
+
+#include "proxy/conn_state.h"
+
+/* Invalidations and lock marks caused by a request about to reach the
+ * server or be absorbed, on this connection and on others. */
+void px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
+/* Cross-connection rule for a request that is about to be forwarded:
+ * flush other connections' buffers of what it could observe; true when
+ * the frame must wait (c->stall is then PX_STALL_PEERS). */
+bool px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
+/* A CREATE answer made o: it inherits the locks other opens of its file
+ * hold (through this smbaccel). */
+void px_coh_opened(struct px_conn *c, struct px_open *o);
+/* Wake connections whose stalled frame waits on other connections. */
+void px_coh_kick_waiters(struct px_conn *c);
+
+#endif

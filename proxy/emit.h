@@ -1,0 +1,63 @@
+/*
+ * emit.h - emit.c, how the relay layer sends what it makes itself, and
+ * the rules every absorbing path shares; the lowest file of the relay
+ * layer but keyed.c, called by every file above it.
+ */
+#ifndef SMBACCEL_EMIT_H
+#define SMBACCEL_EMIT_H
+
+#include "proxy/conn_state.h"
+
+#define SMB2_UNIT (64 * 1024)   /* one credit's worth of payload */
+
+/* conn.c's services (px_relay_init). */
+extern const struct px_conn_ops *px_relay_ops;
+
+/* What became of a request the relay tried to answer itself. */
+enum px_absorb {
+	PX_AB_FORWARD = 0,   /* not absorbed: forward it */
+	PX_AB_DONE,          /* absorbed and answered (or the answer queued) */
+	PX_AB_STALL,         /* wait: handle the frame again later */
+	PX_AB_FAIL,          /* out of memory: close the connection */
+};
+
+/* Dialect 2.1+ with LARGE_MTU: multi-credit requests. */
+bool px_large_mtu(const struct px_conn *c);
+/* The share name of o's tree, for log lines. */
+const char *px_tree_share(struct px_conn *c, const struct px_open *o);
+/* Send msg (a complete SMB2 message) to `to` as prot says: signed,
+ * sealed, or as is (DESIGN.md section 7). */
+int px_emit_protected(struct px_conn *c, enum px_end to,
+    const struct px_prot *prot, uint8_t *msg, size_t len) PX_MUSTCHECK;
+/* How a proxy request of session sid on tree tid must travel. */
+struct px_prot px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid);
+/* Record a proxy-originated request with id mid in flight. */
+struct px_pending *px_emit_pending(struct px_conn *c, uint64_t mid,
+    uint16_t cmd, uint16_t charge);
+/* Send a synthesized response with grant g (it answers one absorbed
+ * request of the client). */
+int px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,
+    const struct px_prot *prot) PX_MUSTCHECK;
+/* Queue a synthesized response until the bank can pay for it; -1 OOM
+ * (msg is then freed). */
+int px_emit_delay(struct px_conn *c, uint8_t *msg, size_t len,
+    uint16_t credit_request) PX_MUSTCHECK;
+/* Send the delayed responses the bank can now pay for. */
+void px_emit_send_delayed(struct px_conn *c);
+void px_emit_free(struct px_conn *c);
+/* Header of a response answering rq. */
+void px_emit_rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq,
+    uint32_t status);
+/* Would the server accept the ids of request h carrying payload bytes? */
+bool px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h,
+    uint32_t payload);
+/* May the proxy act on (absorb, answer, rewrite) this request of session
+ * s on tree t?  Sets c->cur_prot to how the answer must travel. */
+bool px_may_act(struct px_conn *c, struct px_session *s,
+    const struct px_tree *t, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
+/* Spend pooled ids on ECHOs once no data is buffered; force: also the
+ * ids a sequential reader keeps for its next read-ahead. */
+void px_emit_spend_pool(struct px_conn *c, bool force);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * keyed.h - keyed.c, a session's keys applied to messages (DESIGN.md
+ * section 7): the NTLM exchange followed to derive them, signatures
+ * verified and made, messages sealed and opened.  The daemon loads the
+ * secrets through it.
+ */
+#ifndef SMBACCEL_KEYED_H
+#define SMBACCEL_KEYED_H
+
+#include "proxy/conn_state.h"
+
+int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
+void px_keyed_shutdown(void);
+void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
+void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);
+void px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t len, struct px_pending *p);
+void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t len, struct px_pending *p);
+bool px_keyed_verify(struct px_conn *c, struct px_session *s,
+    const uint8_t *msg, size_t len, uint16_t command);
+int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
+    size_t len, bool from_server) PX_MUSTCHECK;
+uint8_t *px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
+    bool from_server, size_t *outlen, struct px_session **sp);
+/* msg sealed for `to` (client: S2C key, server: C2S key) under session
+ * session_id: a malloc'd TRANSFORM message of *outlen bytes, or NULL. */
+uint8_t *px_keyed_encrypt(struct px_conn *c, enum px_end to,
+    uint64_t session_id, const uint8_t *msg, size_t len, size_t *outlen);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * writebehind.h - writebehind.c, the write-behind glue and the answers to
+ * absorbed requests; called by relay.c, coherence.c and readahead.c.
+ */
+#ifndef SMBACCEL_WRITEBEHIND_H
+#define SMBACCEL_WRITEBEHIND_H
+
+#include "proxy/conn_state.h"
+#include "proxy/emit.h"
+
+/* Data of o buffered or in flight upstream. */
+bool px_wb_busy(const struct px_open *o);
+/* No open of o's file (o included) on c has data buffered or in flight. */
+bool px_wb_file_idle(struct px_conn *c, const struct px_open *o);
+bool px_wb_quiet(const struct px_conn *c);
+void px_wb_flush_open(struct px_conn *c, struct px_open *o,
+    enum co_flush_cause cause);
+/* Flush every open of c naming the same file as o (o included). */
+void px_wb_flush_file(struct px_conn *c, struct px_open *o,
+    enum co_flush_cause cause);
+/* Flush every open of c and spend every pooled id. */
+void px_wb_flush_all(struct px_conn *c, enum co_flush_cause cause);
+/* Largest write that may be absorbed on tree t. */
+size_t px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t);
+/* Try to absorb a standalone WRITE. */
+enum px_absorb px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
+/*
+ * Answer an absorbed request with msg (a complete response; its credit
+ * field is filled here), or queue it when granting from the bank would
+ * leave the client with no credits and nothing in flight (DESIGN.md
+ * section 3 rule 3).  Takes ownership of msg.
+ */
+int px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
+    size_t len) PX_MUSTCHECK;
+/* WRITE success (count) or an error response for an absorbed request. */
+int px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
+    uint32_t status, uint32_t count) PX_MUSTCHECK;
+/* A deferred write error of the open a WRITE or FLUSH names: answer it
+ * (*rc) and return true. */
+bool px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum px_absorb *rc);
+/* A CLOSE is forwarded (p its pending entry): the open stops absorbing,
+ * and a deferred error is remembered for the answer. */
+void px_wb_on_close(struct px_conn *c, struct px_pending *p);
+/* The CLOSE answer carrying the deferred error of p: 1 sent instead of
+ * the server's, 0 forward the server's, -1 failure. */
+int px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, const struct px_prot *prot);
+/* A proxy WRITE answered. */
+void px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p);
+/* Idle/age flushes; the next deadline (ms) or 0. */
+double px_wb_timer(struct px_conn *c, double now_ms);
+/* Log what a closed connection loses and give its memory back. */
+void px_wb_free(struct px_conn *c);
+
+#endif
