@@ -48,13 +48,14 @@ WIRE_SRC   := proxy/smb2/frame.c proxy/smb2/reader.c proxy/smb2/decode.c \
 AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/secrets.c proxy/auth/smbcrypto.c
 POLICY_SRC := policy/policy.c
-COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
+COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
+              coalesce/signing.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
 # only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c \
               proxy/relay.c proxy/coherence.c proxy/readahead.c \
-              proxy/writebehind.c proxy/emit.c proxy/keyed.c \
+              proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
               proxy/ledger.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)

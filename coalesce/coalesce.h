@@ -5,10 +5,12 @@
  * facts in and acts on what comes out, so every rule below can be driven
  * directly by CUnit.
  *
- * Two pieces:
+ * The pieces:
  *  - the credit ledger arithmetic of DESIGN.md section 3: the id pool of
  *    donated message ids and the credit bank (S - C);
- *  - the per-open write extent: one contiguous run of absorbed bytes.
+ *  - the per-open write extent: one contiguous run of absorbed bytes;
+ *  - the read-ahead chunk cache;
+ *  - the signing rule: what may be altered in a session without its key.
  */
 #ifndef SMBACCEL_COALESCE_H
 #define SMBACCEL_COALESCE_H
@@ -267,5 +269,67 @@ bool co_ra_arrive(struct co_ra *ra, uint32_t gen, uint64_t off, bool ok,
     const uint8_t *data, uint32_t got);
 /* Grow the window after a chunk was consumed (Linux-style doubling). */
 void co_ra_grow(struct co_ra *ra, uint64_t max_window);
+
+/* ---- what may be altered in a session without its key (any server) --------- */
+
+/*
+ * MS-SMB2 requires a server to sign only some answers (the final
+ * SESSION_SETUP, TREE_CONNECT at 3.1.1, VALIDATE_NEGOTIATE, and every
+ * answer of a session that requires signing), but allows it to sign any:
+ * impacket's server and some NAS firmware sign every answer once a session
+ * key exists.  An answer to a request smbaccel rewrote (a widened READ) is
+ * then signed over what the server sent, and smbaccel, holding no key,
+ * can neither cut it back nor re-sign it.  So, per session, smbaccel
+ * learns from the answers to ordinary unsigned requests (TREE_CONNECT
+ * below 3.1.1, the first CREATE, ...) whether the server signs answers it
+ * need not sign, and alters nothing until it knows.
+ */
+enum co_signs {
+	CO_SIGNS_UNKNOWN = 0,   /* no ordinary answer seen yet */
+	CO_SIGNS_REQUIRED,      /* the server signs only what it must */
+	CO_SIGNS_ALL,           /* it signs answers it need not sign */
+};
+const char *co_signs_name(enum co_signs s);
+
+/* One answer of an unkeyed session, as far as the rule needs it. */
+struct co_sign_facts {
+	uint16_t dialect;
+	uint16_t command;
+	uint32_t status;        /* of the answer */
+	bool interim;           /* an interim (STATUS_PENDING) answer */
+	bool req_signed;        /* the request carried SMB2_FLAGS_SIGNED */
+	bool rsp_signed;        /* the answer does */
+	bool sealed;            /* the answer arrived encrypted */
+};
+
+/*
+ * What the answer tells of the server: CO_SIGNS_ALL when a successful final
+ * answer to an ordinary unsigned request is signed (at any time: a later
+ * signed answer overrides an earlier unsigned one), CO_SIGNS_REQUIRED when
+ * such an answer is unsigned and nothing was known; otherwise cur.  Answers
+ * MS-SMB2 requires signed, answers to signed requests, interim and failed
+ * answers, and sealed ones say nothing.
+ */
+enum co_signs co_signs_observe(enum co_signs cur, const struct co_sign_facts *f);
+
+enum co_alter {
+	CO_ALTER_SYNTH = 0,     /* answer a request itself (an absorbed WRITE,
+	                         * a READ served from cache); the client gets an
+	                         * unsigned answer */
+	CO_ALTER_REWRITE,       /* change a request whose answer comes back and
+	                         * must be changed too (a widened READ, a
+	                         * rewritten CREATE) */
+};
+
+/*
+ * May smbaccel do `what` in a session it holds no key for (a keyed session
+ * may do both: it signs what it changes)?  Nothing until the session's
+ * server is known; a rewrite only where the server signs only what it
+ * must and is not remembered (server_signs_all) as one that signed an
+ * answer to an altered request.  Whether the client accepts an unsigned
+ * answer at all (it does not require signing) is the caller's check.
+ */
+bool co_may_alter(enum co_alter what, enum co_signs session,
+    bool server_signs_all);
 
 #endif

@@ -70,7 +70,7 @@ px_opaque_reason_name(enum px_opaque_reason r)
 
 static const char *const close_names[PX_CLOSE_NREASONS] = {
 	"none", "bad-frame", "connect-failed", "connect-timeout", "no-memory",
-	"shutdown", "idle", "server-timeout",
+	"shutdown", "idle", "server-timeout", "cannot-sign",
 };
 
 const char *
@@ -989,7 +989,10 @@ process_input(struct px_side *s)
 		if (rc == PX_RC_STALL)
 			break;
 		if (rc == PX_RC_CLOSE) {
-			px_conn_close(c, PX_CLOSE_NO_MEMORY);
+			/* the relay says why; what it does not name is a
+			 * failed allocation */
+			px_conn_close(c, c->fail != PX_CLOSE_NONE ? c->fail :
+			    PX_CLOSE_NO_MEMORY);
 			return;
 		}
 		px_buf_consume(&s->in, flen);

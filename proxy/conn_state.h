@@ -76,6 +76,8 @@ struct px_conn {
 	struct px_ledger led;
 	enum px_opaque_reason opaque;
 	enum px_close_reason close_reason;
+	enum px_close_reason fail;           /* why the relay asked to close
+	                                      * (PX_RC_CLOSE); none: no memory */
 	/* relay state */
 	enum px_stall stall;
 	struct smb2_fileid stall_fid;

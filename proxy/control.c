@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "proxy/alter.h"
 #include "proxy/conn.h"
 #include "proxy/control.h"
 
@@ -91,6 +92,7 @@ static const struct {
 	STAT("encrypted_out", encrypted_out),
 	STAT("decrypted_in", decrypted_in),
 	STAT("bad_signatures", bad_signatures),
+	STAT("sessions_server_signs_all", sessions_server_signs_all),
 };
 #undef STAT
 
@@ -206,6 +208,35 @@ stats_dump(FILE *f, bool json)
 	fprintf(f, "\"version\":1}\n");
 }
 
+/*
+ * What smbaccel may alter in session s (docs/design.md "What may be
+ * altered"): "all" with its key; without one, nothing while the server is
+ * not known or the session needs signing, answers only ("answers") where
+ * the server signs answers it need not sign, else "all".
+ */
+static const char *
+session_alters(struct px_conn *c, const struct px_session *s)
+{
+	if (s->keyed)
+		return "all";
+	if (s->signing_required || s->encrypt ||
+	    !co_may_alter(CO_ALTER_SYNTH, s->srv_signs, false))
+		return "nothing";
+	return px_may_rewrite(c, s) ? "all" : "answers";
+}
+
+/* A note for the human table: why a connection is not accelerated fully. */
+static const char *
+conn_note(struct px_conn *c)
+{
+	const struct px_session *s;
+
+	for (s = c->led.sessions; s; s = s->next)
+		if (!s->keyed && s->srv_signs == CO_SIGNS_ALL)
+			return "server-signs-all";
+	return "-";
+}
+
 static void
 conns_dump(FILE *f, bool json)
 {
@@ -217,9 +248,9 @@ conns_dump(FILE *f, bool json)
 	if (json)
 		fprintf(f, "{\"conns\":[");
 	else
-		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s\n",
-		    "ID", "CLIENT", "SERVER", "STATE", "DIALECT", "OPAQUE",
-		    "C2S", "S2C", "ABSORBED", "AGE(s)");
+		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s "
+		    "%s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
+		    "OPAQUE", "C2S", "S2C", "ABSORBED", "AGE(s)", "NOTE");
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
 		const char *st = px_conn_queued(c) ? "queued" :
@@ -229,13 +260,13 @@ conns_dump(FILE *f, bool json)
 		px_addr_str(&c->dst_addr, b, sizeof(b));
 		if (!json) {
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
-			    "%12llu %9llu %8.0f\n", (unsigned long long)c->id, a,
+			    "%12llu %9llu %8.0f %s\n", (unsigned long long)c->id, a,
 			    b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)px_link_of(c)->cli.bytes_in,
 			    (unsigned long long)px_link_of(c)->srv.bytes_in,
 			    (unsigned long long)c->absorbed,
-			    (now - px_link_of(c)->started_ms) / 1e3);
+			    (now - px_link_of(c)->started_ms) / 1e3, conn_note(c));
 			continue;
 		}
 		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
@@ -272,14 +303,16 @@ conns_dump(FILE *f, bool json)
 			for (s = c->led.sessions; s; s = s->next, sf = false)
 				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
 				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
-				    "\"why_not_keyed\":\"%s\"}", sf ? "" : ",",
+				    "\"why_not_keyed\":\"%s\",\"server_signs\":"
+				    "\"%s\",\"alters\":\"%s\"}", sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
 				    s->encrypt ? "true" : "false",
 				    s->guest ? "true" : "false",
 				    s->keyed ? "true" : "false",
 				    s->keyed ? "" : s->why_not ? s->why_not :
-				    "not-needed");
+				    "not-needed", co_signs_name(s->srv_signs),
+				    session_alters(c, s));
 		}
 		fprintf(f, "],\"trees\":[");
 		{

@@ -17,6 +17,14 @@
 
 const struct px_conn_ops *px_relay_ops;
 
+int
+px_relay_fail(struct px_conn *c, enum px_close_reason r)
+{
+	if (c->fail == PX_CLOSE_NONE)
+		c->fail = r;
+	return -1;
+}
+
 bool
 px_large_mtu(const struct px_conn *c)
 {
@@ -133,19 +141,28 @@ px_emit_protected(struct px_conn *c, enum px_end to,
 	if (prot->encrypt) {
 		size_t n;
 		uint8_t *sealed = px_keyed_encrypt(c, to, prot->sid, msg, len, &n);
+		struct px_session *s;
 		int rc;
 
-		if (sealed == NULL)
-			return -1;
+		if (sealed == NULL) {
+			s = px_session_find(&c->led, prot->sid);
+			log_warnx("conn=%llu cannot seal for session 0x%llx%s",
+			    (unsigned long long)c->id,
+			    (unsigned long long)prot->sid,
+			    s && s->keyed ? "" : " (no key)");
+			/* with the key, only an allocation can fail */
+			return s && s->keyed ? -1 :
+			    px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
+		}
 		rc = px_relay_ops->send(c, to, sealed, n);
 		free(sealed);
 		return rc;
 	}
 	if (prot->sign && px_keyed_sign(c, prot->sid, msg, len,
 	    to == PX_CLIENT) == -1) {
-		log_warnx("conn=%llu cannot sign for session 0x%llx",
+		log_warnx("conn=%llu cannot sign for session 0x%llx (no key)",
 		    (unsigned long long)c->id, (unsigned long long)prot->sid);
-		return -1;
+		return px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
 	}
 	return px_relay_ops->send(c, to, msg, len);
 }
@@ -277,40 +294,4 @@ px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h, uint32_t payload)
 	    h->message_id + charge > h->message_id &&
 	    h->message_id + charge <= c->led.cr.C &&
 	    px_pending_find(&c->led, h->message_id) == NULL;
-}
-
-/*
- * May the proxy act on (absorb, answer, rewrite) this request of session s?
- * Plain sessions: only unsigned requests.  Signed or sealed ones: only with
- * the session's key, a good signature, and the protection the server
- * would demand.  Sets c->cur_prot to how the answer must travel.
- */
-bool
-px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
-    const struct smb2_hdr *h, const struct smb2_elem *e)
-{
-	bool signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
-	bool enc_needed = s->encrypt ||
-	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
-
-	c->cur_prot.sid = h->session_id;
-	c->cur_prot.sign = false;
-	c->cur_prot.encrypt = false;
-	if (c->cur_encrypted) {
-		/* sealed: answered sealed under the same session's key */
-		if (!s->keyed || c->cur_enc_sid != s->id)
-			return false;
-		c->cur_prot.encrypt = true;
-		return true;
-	}
-	if (enc_needed)
-		return false;   /* the server refuses it unsealed */
-	if (!signed_rq && !s->signing_required)
-		return true;
-	if (!signed_rq || !s->keyed)
-		return false;   /* unsigned where required, or no key */
-	if (!px_keyed_verify(c, s, e->hdr, e->len, h->command))
-		return false;
-	c->cur_prot.sign = true;
-	return true;
 }

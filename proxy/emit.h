@@ -21,6 +21,10 @@ enum px_absorb {
 	PX_AB_FAIL,          /* out of memory: close the connection */
 };
 
+/* Mark the connection to be closed for reason r (the first reason given
+ * wins) and return -1; a -1 or PX_RC_CLOSE that names no reason is taken
+ * for a failed allocation. */
+int px_relay_fail(struct px_conn *c, enum px_close_reason r);
 /* Dialect 2.1+ with LARGE_MTU: multi-credit requests. */
 bool px_large_mtu(const struct px_conn *c);
 /* The share name of o's tree, for log lines. */
@@ -51,11 +55,6 @@ void px_emit_rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq,
 /* Would the server accept the ids of request h carrying payload bytes? */
 bool px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h,
     uint32_t payload);
-/* May the proxy act on (absorb, answer, rewrite) this request of session
- * s on tree t?  Sets c->cur_prot to how the answer must travel. */
-bool px_may_act(struct px_conn *c, struct px_session *s,
-    const struct px_tree *t, const struct smb2_hdr *h,
-    const struct smb2_elem *e);
 /* Spend pooled ids on ECHOs once no data is buffered; force: also the
  * ids a sequential reader keeps for its next read-ahead. */
 void px_emit_spend_pool(struct px_conn *c, bool force);

@@ -391,6 +391,7 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	p->origin = PX_ORIGIN_CLIENT;
 	p->in_compound = in_compound;
 	p->related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
+	p->signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
 	p->session_id = h->session_id;
 	p->tree_id = h->tree_id;
 	if (h->message_id + charge > l->cr.client_next)

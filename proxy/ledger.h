@@ -36,6 +36,8 @@ struct px_session {
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
 	const char *why_not;        /* why not keyed (static string) */
+	enum co_signs srv_signs;    /* what the server signs (coalesce.h;
+	                             * learned by alter.c) */
 	uint8_t preauth[64];        /* 3.1.1 preauth integrity hash */
 	struct px_keyed *kx;
 };
@@ -63,6 +65,7 @@ struct px_pending {
 	enum px_origin origin;
 	bool in_compound;
 	bool related;
+	bool signed_rq;             /* the request carried SMB2_FLAGS_SIGNED */
 	uint64_t session_id;
 	uint32_t tree_id;
 	uint64_t async_id;

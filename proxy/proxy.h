@@ -12,7 +12,7 @@
  *   conn.h      sockets, buffers, timers of one connection (conn.c)
  *   relay.h     what conn hands frames to: the dispatcher (relay.c) and,
  *               each with its own header, its feature glue: coherence.h,
- *               readahead.h, writebehind.h, emit.h, keyed.h; the
+ *               readahead.h, writebehind.h, alter.h, emit.h, keyed.h; the
  *               connection they all work on is conn_state.h
  *   ledger.h    message ids, credits, sessions, trees, opens (ledger.c)
  *
@@ -101,6 +101,7 @@ enum px_close_reason {
 	PX_CLOSE_SHUTDOWN,
 	PX_CLOSE_IDLE,
 	PX_CLOSE_SERVER_TIMEOUT,
+	PX_CLOSE_CANNOT_SIGN,     /* a message to sign or seal, no key */
 	PX_CLOSE_NREASONS
 };
 const char *px_close_reason_name(enum px_close_reason r);
@@ -152,6 +153,8 @@ struct px_stats {
 	uint64_t encrypted_out;         /* messages smbaccel encrypted */
 	uint64_t decrypted_in;          /* messages smbaccel decrypted */
 	uint64_t bad_signatures;
+	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
+	                                      * signs answers it need not */
 };
 extern struct px_stats px_stats;
 

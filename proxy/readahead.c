@@ -15,6 +15,7 @@
 
 #include "proxy/readahead.h"
 #include "proxy/writebehind.h"
+#include "proxy/alter.h"
 #include "proxy/emit.h"
 
 #define RA_CHUNK_MAX (1024 * 1024)   /* largest read-ahead READ */
@@ -247,7 +248,8 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		px_ra_drop(o, PX_RA_RANDOM);
 	co_ra_note_read(&o->ra, r.offset, r.length);
 	if (o->ra.seq && r.length < RA_WIDEN &&
-	    (!c->led.max_read || c->led.max_read >= RA_WIDEN)) {
+	    (!c->led.max_read || c->led.max_read >= RA_WIDEN) &&
+	    px_may_rewrite(c, s)) {
 		/* widen a small sequential read within its credit charge
 		 * (one credit pays for 64 KiB); the answer is cut back to
 		 * what the client asked for */
@@ -360,6 +362,8 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 			px_ra_drop(o, PX_RA_ERROR);
 		return 0;   /* forwarded as it came */
 	}
+	if (prot->sign && !px_session_keyed(c, h->session_id))
+		return px_alter_signed_answer(c, h);  /* cannot be cut back */
 	if (o) {
 		uint64_t before = o->ra.bytes;
 

@@ -29,6 +29,7 @@
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/writebehind.h"
+#include "proxy/alter.h"
 #include "proxy/emit.h"
 #include "proxy/keyed.h"
 
@@ -525,6 +526,9 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
 		    &interim);
+		/* what the session's server signs decides what may be
+		 * altered (alter.c) */
+		px_alter_learn(c, &h, p, interim, sealed_id != 0);
 		if (h.command == SMB2_CREATE && h.status == NT_STATUS_SUCCESS &&
 		    p && !interim) {
 			struct px_open *o = px_open_find(&c->led, &last_create);

@@ -13,6 +13,8 @@
  *   readahead.c    read-ahead glue (DESIGN.md 5) over coalesce/readahead.c
  *   writebehind.c  write-behind glue (DESIGN.md 4) over coalesce/, and the
  *                  answers every absorbed request gets (DESIGN.md 3 rule 3)
+ *   alter.c        what may be altered in a session: learned from what its
+ *                  server signs (docs/design.md "What may be altered")
  *   emit.c         sending: protected messages, proxy-originated requests,
  *                  the id pool's leftovers, delayed answers (DESIGN.md 3)
  *   keyed.c        a session's keys applied to messages (DESIGN.md 7)

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "proxy/writebehind.h"
+#include "proxy/alter.h"
 #include "proxy/emit.h"
 
 /* Largest payload of one proxy WRITE. */
@@ -417,24 +418,27 @@ px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 {
 	struct smb2_fileid fid;
 	struct px_open *o;
+	struct px_session *s;
+	struct px_tree *t;
 	uint32_t st;
 
 	if ((h->command != SMB2_WRITE && h->command != SMB2_FLUSH) ||
 	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
 	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
 	    px_wb_busy(o) || o->session_id != h->session_id ||
-	    !px_ids_fresh(c, h, 1) || (h->flags & SMB2_FLAGS_SIGNED))
+	    o->tree_id != h->tree_id || !px_ids_fresh(c, h, 1) ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
+	    !px_may_act(c, s, t, h, e))
+		return false;   /* forwarded; the error waits for CLOSE */
+	if (co_pool_add(&c->led.pool, h->message_id,
+	    px_large_mtu(c) ? h->credit_charge : 1) == -1)
 		return false;
 	st = o->failed_status;
 	o->failed_status = 0;
 	log_warnx("conn=%llu share=%s file=%s deferred write error 0x%08x "
 	    "reported on %s", (unsigned long long)c->id, px_tree_share(c, o),
 	    o->name, st, px_smb2_cmd_name(h->command));
-	if (co_pool_add(&c->led.pool, h->message_id,
-	    px_large_mtu(c) ? h->credit_charge : 1) == -1) {
-		*rc = PX_AB_FORWARD;
-		return false;
-	}
 	if (h->message_id + 1 > c->led.cr.client_next)
 		c->led.cr.client_next = h->message_id + 1;
 	c->led.cr.client_outstanding++;

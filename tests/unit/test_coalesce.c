@@ -408,6 +408,75 @@ test_ra_spanning(void)
 	co_ra_invalidate(&ra);
 }
 
+/*
+ * The signing rule: what smbaccel learns of a server from one answer of an
+ * unkeyed session, and what it may then alter.  Rows: an answer, the state
+ * before, the state after.
+ */
+static void
+test_signs_rule(void)
+{
+	static const struct {
+		enum co_signs before;
+		uint16_t dialect, command;
+		uint32_t status;
+		bool interim, req_signed, rsp_signed, sealed;
+		enum co_signs after;
+	} rows[] = {
+		/* an ordinary unsigned request answered unsigned: Samba */
+		{ CO_SIGNS_UNKNOWN, 0x0302, 5, 0, false, false, false, false, CO_SIGNS_REQUIRED },
+		/* ... answered signed: impacket, some NAS firmware */
+		{ CO_SIGNS_UNKNOWN, 0x0202, 3, 0, false, false, true, false, CO_SIGNS_ALL },
+		{ CO_SIGNS_UNKNOWN, 0x0311, 5, 0, false, false, true, false, CO_SIGNS_ALL },
+		/* a later signed answer overrides an earlier unsigned one */
+		{ CO_SIGNS_REQUIRED, 0x0210, 8, 0, false, false, true, false, CO_SIGNS_ALL },
+		/* ... but an unsigned one never undoes "all" */
+		{ CO_SIGNS_ALL, 0x0210, 8, 0, false, false, false, false, CO_SIGNS_ALL },
+		/* answers MS-SMB2 requires signed say nothing */
+		{ CO_SIGNS_UNKNOWN, 0x0311, 1, 0, false, false, true, false, CO_SIGNS_UNKNOWN },  /* SESSION_SETUP */
+		{ CO_SIGNS_UNKNOWN, 0x0311, 3, 0, false, false, true, false, CO_SIGNS_UNKNOWN },  /* TREE_CONNECT 3.1.1 */
+		{ CO_SIGNS_UNKNOWN, 0x0300, 11, 0, false, false, true, false, CO_SIGNS_UNKNOWN }, /* IOCTL (VALIDATE_NEGOTIATE) */
+		{ CO_SIGNS_UNKNOWN, 0x0300, 0, 0, false, false, false, false, CO_SIGNS_UNKNOWN }, /* NEGOTIATE */
+		/* TREE_CONNECT below 3.1.1 is ordinary */
+		{ CO_SIGNS_UNKNOWN, 0x0300, 3, 0, false, false, false, false, CO_SIGNS_REQUIRED },
+		/* the answer to a signed request: signed because the request was */
+		{ CO_SIGNS_UNKNOWN, 0x0210, 5, 0, false, true, true, false, CO_SIGNS_UNKNOWN },
+		/* interim, failed and sealed answers say nothing */
+		{ CO_SIGNS_UNKNOWN, 0x0210, 15, 0x103, true, false, false, false, CO_SIGNS_UNKNOWN },
+		{ CO_SIGNS_UNKNOWN, 0x0210, 5, 0xC0000034, false, false, false, false, CO_SIGNS_UNKNOWN },
+		{ CO_SIGNS_UNKNOWN, 0x0210, 5, 0xC0000034, false, false, true, false, CO_SIGNS_UNKNOWN },
+		{ CO_SIGNS_UNKNOWN, 0x0311, 5, 0, false, false, false, true, CO_SIGNS_UNKNOWN },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct co_sign_facts f = {
+			.dialect = rows[i].dialect, .command = rows[i].command,
+			.status = rows[i].status, .interim = rows[i].interim,
+			.req_signed = rows[i].req_signed,
+			.rsp_signed = rows[i].rsp_signed, .sealed = rows[i].sealed,
+		};
+
+		CU_ASSERT_EQUAL(co_signs_observe(rows[i].before, &f),
+		    rows[i].after);
+	}
+	/* nothing is altered until the server is known */
+	CU_ASSERT_FALSE(co_may_alter(CO_ALTER_SYNTH, CO_SIGNS_UNKNOWN, false));
+	CU_ASSERT_FALSE(co_may_alter(CO_ALTER_REWRITE, CO_SIGNS_UNKNOWN, false));
+	/* a server that signs only what it must: both */
+	CU_ASSERT_TRUE(co_may_alter(CO_ALTER_SYNTH, CO_SIGNS_REQUIRED, false));
+	CU_ASSERT_TRUE(co_may_alter(CO_ALTER_REWRITE, CO_SIGNS_REQUIRED, false));
+	/* one that signs everything: own answers only, never a rewrite */
+	CU_ASSERT_TRUE(co_may_alter(CO_ALTER_SYNTH, CO_SIGNS_ALL, false));
+	CU_ASSERT_FALSE(co_may_alter(CO_ALTER_REWRITE, CO_SIGNS_ALL, false));
+	/* a server remembered for signing an altered answer: no rewrite in
+	 * any later session, whatever that session learned */
+	CU_ASSERT_TRUE(co_may_alter(CO_ALTER_SYNTH, CO_SIGNS_REQUIRED, true));
+	CU_ASSERT_FALSE(co_may_alter(CO_ALTER_REWRITE, CO_SIGNS_REQUIRED, true));
+	CU_ASSERT_STRING_EQUAL(co_signs_name(CO_SIGNS_ALL), "all");
+	CU_ASSERT_STRING_EQUAL(co_signs_name(CO_SIGNS_REQUIRED), "when-required");
+}
+
 void
 ut_register_coalesce(void)
 {
@@ -424,4 +493,5 @@ ut_register_coalesce(void)
 	CU_add_test(s, "read-ahead sequential cache", test_ra_sequential);
 	CU_add_test(s, "read-ahead EOF answers", test_ra_eof);
 	CU_add_test(s, "read-ahead spanning chunks", test_ra_spanning);
+	CU_add_test(s, "signing rule: what may be altered", test_signs_rule);
 }
