@@ -67,8 +67,11 @@ px_alter_learn(struct px_conn *c, const struct smb2_hdr *h,
 	enum co_signs before;
 	char a[64];
 
+	/* the answer to a READ smbaccel widened is judged where it is cut
+	 * back (px_alter_signed_answer), not learned from */
 	if (p == NULL || p->origin != PX_ORIGIN_CLIENT ||
 	    p->command != h->command || h->session_id == 0 ||
+	    (p->command == SMB2_READ && p->u.io.widened) ||
 	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
 	    !s->established || s->keyed || s->srv_signs == CO_SIGNS_ALL)
 		return;

@@ -360,6 +360,21 @@ charge_of(const struct px_ledger *l, const struct smb2_hdr *h)
 	return h->credit_charge;
 }
 
+void
+px_ledger_smb1_negotiate(struct px_ledger *l)
+{
+	struct px_pending *p;
+
+	if (l->cr.client_next > 0 || px_pending_find(l, 0) != NULL ||
+	    (p = px_pending_add(l, 0)) == NULL)
+		return;
+	p->command = SMB2_NEGOTIATE;
+	p->charge = 1;
+	p->origin = PX_ORIGIN_CLIENT;
+	l->cr.client_next = 1;
+	l->cr.client_outstanding++;
+}
+
 struct px_pending *
 px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, bool in_compound,

@@ -198,6 +198,13 @@ void px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct smb2_fileid *last_create_fid,
     struct px_pending **pp, bool *interim);
 void px_pending_free(struct px_pending *p);
+/*
+ * An SMB1 multi-protocol NEGOTIATE was forwarded: the server answers it in
+ * SMB2 with MessageId 0 (MS-SMB2 3.3.5.3.1), with dialect 0x02FF (smbd: the
+ * client then negotiates again) or directly 0x0202 (a server without 2.1,
+ * such as impacket's), so its answer is expected as the NEGOTIATE of id 0.
+ */
+void px_ledger_smb1_negotiate(struct px_ledger *l);
 /* Oplock/lease break notification from the server. */
 void px_ledger_break(struct px_ledger *l, const struct smb2_elem *e);
 

@@ -215,6 +215,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			/* multi-protocol negotiate: the server may answer in
 			 * SMB2 (MS-SMB2 3.3.5.3); decide on its answer */
 			c->led.smb1_negotiate = true;
+			px_ledger_smb1_negotiate(&c->led);
 			px_stats.requests[SMB2_NCMDS]++;
 			return px_relay_ops->send_frame(c, PX_SERVER, frame, len) == 0 ?
 			    PX_RC_DONE : PX_RC_CLOSE;

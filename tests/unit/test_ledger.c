@@ -432,6 +432,67 @@ test_access_rules(void)
 	CU_ASSERT_TRUE(px_open_write_caching(&o));
 }
 
+/*
+ * A server that answers an SMB1 multi-protocol NEGOTIATE in SMB2 with
+ * MessageId 0: smbd with the wildcard 0x02FF (the client negotiates again
+ * with id 1), impacket's server directly with 0x0202.  Either answer is
+ * the NEGOTIATE of id 0: no inconsistency, the dialect is known.
+ */
+static void
+neg_rsp_body(uint8_t *b, uint16_t dialect)
+{
+	memset(b, 0, 65);
+	b[0] = 65;                       /* StructureSize */
+	b[4] = (uint8_t)dialect;         /* DialectRevision */
+	b[5] = (uint8_t)(dialect >> 8);
+	b[28] = 0; b[29] = 0; b[30] = 1; /* MaxTransactSize 64 KiB */
+	b[32] = 0; b[33] = 0; b[34] = 1; /* MaxReadSize */
+	b[36] = 0; b[37] = 0; b[38] = 1; /* MaxWriteSize */
+	b[56] = 128;                     /* SecurityBufferOffset, length 0 */
+}
+
+static void
+test_smb1_negotiate(void)
+{
+	static const uint16_t dialects[] = { SMB2_DIALECT_0202,
+	    SMB2_DIALECT_WILDCARD };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct px_ledger l;
+		uint8_t body[65];
+		struct smb2_hdr_out h = rs(SMB2_NEGOTIATE, 0, 1, 0);
+		struct px_pending *p;
+
+		px_ledger_init(&l, 1);
+		px_ledger_smb1_negotiate(&l);
+		neg_rsp_body(body, dialects[i]);
+		h.session_id = 0;
+		h.tree_id = 0;
+		p = server_rsp(&l, &h, body, sizeof(body), NULL);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		CU_ASSERT_EQUAL(p->command, SMB2_NEGOTIATE);
+		px_pending_free(p);
+		CU_ASSERT_EQUAL(l.errors, 0);
+		CU_ASSERT_EQUAL(l.dialect, dialects[i]);
+		CU_ASSERT_EQUAL(l.negotiated, dialects[i] == SMB2_DIALECT_0202);
+		CU_ASSERT_EQUAL(l.max_write, 65536);
+		CU_ASSERT_EQUAL(l.cr.client_next, 1);
+		/* the client's next request is id 1, inside its grant */
+		{
+			struct smb2_hdr_out q = rq(SMB2_NEGOTIATE, 1, 1, 1);
+			struct msg m;
+
+			q.session_id = 0;
+			mk(&m, &q, echo_body, sizeof(echo_body));
+			p = px_ledger_client_request(&l, &m.h, &m.e, false, NULL);
+			CU_ASSERT_PTR_NOT_NULL(p);
+			CU_ASSERT_EQUAL(l.errors, 0);
+		}
+		px_ledger_free(&l);
+	}
+}
+
 void
 ut_register_ledger(void)
 {
@@ -443,4 +504,5 @@ ut_register_ledger(void)
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "access and caching rules", test_access_rules);
+	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
 }
