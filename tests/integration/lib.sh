@@ -104,15 +104,34 @@ require_smbaccel() {
 
 # ---------------------------------------------------------------- cleanup
 
-# stop_pid PID [SECONDS]: SIGTERM, wait, then SIGKILL.
+# descendants PID: the pids of PID's children, their children, and so on.
+descendants() {
+	ps -e -o pid=,ppid= | awk -v r="$1" '
+		{ kids[$2] = kids[$2] " " $1 }
+		END {
+			n = split(kids[r], q, " ")
+			for (i = 1; i <= n; i++) {
+				print q[i]
+				m = split(kids[q[i]], c, " ")
+				for (j = 1; j <= m; j++) q[++n] = c[j]
+			}
+		}'
+}
+
+# stop_pid PID [SECONDS]: SIGTERM PID and everything below it in the
+# process tree (a background subshell's command, say: `f ... &` for a
+# shell function records the subshell's pid), wait, then SIGKILL.
 stop_pid() {
-	local pid=$1 n=$(( ${2:-5} * 10 ))
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null
-	while [ $n -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+	local pid=$1 n=$(( ${2:-5} * 10 )) tree p alive
+	tree="$pid $(descendants "$pid")"
+	kill -TERM $tree 2>/dev/null
+	while [ $n -gt 0 ]; do
+		alive=
+		for p in $tree; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+		[ -n "$alive" ] || break
 		sleep 0.1; n=$((n - 1))
 	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	[ -n "$alive" ] && kill -KILL $alive 2>/dev/null
 	wait "$pid" 2>/dev/null
 	return 0
 }
