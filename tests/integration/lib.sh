@@ -64,6 +64,10 @@ show_logs() {
 		echo "---- last 30 lines of smbd log ----"
 		tail -n 30 "$SMBD_LOG"
 	fi
+	if [ -f "$IMP_LOG" ]; then
+		echo "---- last 30 lines of impacket's server log ----"
+		tail -n 30 "$IMP_LOG"
+	fi
 }
 
 # fail MSG: report, show the logs, exit 1 (cleanup runs from the EXIT trap).
@@ -173,6 +177,7 @@ cleanup() {
 	for p in $BG_PIDS; do stop_pid "$p" 2; done
 	[ -n "${EXTRA_CLEANUP:-}" ] && $EXTRA_CLEANUP
 	[ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 5
+	[ -n "$IMP_PID" ] && stop_pid "$IMP_PID" 5
 	stop_smbd
 	for p in $NETNS_LIST; do ip netns del "$p" 2>/dev/null; done
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$RESULTS_DIR" ] && [ -d "$RESULTS_DIR" ]; then
@@ -432,6 +437,33 @@ start_smbd() {
 	wait_port "$SMBD_PORT" 20 || fail "smbd is not accepting on port $SMBD_PORT"
 	SMBD_PID=$(smbd_pid_from_file) || fail "smbd wrote no pid file"
 	info "smbd pid $SMBD_PID on 127.0.0.1:$SMBD_PORT"
+}
+
+# ---------------------------------------------------------------- impacket's server
+
+# start_impacket_server [SHARE]: a second SMB server implementation as the
+# upstream: impacket's SMB server (Debian python3-impacket 0.10,
+# examples/smbserver.py -smb2support) on 127.0.0.1:$IMP_PORT (a private
+# port), share SHARE (default "share") on the private directory $IMP_DIR,
+# user smbtest%testpass, debug log in $IMP_LOG (kept with a failed test's
+# logs).  Stopped by cleanup (IMP_PID).  What it does differently from smbd
+# (SMB 2.0.2 only with 64 KiB limits, every answer signed once the session
+# has a key, ...) is listed in tests/integration/README.md.
+IMP_SERVER=${IMP_SERVER:-/usr/share/doc/python3-impacket/examples/smbserver.py}
+IMP_PORT= IMP_PID= IMP_DIR=$T/impacket-share IMP_LOG=$T/impacket.log
+start_impacket_server() {
+	[ -f "$IMP_SERVER" ] || skip "impacket's smbserver.py not found at $IMP_SERVER (python3-impacket)"
+	IMP_PORT=$(free_port) || fail "no free port for impacket's server"
+	export IMP_PORT
+	mkdir -p "$IMP_DIR" || fail "cannot create $IMP_DIR"
+	# -u: its log is complete when the test reads it
+	"$PY" -u "$IMP_SERVER" -smb2support -ts -debug -ip 127.0.0.1 -port "$IMP_PORT" \
+	    -username "$SMB_USER" -password "$SMB_PASS" "${1:-share}" "$IMP_DIR" \
+	    </dev/null >>"$IMP_LOG" 2>&1 &
+	IMP_PID=$!
+	wait_port "$IMP_PORT" 20 "$IMP_PID" ||
+	    { tail -n 20 "$IMP_LOG"; fail "impacket's server is not accepting on port $IMP_PORT"; }
+	info "impacket smbserver pid $IMP_PID on 127.0.0.1:$IMP_PORT, share ${1:-share} = $IMP_DIR"
 }
 
 # ---------------------------------------------------------------- proxy
