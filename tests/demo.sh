@@ -123,7 +123,7 @@ step "3) A copy with smbclient through smbaccel: put $COPY_MIB MiB, get it back"
 random_file "$T/original.bin" "$COPY_MIB"
 t0=$(now)
 HOME=$HOME_C smbclient //127.0.0.1/share -p "$PROXY_PORT" -U "$SMB_USER%$SMB_PASS" \
-    -c "put $T/original.bin copy.bin; get copy.bin $T/readback.bin" >"$T/smbclient.out" 2>&1 ||
+    -s "$HOME_C/.smb/smb.conf" -c "put $T/original.bin copy.bin; get copy.bin $T/readback.bin" >"$T/smbclient.out" 2>&1 ||
     fail "smbclient failed: $(tail -n 3 "$T/smbclient.out")"
 note "put + get took $(elapsed "$t0") s"
 O=$(sha256 "$T/original.bin") S=$(sha256 "$SHARE_DIR/copy.bin") G2=$(sha256 "$T/readback.bin")

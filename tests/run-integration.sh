@@ -16,6 +16,19 @@
 #                             adds ASan options for that test.  `make
 #                             check` sets it.
 #
+# Each test runs in its own cgroup (cgroup v2 where one is mounted, else
+# the cgroup v1 freezer hierarchy, else - no cgroups - its process group
+# plus every process carrying its SMBACCEL_TEST_ID in the environment).
+# When the test's script has ended, anything still running in that cgroup
+# fails the test, even one that passed: the log names each process (pid,
+# command line); then all of it is killed and the cgroup removed.  Daemons
+# that fork twice or call setsid (smbd -D, samba, python servers behind
+# `ip netns exec`) stay in the cgroup, which is why it is a cgroup.
+#   LEFTOVER_GRACE=S          how long processes may take to exit after the
+#                             script has ended (default 3 s)
+#   TEST_CGROUP=none|v1       do not use cgroups (process group +
+#                             environment), or use v1 even where v2 works
+#
 # Each test's output goes to RESULTS_DIR/NAME.log and is shown (last 50
 # lines) only when it fails.  The last line is "N passed, N failed" (plus
 # ", N skipped").  Exit status 1 if any test failed.  When SUMMARY_FILE is
@@ -54,6 +67,114 @@ kill_leftovers() {
 	[ -z "${KEEP_TMP:-}" ] && rm -rf "$dir"
 	rm -f "$f"
 }
+
+# ---------------------------------------------------------------- containment
+# cg_setup: choose CG_MODE (v2, v1 or none) and CG_PARENT, the cgroup
+# directory under which each test gets one, named after this runner's pid
+# and the test.  Nested runners (a test that runs this script) nest.
+CG_MODE=none CG_PARENT= CG= TEST_PGID= TEST_ID=
+cg_setup() {
+	local root rel
+	[ "${TEST_CGROUP:-}" = none ] && return 0
+	[ "$(id -u)" -eq 0 ] || return 0
+	for root in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+		[ "${TEST_CGROUP:-}" = v1 ] && break
+		[ "$(stat -fc %T "$root" 2>/dev/null)" = cgroup2fs ] || continue
+		rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+		CG_PARENT=$root${rel%/}
+		mkdir "$CG_PARENT/smbaccel-probe.$$" 2>/dev/null || continue
+		rmdir "$CG_PARENT/smbaccel-probe.$$"
+		CG_MODE=v2
+		return 0
+	done
+	root=/sys/fs/cgroup/freezer
+	if [ "$(stat -fc %T "$root" 2>/dev/null)" = cgroupfs ] && [ -f "$root/cgroup.procs" ]; then
+		rel=$(sed -n 's/^[0-9]*:freezer://p' /proc/self/cgroup)
+		CG_PARENT=$root${rel%/}
+		if mkdir "$CG_PARENT/smbaccel-probe.$$" 2>/dev/null; then
+			rmdir "$CG_PARENT/smbaccel-probe.$$"
+			CG_MODE=v1
+			return 0
+		fi
+	fi
+	CG_PARENT=
+}
+
+# cg_pids: every live process of the current test (cgroup and the cgroups
+# below it; without cgroups: its process group and every process with its
+# SMBACCEL_TEST_ID).  Zombies are not counted.
+cg_pids() {
+	local f p
+	{
+		if [ -n "$CG" ]; then
+			find "$CG" -name cgroup.procs -exec cat {} + 2>/dev/null
+		else
+			[ -n "$TEST_PGID" ] && ps -e -o pid=,pgid= | awk -v g="$TEST_PGID" '$2 == g {print $1}'
+			grep -lzxF "SMBACCEL_TEST_ID=$TEST_ID" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3
+		fi
+	} | sort -un | while read -r p; do
+		[ "$p" = $$ ] && continue
+		[ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = Z ] && continue
+		[ -d "/proc/$p" ] && echo "$p"
+	done
+}
+
+# cg_kill: SIGKILL everything left (frozen first, so nothing forks away).
+cg_kill() {
+	local n=50 p
+	while [ $n -gt 0 ]; do
+		p=$(cg_pids)
+		[ -n "$p" ] || return 0
+		case $CG_MODE${CG:+-cg} in
+		v2-cg)	echo 1 > "$CG/cgroup.kill" 2>/dev/null || kill -KILL $p 2>/dev/null ;;
+		v1-cg)	echo FROZEN > "$CG/freezer.state" 2>/dev/null
+			kill -KILL $p 2>/dev/null
+			echo THAWED > "$CG/freezer.state" 2>/dev/null ;;
+		*)	kill -KILL $p 2>/dev/null ;;
+		esac
+		sleep 0.1; n=$((n - 1))
+	done
+	echo "  could not kill: $(cg_pids | tr '\n' ' ')"
+}
+
+# cg_remove: remove the test's cgroup (and any below it), deepest first.
+cg_remove() {
+	[ -n "$CG" ] || return 0
+	find "$CG" -depth -type d -exec rmdir {} + 2>/dev/null
+	[ -d "$CG" ] && echo "  cgroup $CG not removed"
+	CG=
+}
+
+# contain_end NAME LOG: after test NAME's script ended: wait LEFTOVER_GRACE
+# for its processes to exit, then name what is left in LOG, kill it and
+# remove the cgroup.  Returns 1 if anything was left.
+contain_end() {
+	local t=$1 log=$2 n left rc=0
+	n=$(awk -v g="${LEFTOVER_GRACE:-3}" 'BEGIN { printf "%d", g * 10 }')
+	left=$(cg_pids)
+	while [ -n "$left" ] && [ "$n" -gt 0 ]; do
+		sleep 0.1; n=$((n - 1))
+		left=$(cg_pids)
+	done
+	if [ -n "$left" ]; then
+		rc=1
+		{
+			echo "FAIL [$t]: $(echo "$left" | wc -l) process(es) still running after the test ended ($CG_MODE${CG:+ $CG}):"
+			ps -o pid=,ppid=,pgid=,sid=,args= -p "$(echo $left | tr ' ' ',')" 2>/dev/null | sed 's/^/    /'
+			echo "  (killed; a test must stop everything it starts, also on failure)"
+		} >> "$log"
+	fi
+	cg_kill >> "$log"
+	cg_remove >> "$log"
+	TEST_PGID=
+	return $rc
+}
+
+# On INT/TERM: stop the running test's processes, then exit.
+trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1; exit 130' INT
+trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1; exit 143' TERM
+
+cg_setup
 
 SAN_BIN=$TOP/bin-san/smbaccel
 if [ "${SANITIZE_SUITE:-}" = 1 ] && [ ! -x "$SAN_BIN" ]; then
@@ -98,9 +219,22 @@ for t in $list; do
 	tag=
 	[ -n "$senv" ] && tag=", asan"
 	start=$(date +%s.%N)
+	TEST_ID=$$.$t.$(date +%s%N)
+	if [ "$CG_MODE" != none ]; then
+		CG=$CG_PARENT/smbaccel-test.$$.$t
+		mkdir "$CG" || { echo "cannot create cgroup $CG: $t runs without one" >&2; CG=; }
+	fi
+	# The test enters its cgroup before anything runs (sh writes its own
+	# pid, then execs); timeout makes it a process group of its own.
 	# shellcheck disable=SC2086
-	env $senv timeout -k 15 "$to" bash "$script" > "$log" 2>&1 < /dev/null
+	env $senv SMBACCEL_TEST_ID="$TEST_ID" sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 125
+	    shift; exec "$@"' sh "$CG" timeout -k 15 "$to" bash "$script" > "$log" 2>&1 < /dev/null &
+	TEST_PGID=$!
+	wait $TEST_PGID
 	rc=$?
+	if ! contain_end "$t" "$log"; then
+		[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
+	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	if [ -n "$senv" ] && san_reports "$t" >> "$log"; then
 		echo "FAIL [$t]: sanitizer report (above)" >> "$log"

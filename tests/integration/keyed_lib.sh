@@ -23,7 +23,7 @@ write_secrets() {	# write_secrets FILE LINES...
 }
 
 nt_hash() {
-	pdbedit -s "$SMBD_CONF" -L -w 2>/dev/null |
+	smbd_ns pdbedit -s "$SMBD_CONF" -L -w 2>/dev/null |
 	    awk -F: -v u="$SMB_USER" '$1 == u { print $4 }'
 }
 
@@ -98,7 +98,7 @@ hold_finish() {
 	: > "$cs"; : > "$ss"
 	while :; do
 		ctl conns --json 2>/dev/null | tr -d '\n' >> "$cs"; echo >> "$cs"
-		smbstatus -s "$SMBD_CONF" --json 2>/dev/null | tr -d '\n' >> "$ss"; echo >> "$ss"
+		smbd_ns smbstatus -s "$SMBD_CONF" --json 2>/dev/null | tr -d '\n' >> "$ss"; echo >> "$ss"
 		sampled_sessions "$cs" > "$T/$label.hold.sessions"
 		sampled_smbstatus "$ss" > "$T/$label.hold.smbstatus"
 		grep -qv ' keyed=false why=not-needed ' "$T/$label.hold.sessions" &&
@@ -112,7 +112,7 @@ hold_finish() {
 		# settled (smbstatus lists a session before its signing is set)
 		sleep 0.5
 		ctl conns --json 2>/dev/null | tr -d '\n' >> "$cs"; echo >> "$cs"
-		smbstatus -s "$SMBD_CONF" --json 2>/dev/null | tr -d '\n' >> "$ss"; echo >> "$ss"
+		smbd_ns smbstatus -s "$SMBD_CONF" --json 2>/dev/null | tr -d '\n' >> "$ss"; echo >> "$ss"
 		sampled_sessions "$cs" > "$T/$label.hold.sessions"
 		sampled_smbstatus "$ss" > "$T/$label.hold.smbstatus"
 	fi

@@ -64,6 +64,10 @@ show_logs() {
 		echo "---- last 30 lines of smbd log ----"
 		tail -n 30 "$SMBD_LOG"
 	fi
+	if [ -f "$IMP_LOG" ]; then
+		echo "---- last 30 lines of impacket's server log ----"
+		tail -n 30 "$IMP_LOG"
+	fi
 }
 
 # fail MSG: report, show the logs, exit 1 (cleanup runs from the EXIT trap).
@@ -104,15 +108,34 @@ require_smbaccel() {
 
 # ---------------------------------------------------------------- cleanup
 
-# stop_pid PID [SECONDS]: SIGTERM, wait, then SIGKILL.
+# descendants PID: the pids of PID's children, their children, and so on.
+descendants() {
+	ps -e -o pid=,ppid= | awk -v r="$1" '
+		{ kids[$2] = kids[$2] " " $1 }
+		END {
+			n = split(kids[r], q, " ")
+			for (i = 1; i <= n; i++) {
+				print q[i]
+				m = split(kids[q[i]], c, " ")
+				for (j = 1; j <= m; j++) q[++n] = c[j]
+			}
+		}'
+}
+
+# stop_pid PID [SECONDS]: SIGTERM PID and everything below it in the
+# process tree (a background subshell's command, say: `f ... &` for a
+# shell function records the subshell's pid), wait, then SIGKILL.
 stop_pid() {
-	local pid=$1 n=$(( ${2:-5} * 10 ))
-	kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null
-	while [ $n -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+	local pid=$1 n=$(( ${2:-5} * 10 )) tree p alive
+	tree="$pid $(descendants "$pid")"
+	kill -TERM $tree 2>/dev/null
+	while [ $n -gt 0 ]; do
+		alive=
+		for p in $tree; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+		[ -n "$alive" ] || break
 		sleep 0.1; n=$((n - 1))
 	done
-	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+	[ -n "$alive" ] && kill -KILL $alive 2>/dev/null
 	wait "$pid" 2>/dev/null
 	return 0
 }
@@ -154,6 +177,7 @@ cleanup() {
 	for p in $BG_PIDS; do stop_pid "$p" 2; done
 	[ -n "${EXTRA_CLEANUP:-}" ] && $EXTRA_CLEANUP
 	[ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 5
+	[ -n "$IMP_PID" ] && stop_pid "$IMP_PID" 5
 	stop_smbd
 	for p in $NETNS_LIST; do ip netns del "$p" 2>/dev/null; done
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -n "$RESULTS_DIR" ] && [ -d "$RESULTS_DIR" ]; then
@@ -239,6 +263,96 @@ make_netns() {
 	ip netns exec "$NETNS" ip link set lo up || fail "cannot bring up lo in $NETNS"
 }
 
+# ---------------------------------------------------------------- Samba isolation
+#
+# A test's Samba programs must never meet a Samba daemon of the host (an AD
+# DC's winbindd, say).  Two rules, both here so that every test shares them:
+#  - every smb.conf a test writes, server or client, puts every directory
+#    and socket Samba uses under the test's $T (samba_private_dirs);
+#  - a Samba program that uses compiled-in paths whatever smb.conf says runs
+#    in a private mount namespace with private directories over those paths
+#    (private_samba_ns).  smbd is one: its winbind client (libwbclient, and
+#    nss_winbind behind getpwuid) looks for winbindd only at
+#    /run/samba/winbindd/pipe; "winbindd socket directory" moves only
+#    winbindd's own socket.  With a host winbindd there, a test smbd mapped
+#    smbtest's SID through the host's idmap ("getpwuid(3000017) failed",
+#    NT_STATUS_LOGON_FAILURE).  tests/tools/with-host-samba simulates such a
+#    host; t_host_samba runs tests under it.
+
+# SAMBA_NS_PATHS: what private_samba_ns hides, as NAME:PATH (NAME is the
+# private directory's name under the caller's DIR).
+SAMBA_NS_PATHS="etc:/etc/samba run:/run/samba lib:/var/lib/samba cache:/var/cache/samba log:/var/log/samba"
+
+# private_samba_ns DIR CMD [ARGS...]: run CMD in a private mount namespace
+# (unshare -m --propagation private) in which DIR/etc, DIR/run, DIR/lib,
+# DIR/cache and DIR/log (created empty if missing) are bind-mounted over
+# /etc/samba, /run/samba, /var/lib/samba, /var/cache/samba and
+# /var/log/samba.  A caller may put an smb.conf in DIR/etc first: it is then
+# the namespace's default config.  PRIVATE_SAMBA_EXTRA="SRC:DST ..." adds
+# bind mounts (absolute SRC, e.g. a krb5.conf over /etc/krb5.conf).
+# CMD is exec'd in place (run in the background, $! is its pid); it sees
+# the host's network namespace and every other path unchanged, and the
+# namespace ends with the last process in it.  Generic: an AD DC test bed
+# runs `samba` the same way.  Returns 126 if a mount fails.
+private_samba_ns() {
+	local dir=$1 m; shift
+	for m in $SAMBA_NS_PATHS; do
+		mkdir -p "$dir/${m%%:*}" || return 126
+	done
+	SAMBA_NS_PATHS=$SAMBA_NS_PATHS PRIVATE_SAMBA_EXTRA=${PRIVATE_SAMBA_EXTRA:-} \
+	    unshare -m --propagation private -- /bin/sh -c '
+		d=$1; shift
+		for m in $SAMBA_NS_PATHS $PRIVATE_SAMBA_EXTRA; do
+			src=${m%%:*} dst=${m#*:}
+			case $src in /*) ;; *) src=$d/$src ;; esac
+			# a path that does not exist holds nothing to hide
+			[ -e "$dst" ] || continue
+			mount --bind "$src" "$dst" ||
+			    { echo "private_samba_ns: cannot bind $src over $dst" >&2; exit 126; }
+		done
+		unset SAMBA_NS_PATHS PRIVATE_SAMBA_EXTRA
+		exec "$@"' private_samba_ns "$dir" "$@"
+}
+
+# samba_private_dirs DIR: print the smb.conf [global] lines that keep every
+# state directory, socket and pid file of a Samba program (server or
+# client) under DIR, creating the directories.  The one list every test
+# smbd and every client config uses.
+samba_private_dirs() {
+	local d=$1 s
+	for s in pid lock state cache private ncalrpc binddns winbindd usershares; do
+		mkdir -p "$d/$s" || fail "cannot create $d/$s"
+	done
+	chmod 0700 "$d/private"
+	cat <<EOF
+	pid directory = $d/pid
+	lock directory = $d/lock
+	state directory = $d/state
+	cache directory = $d/cache
+	private dir = $d/private
+	ncalrpc dir = $d/ncalrpc
+	binddns dir = $d/binddns
+	winbindd socket directory = $d/winbindd
+	usershare path = $d/usershares
+EOF
+}
+
+# smbd_ns CMD [ARGS...]: CMD inside the test smbd's private namespace
+# ($SMBD_DIR/ns, whose /etc/samba/smb.conf is $SMBD_CONF).  Every Samba
+# tool run on the test smbd's config (smbpasswd, pdbedit, testparm,
+# smbstatus) goes through it: the same isolation as the smbd itself.
+# TEST_SAMBA_ISOLATION=off runs them without it: only for t_host_samba's
+# control run, which shows that the simulated host breaks a test smbd.
+smbd_ns() {
+	if [ "${TEST_SAMBA_ISOLATION:-on}" = off ]; then
+		"$@"
+		return
+	fi
+	mkdir -p "$SMBD_DIR/ns/etc" && ln -sf "$SMBD_CONF" "$SMBD_DIR/ns/etc/smb.conf" ||
+	    fail "cannot prepare $SMBD_DIR/ns"
+	private_samba_ns "$SMBD_DIR/ns" "$@"
+}
+
 # ---------------------------------------------------------------- smbd
 
 ensure_test_user() {
@@ -247,34 +361,29 @@ ensure_test_user() {
 	    id "$SMB_USER" >/dev/null 2>&1 || fail "cannot create user $SMB_USER"
 }
 
-# start_smbd [smb.conf lines for [global]...]: start a private smbd.
-start_smbd() {
+# write_smbd_conf [smb.conf lines for [global]...]: $SMBD_CONF for a
+# private smbd: every directory under $SMBD_DIR (samba_private_dirs),
+# tdbsam, shares [share] ($SHARE_DIR) and [dur] ($DUR_DIR).  It listens on
+# SMBD_INTERFACES (default 127.0.0.1), port SMBD_LISTEN_PORT (default
+# $SMBD_PORT), as SMBD_NETBIOS (default SMBACCELTEST).  Extra lines come
+# last in [global] and override.
+write_smbd_conf() {
 	local l
-	ensure_test_user
-	SMBD_PORT=$(free_port) || fail "no free port for smbd"
-	export SMBD_PORT
-	mkdir -p "$SMBD_DIR"/pid "$SMBD_DIR"/lock "$SMBD_DIR"/state \
-	    "$SMBD_DIR"/cache "$SMBD_DIR"/private "$SMBD_DIR"/ncalrpc \
-	    "$SMBD_DIR"/binddns "$SMBD_DIR"/log "$SHARE_DIR" "$DUR_DIR"
-	chmod 0700 "$SMBD_DIR"/private
+	mkdir -p "$SMBD_DIR"/log "$SHARE_DIR" "$DUR_DIR" || fail "cannot create $SMBD_DIR"
 	chown "$SMB_USER" "$SHARE_DIR" "$DUR_DIR"
 	{
 		cat <<EOF
 [global]
 	workgroup = SMBACCEL
-	netbios name = SMBACCELTEST
+	netbios name = ${SMBD_NETBIOS:-SMBACCELTEST}
 	server role = standalone server
-	interfaces = 127.0.0.1
+	interfaces = ${SMBD_INTERFACES:-127.0.0.1}
 	bind interfaces only = yes
-	smb ports = $SMBD_PORT
+	smb ports = ${SMBD_LISTEN_PORT:-$SMBD_PORT}
 	disable netbios = yes
-	pid directory = $SMBD_DIR/pid
-	lock directory = $SMBD_DIR/lock
-	state directory = $SMBD_DIR/state
-	cache directory = $SMBD_DIR/cache
-	private dir = $SMBD_DIR/private
-	ncalrpc dir = $SMBD_DIR/ncalrpc
-	binddns dir = $SMBD_DIR/binddns
+EOF
+		samba_private_dirs "$SMBD_DIR"
+		cat <<EOF
 	log file = $SMBD_LOG
 	max log size = 0
 	log level = ${SMBD_LOG_LEVEL:-1}
@@ -303,18 +412,64 @@ EOF
 	kernel share modes = no
 	posix locking = no
 EOF
-	} > "$SMBD_CONF"
-	testparm -s "$SMBD_CONF" >"$SMBD_DIR/testparm.out" 2>&1 ||
+	} > "$SMBD_CONF" || fail "cannot write $SMBD_CONF"
+}
+
+# launch_smbd [NETNS]: check $SMBD_CONF, add the test user to its passdb
+# and start smbd on it in its private namespace (smbd_ns), and with NETNS
+# in that network namespace.  The caller waits for the port and sets
+# SMBD_PID (smbd_pid_from_file).
+launch_smbd() {
+	local netns=${1:-}
+	smbd_ns testparm -s "$SMBD_CONF" >"$SMBD_DIR/testparm.out" 2>&1 ||
 	    { cat "$SMBD_DIR/testparm.out"; fail "testparm rejects $SMBD_CONF"; }
 	printf '%s\n%s\n' "$SMB_PASS" "$SMB_PASS" |
-	    smbpasswd -c "$SMBD_CONF" -s -a "$SMB_USER" >"$SMBD_DIR/smbpasswd.out" 2>&1 ||
+	    smbd_ns smbpasswd -c "$SMBD_CONF" -s -a "$SMB_USER" >"$SMBD_DIR/smbpasswd.out" 2>&1 ||
 	    { cat "$SMBD_DIR/smbpasswd.out"; fail "smbpasswd failed"; }
 	# -D: daemon in its own session.  Never --no-process-group (SMB-NOTES).
-	smbd -s "$SMBD_CONF" -D </dev/null >"$SMBD_DIR/smbd.stdout" 2>&1 ||
+	smbd_ns ${netns:+ip netns exec "$netns"} smbd -s "$SMBD_CONF" -D \
+	    </dev/null >"$SMBD_DIR/smbd.stdout" 2>&1 ||
 	    fail "smbd did not start: $(cat "$SMBD_DIR/smbd.stdout")"
+}
+
+# start_smbd [smb.conf lines for [global]...]: a private smbd on
+# 127.0.0.1:$SMBD_PORT (write_smbd_conf, launch_smbd).
+start_smbd() {
+	ensure_test_user
+	SMBD_PORT=$(free_port) || fail "no free port for smbd"
+	export SMBD_PORT
+	write_smbd_conf "$@"
+	launch_smbd
 	wait_port "$SMBD_PORT" 20 || fail "smbd is not accepting on port $SMBD_PORT"
 	SMBD_PID=$(smbd_pid_from_file) || fail "smbd wrote no pid file"
 	info "smbd pid $SMBD_PID on 127.0.0.1:$SMBD_PORT"
+}
+
+# ---------------------------------------------------------------- impacket's server
+
+# start_impacket_server [SHARE]: a second SMB server implementation as the
+# upstream: impacket's SMB server (Debian python3-impacket 0.10,
+# examples/smbserver.py -smb2support) on 127.0.0.1:$IMP_PORT (a private
+# port), share SHARE (default "share") on the private directory $IMP_DIR,
+# user smbtest%testpass, debug log in $IMP_LOG (kept with a failed test's
+# logs).  Stopped by cleanup (IMP_PID).  What it does differently from smbd
+# (SMB 2.0.2 only with 64 KiB limits, every answer signed once the session
+# has a key, ...) is listed in tests/integration/README.md.
+IMP_SERVER=${IMP_SERVER:-/usr/share/doc/python3-impacket/examples/smbserver.py}
+IMP_PORT= IMP_PID= IMP_DIR=$T/impacket-share IMP_LOG=$T/impacket.log
+start_impacket_server() {
+	[ -f "$IMP_SERVER" ] || skip "impacket's smbserver.py not found at $IMP_SERVER (python3-impacket)"
+	IMP_PORT=$(free_port) || fail "no free port for impacket's server"
+	export IMP_PORT
+	mkdir -p "$IMP_DIR" || fail "cannot create $IMP_DIR"
+	# -u: its log is complete when the test reads it
+	"$PY" -u "$IMP_SERVER" -smb2support -ts -debug -ip 127.0.0.1 -port "$IMP_PORT" \
+	    -username "$SMB_USER" -password "$SMB_PASS" "${1:-share}" "$IMP_DIR" \
+	    </dev/null >>"$IMP_LOG" 2>&1 &
+	IMP_PID=$!
+	wait_port "$IMP_PORT" 20 "$IMP_PID" ||
+	    { tail -n 20 "$IMP_LOG"; fail "impacket's server is not accepting on port $IMP_PORT"; }
+	info "impacket smbserver pid $IMP_PID on 127.0.0.1:$IMP_PORT, share ${1:-share} = $IMP_DIR"
 }
 
 # ---------------------------------------------------------------- proxy
@@ -425,7 +580,12 @@ proxy_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$PROXY_PID/status"; }
 # ---------------------------------------------------------------- clients
 
 # client_home NAME [smb.conf lines...]: make $T/home-NAME/.smb/smb.conf and
-# print the HOME path.  libsmbclient reads $HOME/.smb/smb.conf.
+# print the HOME path.  libsmbclient reads $HOME/.smb/smb.conf (and then
+# not the system's smb.conf); smbclient and smbtorture read only the file
+# given with -s / --configfile: pass them "$HOME/.smb/smb.conf" too
+# (smbc does).  Its directories are private (samba_private_dirs under
+# HOME/.smb/samba): a client must not use the host's gencache, lock
+# directory or sockets either.
 client_home() {
 	local h=$T/home-$1 l; shift
 	mkdir -p "$h/.smb"
@@ -438,6 +598,7 @@ client_home() {
 		echo "	client smb encrypt = default"
 		echo "	workgroup = SMBACCEL"
 		echo "	log level = 1"
+		samba_private_dirs "$h/.smb/samba"
 		for l in "$@"; do echo "	$l"; done
 	} > "$h/.smb/smb.conf"
 	echo "$h"
@@ -449,7 +610,7 @@ smbc() {
 	local port=$1 proto=$2 cmds=$3; shift 3
 	local home=${SMBC_HOME:-$(client_home default)}
 	HOME=$home smbclient "//127.0.0.1/${SMBC_SHARE:-share}" -p "$port" \
-	    -U "$SMB_USER%$SMB_PASS" -m "$proto" \
+	    -s "$home/.smb/smb.conf" -U "$SMB_USER%$SMB_PASS" -m "$proto" \
 	    --option="client min protocol=$proto" \
 	    --option="client max protocol=$proto" \
 	    -c "$cmds" "$@"

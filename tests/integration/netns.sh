@@ -106,53 +106,14 @@ _ns_port_listening() {
 }
 
 # ns_start_smbd: a private smbd in NS_SERVER listening on $SERVER_IP:445
-# only, with the same shares, user and directories as lib.sh's start_smbd.
-# Stopped by lib.sh's stop_smbd (pid file), from cleanup.
+# only, with the same configuration, shares, user, private directories and
+# private mount namespace as lib.sh's start_smbd (write_smbd_conf,
+# launch_smbd).  Stopped by lib.sh's stop_smbd (pid file), from cleanup.
 ns_start_smbd() {
 	ensure_test_user
-	mkdir -p "$SMBD_DIR"/pid "$SMBD_DIR"/lock "$SMBD_DIR"/state \
-	    "$SMBD_DIR"/cache "$SMBD_DIR"/private "$SMBD_DIR"/ncalrpc \
-	    "$SMBD_DIR"/binddns "$SMBD_DIR"/log "$SHARE_DIR"
-	chmod 0700 "$SMBD_DIR"/private
-	chown "$SMB_USER" "$SHARE_DIR"
-	cat > "$SMBD_CONF" <<EOF
-[global]
-	workgroup = SMBACCEL
-	netbios name = SMBACCELNS
-	server role = standalone server
-	interfaces = $SERVER_IP/24
-	bind interfaces only = yes
-	smb ports = 445
-	disable netbios = yes
-	pid directory = $SMBD_DIR/pid
-	lock directory = $SMBD_DIR/lock
-	state directory = $SMBD_DIR/state
-	cache directory = $SMBD_DIR/cache
-	private dir = $SMBD_DIR/private
-	ncalrpc dir = $SMBD_DIR/ncalrpc
-	binddns dir = $SMBD_DIR/binddns
-	log file = $SMBD_LOG
-	max log size = 0
-	log level = 1
-	passdb backend = tdbsam:$SMBD_DIR/private/passdb.tdb
-	map to guest = never
-	server min protocol = SMB2_02
-	load printers = no
-	printing = bsd
-	printcap name = /dev/null
-	disable spoolss = yes
-	usershare max shares = 0
-
-[share]
-	path = $SHARE_DIR
-	read only = no
-EOF
-	printf '%s\n%s\n' "$SMB_PASS" "$SMB_PASS" |
-	    smbpasswd -c "$SMBD_CONF" -s -a "$SMB_USER" >"$SMBD_DIR/smbpasswd.out" 2>&1 ||
-	    { cat "$SMBD_DIR/smbpasswd.out"; fail "smbpasswd failed"; }
-	# -D: its own session; never --no-process-group (SMB-NOTES.md)
-	nsx "$NS_SERVER" smbd -s "$SMBD_CONF" -D </dev/null >"$SMBD_DIR/smbd.stdout" 2>&1 ||
-	    fail "smbd did not start: $(cat "$SMBD_DIR/smbd.stdout")"
+	SMBD_NETBIOS=SMBACCELNS SMBD_INTERFACES=$SERVER_IP/24 SMBD_LISTEN_PORT=445 \
+	    write_smbd_conf
+	launch_smbd "$NS_SERVER"
 	local n=200
 	while [ $n -gt 0 ] && ! _ns_port_listening "$NS_SERVER" 445; do
 		sleep 0.1; n=$((n - 1))
@@ -215,7 +176,7 @@ ns_smbclient() {
 	local ns=$1 cmds=$2; shift 2
 	local home=${SMBC_HOME:-$(client_home "ns")}
 	nsx "$ns" env HOME="$home" timeout -k 5 120 smbclient "//$SERVER_IP/share" \
-	    -U "$SMB_USER%$SMB_PASS" -c "$cmds" "$@"
+	    -s "$home/.smb/smb.conf" -U "$SMB_USER%$SMB_PASS" -c "$cmds" "$@"
 }
 
 # ns_smbdd NS write|read|verify PATH BS COUNT [args...]

@@ -28,6 +28,13 @@ require_smbaccel "max_connecting"
 make_netns
 PROXY_NETNS=$NETNS
 nsx() { ip netns exec "$NETNS" "$@"; }
+# nsx_bg CMD...: CMD in the namespace in the background, its own pid in $!
+# and BG_PIDS (`nsx ... &` would record the pid of a subshell, and cleanup
+# would stop that and leave the command running).
+nsx_bg() {
+	ip netns exec "$NETNS" "$@" &
+	BG_PIDS="$BG_PIDS $!"
+}
 
 overflows() { listen_overflows "$NETNS"; }
 
@@ -38,9 +45,8 @@ storm() {
 }
 
 SLOW=$(free_port)
-nsx "$PY" "$TESTS_DIR/load_idle.py" server "$SLOW" --backlog 8 --accept-gap 0.05 \
-    > "$T/slow.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
+nsx_bg "$PY" "$TESTS_DIR/load_idle.py" server "$SLOW" --backlog 8 --accept-gap 0.05 \
+    > "$T/slow.out" 2>&1
 wait_port "$SLOW" 10 "$!" "$NETNS" || fail "slow server not listening"
 
 # ---- 1. with the limit
@@ -83,14 +89,13 @@ silent_three() {
 	: > "$PROXY_LOG"
 	PROXY_UPSTREAM=127.0.0.1:$SILENT start_proxy "max_connecting = 1" \
 	    "connect_timeout = $1" "server_timeout = 20s"
-	nsx "$PY" "$TESTS_DIR/load_idle.py" clients "$PROXY_PORT" 3 "$T/silent.done" \
-	    --no-wait --timeout "$2" > "$T/silent-clients.out" 2>&1 &
+	nsx_bg "$PY" "$TESTS_DIR/load_idle.py" clients "$PROXY_PORT" 3 "$T/silent.done" \
+	    --no-wait --timeout "$2" > "$T/silent-clients.out" 2>&1
 }
 
 # ---- 3. a server that never answers: the queue is bounded
 SILENT=$(free_port)
-nsx "$PY" "$TESTS_DIR/load_idle.py" server "$SILENT" --silent > "$T/silent.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
+nsx_bg "$PY" "$TESTS_DIR/load_idle.py" server "$SILENT" --silent > "$T/silent.out" 2>&1
 wait_port "$SILENT" 10 "$!" "$NETNS" || fail "silent server not listening"
 info "3. silent server, max_connecting = 1, connect_timeout = 1s: 3 clients"
 silent_three 1s 4
@@ -137,9 +142,8 @@ assert_eq 0 "$PROXY_RC" "exit status after SIGTERM"
 
 # ---- 5. the loop stalls past connect_timeout while the connect finishes
 GATE=$(free_port)
-nsx "$PY" "$TESTS_DIR/load_idle.py" server "$GATE" --backlog 1 --gate "$T/gate.open" \
-    > "$T/gate.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
+nsx_bg "$PY" "$TESTS_DIR/load_idle.py" server "$GATE" --backlog 1 --gate "$T/gate.open" \
+    > "$T/gate.out" 2>&1
 # accept queue length of the gate server (ss: Recv-Q of a listener)
 acceptq() { nsx ss -Hltn "sport = :$GATE" | awk '{ print $2 }'; }
 n=50
@@ -149,16 +153,15 @@ while [ -z "$(acceptq)" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 PROXY_UPSTREAM=127.0.0.1:$GATE start_proxy "connect_timeout = 2s" "max_connecting = 0"
 info "5. server backlog full, smbaccel stopped past connect_timeout (2s) while its connect completes"
 # fill the gate server's accept queue (backlog 1 holds 2)
-nsx "$PY" -c 'import socket, sys, time
+nsx_bg "$PY" -c 'import socket, sys, time
 s = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]
-time.sleep(60)' "$GATE" $((2 - $(acceptq))) > /dev/null 2>&1 &
-BG_PIDS="$BG_PIDS $!"
+time.sleep(60)' "$GATE" $((2 - $(acceptq))) > /dev/null 2>&1
 n=50
 while [ "$(acceptq)" -lt 2 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
 assert_eq 2 "$(acceptq)" "gate server's accept queue"
 o0=$(overflows)
-nsx "$PY" "$TESTS_DIR/load_idle.py" clients "$PROXY_PORT" 1 "$T/gate.done" --no-wait \
-    --timeout 15 > "$T/s5.out" 2>&1 &
+nsx_bg "$PY" "$TESTS_DIR/load_idle.py" clients "$PROXY_PORT" 1 "$T/gate.done" --no-wait \
+    --timeout 15 > "$T/s5.out" 2>&1
 c5=$!
 n=50
 while [ "$(overflows)" = "$o0" ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done

@@ -30,7 +30,7 @@ xfer() {
 		echo "!date +%s.%N > $T/t1.$name"
 		echo "get $name $T/back.$name"
 	} | HOME=$home smbclient //127.0.0.1/share -p "$port" \
-	    -U "$SMB_USER%$SMB_PASS" -m "$d" \
+	    -s "$home/.smb/smb.conf" -U "$SMB_USER%$SMB_PASS" -m "$d" \
 	    --option="client min protocol=$d" --option="client max protocol=$d" \
 	    > "$T/smbclient.$name.log" 2>&1 ||
 	    { cat "$T/smbclient.$name.log"; fail "smbclient $d via port $port failed"; }

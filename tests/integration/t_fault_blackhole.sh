@@ -131,7 +131,7 @@ mkfifo "$T/cmds"
 home=$(client_home bh)
 # smbclient reading its commands from the FIFO (smbc always passes -c)
 ( HOME=$home smbclient "//127.0.0.1/share" -p "$PROXY_PORT" -U "$SMB_USER%$SMB_PASS" \
-    -m SMB3_11 < "$T/cmds" > "$T/bh.out" 2>&1; echo "exit $?" >> "$T/bh.out" ) &
+    -s "$home/.smb/smb.conf" -m SMB3_11 < "$T/cmds" > "$T/bh.out" 2>&1; echo "exit $?" >> "$T/bh.out" ) &
 bhpid=$!
 BG_PIDS="$BG_PIDS $bhpid"
 exec 7> "$T/cmds"

@@ -32,7 +32,7 @@ out=$(smbdd_run write "$SMBD_PORT" ref 1M "$KS_MIB" -s "$KS_SEED" -q 2>&1) ||
 KS_REF=$(sha256 "$SHARE_DIR/ref")
 
 # smbd's offer, from its effective configuration.
-algs=$(testparm -s -v "$SMBD_CONF" 2>/dev/null |
+algs=$(smbd_ns testparm -s -v "$SMBD_CONF" 2>/dev/null |
     sed -n 's/^[[:space:]]*server smb3 signing algorithms = //p' | tr -d ' ' | tr ',' ' ')
 [ -n "$algs" ] || fail "testparm shows no 'server smb3 signing algorithms'"
 info "smbd offers signing algorithms: $algs"

@@ -75,7 +75,7 @@ exec 7<>"$T/cmd.fifo"
 SMBC_HOME=$(client_home live)
 # (not through bg: a background job's stdin would be /dev/null)
 ip netns exec "$NS_CLIENT" env HOME="$SMBC_HOME" smbclient "//$SERVER_IP/share" \
-    -U "$SMB_USER%$SMB_PASS" <"$T/cmd.fifo" >"$T/live.out" 2>&1 &
+    -s "$SMBC_HOME/.smb/smb.conf" -U "$SMB_USER%$SMB_PASS" <"$T/cmd.fifo" >"$T/live.out" 2>&1 &
 live_pid=$!
 BG_PIDS="$BG_PIDS $live_pid"
 echo "ls" >&7

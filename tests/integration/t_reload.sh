@@ -50,7 +50,7 @@ want=$(sha256 "$T/orig")
 transfer() {	# transfer NAME: put/get intact, prints the tree's write_behind
 	printf '%s\n' "put $T/orig $1" "!$CTL shares --json > $T/shares.$1 2>&1" "get $1 $T/back-$1" |
 	    HOME=$home smbclient //127.0.0.1/share -p "$PROXY_PORT" -U "$SMB_USER%$SMB_PASS" \
-	    > "$T/$1.out" 2>&1 || { cat "$T/$1.out"; fail "transfer $1 failed"; }
+	    -s "$home/.smb/smb.conf" > "$T/$1.out" 2>&1 || { cat "$T/$1.out"; fail "transfer $1 failed"; }
 	assert_eq "$want" "$(sha256 "$SHARE_DIR/$1")" "$1: sha256 on disk"
 	assert_eq "$want" "$(sha256 "$T/back-$1")" "$1: sha256 read back"
 	"$PY" -c '

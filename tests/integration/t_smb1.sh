@@ -20,7 +20,7 @@ assert_eq "$want" "$(sha256 "$T/back")" "sha256 of the copy read back"
 # Prove the session really was SMB1: smbstatus while connected.
 printf '%s\n' "!smbstatus -s $SMBD_CONF -b > $T/status 2>&1" "ls" |
     HOME=$home smbclient //127.0.0.1/share -p "$PROXY_PORT" -U "$SMB_USER%$SMB_PASS" \
-    -m NT1 --option='client min protocol=NT1' --option='client max protocol=NT1' \
+    -s "$home/.smb/smb.conf" -m NT1 --option='client min protocol=NT1' --option='client max protocol=NT1' \
     > "$T/smbclient2.log" 2>&1 || { cat "$T/smbclient2.log"; fail "second NT1 session failed"; }
 grep -qw NT1 "$T/status" || { cat "$T/status"; fail "smbstatus does not show an NT1 session"; }
 

@@ -26,13 +26,18 @@
 
 command -v smbtorture >/dev/null || skip "smbtorture not installed (samba-testsuite)"
 
-cat > "$T/torture.conf" <<EOF2
+# smbtorture's own config (--configfile): without one it reads the host's
+# smb.conf; its directories are private (samba_private_dirs).
+{
+	cat <<EOF2
 [global]
 	workgroup = SMBACCEL
 	client use kerberos = off
 	client min protocol = SMB2_02
 	client max protocol = SMB3_11
 EOF2
+	samba_private_dirs "$T/torture-samba"
+} > "$T/torture.conf"
 
 # run_suite PORT SUITE OUT: subunit stream of one suite into OUT; prints
 # "rc seconds".

@@ -2,11 +2,16 @@
  * smbdd - dd-style SMB client on libsmbclient: the "unmodified client doing
  * small writes" of the tests and benchmarks.
  *
- *   smbdd write|read|verify URL BLOCK COUNT [options]
+ *   smbdd write|read|verify|mix URL BLOCK COUNT [options]
  *
  * write creates/truncates URL and writes COUNT blocks of BLOCK bytes; read
  * reads them back and checks every byte against the pattern; verify is read
- * plus a check that the file is exactly COUNT*BLOCK bytes long.
+ * plus a check that the file is exactly COUNT*BLOCK bytes long.  mix
+ * creates/truncates URL and runs COUNT seeded random operations of up to
+ * BLOCK bytes (writes, sequential and random reads, truncations, fstat,
+ * close and reopen) against it and an in-memory model of the file: every
+ * read, fstat and the final read of the whole file must match the model
+ * (mix_run()).
  *
  * The data is a function of (seed, absolute offset) only: byte o is byte
  * o%8 (little-endian) of mix64(seed, o/8).  It has no period at any power
@@ -42,6 +47,7 @@ enum dd_mode {
 	DD_WRITE = 0,
 	DD_READ,
 	DD_VERIFY,
+	DD_MIX,
 };
 
 enum {
@@ -68,9 +74,15 @@ struct dd_opts {
 	bool		 strict_close;
 	bool		 no_verify;
 	int		 debug;
+	uint64_t	 mix_gap;	/* -G: mix writes may start this far past EOF */
+	char		 mix_trunc;	/* -t: mix truncates 'a'ny, 'g'row only, 'n'one */
+	const char	*model_out;	/* -o: mix writes its model here */
 	unsigned int	 timeout_s;	/* -T; 0: libsmbclient's default */
 	uint16_t	 port;		/* -p; 0: from URL or 445 */
 };
+
+/* mix: the file never grows past this (the model is kept in memory). */
+#define MIX_MAX_SIZE	(32ULL * 1024 * 1024)
 
 static struct dd_opts opt;
 static SMBCCTX *ctx;		/* the one libsmbclient context */
@@ -101,8 +113,9 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: smbdd write|read|verify smb://host[:port]/share/path BLOCK COUNT [options]\n"
-	    "  BLOCK    bytes per I/O, suffix K or M (1024-based)\n"
+	    "usage: smbdd write|read|verify|mix smb://host[:port]/share/path BLOCK COUNT [options]\n"
+	    "  BLOCK    bytes per I/O, suffix K or M (1024-based); mix: the largest\n"
+	    "  COUNT    blocks; mix: operations\n"
 	    "  -U user%%pass  credentials (default $SMBDD_USER/$SMBDD_PASS, else testuser%%testpass)\n"
 	    "  -W domain      workgroup/domain for the login\n"
 	    "  -p port        TCP port (alternative to host:port in the URL)\n"
@@ -115,7 +128,12 @@ usage(void)
 	    "  -q             quiet: only errors and the result line\n"
 	    "  -D level       libsmbclient debug level (to stderr)\n"
 	    "  -T seconds     libsmbclient timeout for the connection and each\n"
-	    "                 request (default libsmbclient's own, 20)\n");
+	    "                 request (default libsmbclient's own, 20)\n"
+	    "  -G bytes       mix: writes may start up to this far past EOF\n"
+	    "                 (default 0: never past EOF)\n"
+	    "  -t any|grow|none  mix: truncations that shrink or grow the file\n"
+	    "                 (default), only grow it, or none\n"
+	    "  -o path        mix: write the model (the expected file) here\n");
 	exit(EX_USAGE);
 }
 
@@ -312,15 +330,15 @@ mismatch(const uint8_t *got, const uint8_t *want, size_t len, uint64_t off)
 	    off + i, want[i], got[i], opt.seed);
 }
 
-/* Full write of one block; libsmbclient may return short counts. */
+/* Full write of len bytes; libsmbclient may return short counts. */
 static void
-write_block(SMBCFILE *f, const uint8_t *data, uint64_t off)
+write_block_n(SMBCFILE *f, const uint8_t *data, uint64_t off, size_t len)
 {
 	size_t done = 0;
 
-	while (done < opt.block) {
+	while (done < len) {
 		ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, data + done,
-		    opt.block - done);
+		    len - done);
 
 		if (n < 0)
 			die(EX_ERR, "write at offset %" PRIu64 ": %s",
@@ -330,6 +348,12 @@ write_block(SMBCFILE *f, const uint8_t *data, uint64_t off)
 			    ": wrote 0 bytes", off + done);
 		done += (size_t)n;
 	}
+}
+
+static void
+write_block(SMBCFILE *f, const uint8_t *data, uint64_t off)
+{
+	write_block_n(f, data, off, opt.block);
 }
 
 static void
@@ -399,6 +423,7 @@ parse_args(int argc, char **argv)
 	if ((env = getenv("SMBDD_PASS")) != NULL)
 		set_cred(opt.pass, sizeof(opt.pass), env);
 	opt.seed = 1;
+	opt.mix_trunc = 'a';
 
 	if (argc < 2)
 		usage();
@@ -408,13 +433,15 @@ parse_args(int argc, char **argv)
 		opt.mode = DD_READ;
 	else if (strcmp(argv[1], "verify") == 0)
 		opt.mode = DD_VERIFY;
+	else if (strcmp(argv[1], "mix") == 0)
+		opt.mode = DD_MIX;
 	else
 		usage();
 	argc--;
 	argv++;
 
 	/* Options may come before or after the positional arguments. */
-	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:T:h")) != -1) {
+	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:T:G:t:o:h")) != -1) {
 		switch (c) {
 		case 'U':
 			parse_userpass(optarg);
@@ -459,6 +486,20 @@ parse_args(int argc, char **argv)
 				die(EX_USAGE, "bad debug level '%s'", optarg);
 			opt.debug = (int)v;
 			break;
+		case 'G':
+			if (parse_size(optarg, &opt.mix_gap) == -1 ||
+			    opt.mix_gap > MIX_MAX_SIZE)
+				die(EX_USAGE, "bad gap '%s'", optarg);
+			break;
+		case 'o':
+			opt.model_out = optarg;
+			break;
+		case 't':
+			if (strcmp(optarg, "any") != 0 && strcmp(optarg, "grow") != 0 &&
+			    strcmp(optarg, "none") != 0)
+				die(EX_USAGE, "bad -t '%s' (any, grow, none)", optarg);
+			opt.mix_trunc = optarg[0];
+			break;
 		case 'T':
 			if (parse_size(optarg, &v) == -1 || v == 0 || v > 3600)
 				die(EX_USAGE, "bad timeout '%s' (1 .. 3600 s)",
@@ -484,6 +525,222 @@ parse_args(int argc, char **argv)
 		die(EX_USAGE, "BLOCK*COUNT too large");
 }
 
+
+/* ------------------------------------------------------------ mix */
+
+/*
+ * mix: COUNT seeded operations on one file, each checked against a model
+ * of the file in memory (the model is what the file must hold; any read,
+ * fstat or final content that differs is a mismatch, exit 3).  Operations,
+ * by weight: write (appends that coalesce, rewrites anywhere, and with -G
+ * writes starting past EOF, the gap reading as zeros), sequential 4 KiB
+ * reads (read-ahead), random reads (also across EOF: a short read must end
+ * exactly at EOF), ftruncate (shrink to at least half the size, or grow;
+ * -t grow or none for servers that cannot shrink a file), fstat, close +
+ * reopen.
+ * Write data is the pattern of (seed + op number, offset), so a write
+ * landing at the wrong offset or a stale one is caught.  At the end the
+ * file is reopened and read whole.  The file never exceeds MIX_MAX_SIZE.
+ */
+
+static uint8_t *model;
+static uint64_t mix_state;
+
+static uint64_t
+mix_rand(uint64_t n)
+{
+	mix_state += 0x9E3779B97F4A7C15ULL;
+	return n == 0 ? 0 : mix64(opt.seed, mix_state) % n;
+}
+
+/* A length in [1, max]: half of them at most 1 KiB (small client I/O). */
+static size_t
+mix_len(size_t max)
+{
+	size_t small = max < 1024 ? max : 1024;
+
+	return 1 + (size_t)(mix_rand(2) ? mix_rand(small) : mix_rand(max));
+}
+
+static SMBCFILE *
+mix_open(int flags)
+{
+	SMBCFILE *f = smbc_getFunctionOpen(ctx)(ctx, opt.url, flags, 0644);
+
+	if (f == NULL)
+		die(EX_ERR, "open %s: %s", opt.url, strerror(errno));
+	return f;
+}
+
+static void
+mix_seek(SMBCFILE *f, uint64_t off)
+{
+	if (smbc_getFunctionLseek(ctx)(ctx, f, (off_t)off, SEEK_SET) == (off_t)-1)
+		die(EX_ERR, "lseek to offset %" PRIu64 ": %s", off, strerror(errno));
+}
+
+/* Read up to len bytes at off (short only at EOF); returns the count. */
+static size_t
+mix_read(SMBCFILE *f, uint8_t *buf, uint64_t off, size_t len)
+{
+	size_t done = 0;
+
+	mix_seek(f, off);
+	while (done < len) {
+		ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, buf + done, len - done);
+
+		if (n < 0)
+			die(EX_ERR, "read at offset %" PRIu64 ": %s", off + done,
+			    strerror(errno));
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/* Compare a read of [off, off+len) with the model of size msize. */
+static void
+mix_check(const uint8_t *got, size_t n, uint64_t off, size_t len,
+    uint64_t msize, uint64_t op)
+{
+	uint64_t want = off >= msize ? 0 : (msize - off < len ? msize - off : len);
+
+	if (n != want)
+		die(EX_MISMATCH, "op %" PRIu64 ": read of %zu at offset %" PRIu64
+		    " returned %zu bytes, expected %" PRIu64 " (file size %" PRIu64
+		    ", seed %" PRIu64 ")", op, len, off, n, want, msize, opt.seed);
+	if (n > 0 && memcmp(got, model + off, n) != 0)
+		mismatch(got, model + off, n, off);
+}
+
+static int
+mix_run(void)
+{
+	SMBCFILE *f;
+	struct stat st;
+	uint64_t op, msize = 0, seqpos = 0, bytes = 0;
+	uint64_t nw = 0, nr = 0, nt = 0, ns = 0, nc = 0, wbytes = 0;
+	double t0, secs;
+
+	if (opt.block > 4 * 1024 * 1024)
+		die(EX_USAGE, "mix: BLOCK at most 4M");
+	model = calloc(1, MIX_MAX_SIZE + opt.block);
+	iobuf = malloc(opt.block);
+	if (model == NULL || iobuf == NULL)
+		die(EX_ERR, "malloc: %s", strerror(errno));
+	mix_state = opt.seed ^ 0x4D49584D4958ULL;
+	f = mix_open(O_RDWR | O_CREAT | O_TRUNC);
+	t0 = now_mono();
+	for (op = 0; op < opt.count; op++) {
+		uint64_t r = mix_rand(100), off;
+		size_t len, n;
+
+		if (r < 45) {			/* write */
+			len = mix_len(opt.block);
+			r = mix_rand(10);
+			if (r < 6)
+				off = msize;		/* append */
+			else if (r < 9 || opt.mix_gap == 0)
+				off = mix_rand(msize + 1);
+			else
+				off = msize + 1 + mix_rand(opt.mix_gap);
+			if (off + len > MIX_MAX_SIZE)
+				off = mix_rand(msize + 1), len = 1;
+			if (off + len > MIX_MAX_SIZE)
+				continue;
+			pattern_fill(iobuf, off, len, opt.seed + op);
+			mix_seek(f, off);
+			write_block_n(f, iobuf, off, len);
+			memcpy(model + off, iobuf, len);	/* a gap stays zero */
+			if (off + len > msize)
+				msize = off + len;
+			nw++, wbytes += len;
+		} else if (r < 65) {		/* sequential 4 KiB reads */
+			if (seqpos >= msize || mix_rand(20) == 0)
+				seqpos = mix_rand(msize + 1) & ~4095ULL;
+			len = opt.block < 4096 ? opt.block : 4096;
+			n = mix_read(f, iobuf, seqpos, len);
+			mix_check(iobuf, n, seqpos, len, msize, op);
+			seqpos += len;
+			nr++, bytes += n;
+		} else if (r < 85) {		/* random read, also across EOF */
+			len = mix_len(opt.block);
+			off = mix_rand(msize + opt.block);
+			n = mix_read(f, iobuf, off, len);
+			mix_check(iobuf, n, off, len, msize, op);
+			nr++, bytes += n;
+		} else if (r < 89) {		/* ftruncate: shrink or grow */
+			uint64_t sz = msize / 2 + mix_rand(msize - msize / 2 + opt.block + 1);
+
+			if (opt.mix_trunc == 'n')
+				continue;
+			if (opt.mix_trunc == 'g' && sz < msize)
+				sz = msize + (sz - msize / 2) % (opt.block + 1);
+			if (sz > MIX_MAX_SIZE)
+				sz = msize;
+			if (smbc_getFunctionFtruncate(ctx)(ctx, f, (off_t)sz) < 0)
+				die(EX_ERR, "op %" PRIu64 ": ftruncate to %" PRIu64 ": %s",
+				    op, sz, strerror(errno));
+			if (sz < msize)
+				memset(model + sz, 0, msize - sz);
+			msize = sz;
+			nt++;
+		} else if (r < 96) {		/* fstat */
+			if (smbc_getFunctionFstat(ctx)(ctx, f, &st) < 0)
+				die(EX_ERR, "op %" PRIu64 ": fstat: %s", op, strerror(errno));
+			if ((uint64_t)st.st_size != msize)
+				die(EX_MISMATCH, "op %" PRIu64 ": fstat size %jd, expected %"
+				    PRIu64 " (seed %" PRIu64 ")", op, (intmax_t)st.st_size,
+				    msize, opt.seed);
+			ns++;
+		} else {			/* close (a flush point) + reopen */
+			if (smbc_getFunctionClose(ctx)(ctx, f) < 0)
+				die(EX_ERR, "op %" PRIu64 ": close: %s", op, strerror(errno));
+			f = mix_open(O_RDWR);
+			nc++;
+		}
+	}
+	if (smbc_getFunctionClose(ctx)(ctx, f) < 0)
+		die(EX_ERR, "close %s: %s", opt.url, strerror(errno));
+	/* The whole file, read back on a fresh open. */
+	f = mix_open(O_RDONLY);
+	if (smbc_getFunctionFstat(ctx)(ctx, f, &st) < 0)
+		die(EX_ERR, "fstat: %s", strerror(errno));
+	if ((uint64_t)st.st_size != msize)
+		die(EX_MISMATCH, "final size %jd, expected %" PRIu64 " (seed %" PRIu64 ")",
+		    (intmax_t)st.st_size, msize, opt.seed);
+	for (op = 0; op < msize; op += opt.block) {
+		size_t len = msize - op < opt.block ? (size_t)(msize - op) : opt.block;
+		size_t n = mix_read(f, iobuf, op, len);
+
+		mix_check(iobuf, n, op, len, msize, opt.count);
+	}
+	if (smbc_getFunctionClose(ctx)(ctx, f) < 0)
+		die(EX_ERR, "close %s: %s", opt.url, strerror(errno));
+	secs = now_mono() - t0;
+	if (opt.model_out != NULL) {
+		FILE *m = fopen(opt.model_out, "wb");
+
+		if (m == NULL || (msize > 0 && fwrite(model, 1, msize, m) != msize) ||
+		    fclose(m) != 0)
+			die(EX_ERR, "cannot write the model to %s", opt.model_out);
+	}
+	if (!opt.quiet)
+		fprintf(stderr, "smbdd: mix %s: %" PRIu64 " ops (writes %" PRIu64
+		    " = %" PRIu64 " bytes, reads %" PRIu64 ", truncates %" PRIu64
+		    ", fstats %" PRIu64 ", reopens %" PRIu64 "), final size %" PRIu64
+		    ", seed %" PRIu64 "\n", opt.url, opt.count, nw, wbytes, nr, nt,
+		    ns, nc, msize, opt.seed);
+	printf("bytes=%" PRIu64 " seconds=%.6f MBps=%.3f ops=%" PRIu64
+	    " size=%" PRIu64 "\n", wbytes + bytes, secs,
+	    secs > 0 ? (double)(wbytes + bytes) / 1e6 / secs : 0.0, opt.count, msize);
+	free(model); model = NULL;
+	free(iobuf); iobuf = NULL;
+	smbc_free_context(ctx, 1); ctx = NULL;
+	return EX_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -497,6 +754,8 @@ main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	make_context();
+	if (opt.mode == DD_MIX)
+		return mix_run();
 
 	iobuf = malloc(opt.block);
 	wantbuf = malloc(opt.block);
