@@ -10,10 +10,13 @@ widened arrives signed, in a session it holds no key for) and to check what
 it does then: close with reason cannot-sign, remember the server, and widen
 nothing of it again.
 
-usage: signs_reads_server.py IP PORT USER PASSWORD SHARE DIR
+usage: the command line of impacket's examples/smbserver.py, so that
+lib.sh's start_impacket_server runs it (IMP_SERVER=...):
+    signs_reads_server.py [-smb2support] [-ts] [-debug] -ip IP -port PORT
+        -username USER -password PASSWORD SHARE DIR
 """
+import argparse
 import logging
-import sys
 
 from impacket import smbserver
 from impacket import smb3structs as smb2
@@ -32,14 +35,25 @@ def sign_some(self, packet, key):
 
 
 def main():
-    ip, port, user, password, share, path = sys.argv[1:7]
+    ap = argparse.ArgumentParser()
+    ap.add_argument('-smb2support', action='store_true')
+    ap.add_argument('-ts', action='store_true')
+    ap.add_argument('-debug', action='store_true')
+    ap.add_argument('-ip', default='127.0.0.1')
+    ap.add_argument('-port', type=int, required=True)
+    ap.add_argument('-username', required=True)
+    ap.add_argument('-password', required=True)
+    ap.add_argument('share')
+    ap.add_argument('path')
+    a = ap.parse_args()
     smbserver.SMBSERVER.signSMBv2 = sign_some
-    logging.basicConfig(level=logging.INFO, format='%(asctime)s %(message)s')
-    server = smbserver.SimpleSMBServer(listenAddress=ip, listenPort=int(port))
-    server.addShare(share.upper(), path, '')
+    logging.basicConfig(level=logging.DEBUG if a.debug else logging.INFO,
+                        format='%(asctime)s %(message)s')
+    server = smbserver.SimpleSMBServer(listenAddress=a.ip, listenPort=a.port)
+    server.addShare(a.share.upper(), a.path, '')
     server.setSMB2Support(True)
-    server.addCredential(user, 0, compute_lmhash(password),
-                         compute_nthash(password))
+    server.addCredential(a.username, 0, compute_lmhash(a.password),
+                         compute_nthash(a.password))
     server.setSMBChallenge('')
     server.setLogFile('')
     server.start()

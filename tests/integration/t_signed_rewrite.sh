@@ -12,14 +12,9 @@
 # file intact with no request widened.
 . "$(dirname "$0")/lib.sh"
 
-IMP_PORT=$(free_port) || fail "no free port"
-IMP_DIR=$T/impshare
-mkdir -p "$IMP_DIR"
+IMP_SERVER=$TESTS_DIR/signs_reads_server.py start_impacket_server
 random_file "$IMP_DIR/doc" 1
 want=$(sha256 "$IMP_DIR/doc")
-bg "$PY" "$TESTS_DIR/signs_reads_server.py" 127.0.0.1 "$IMP_PORT" \
-    "$SMB_USER" "$SMB_PASS" share "$IMP_DIR" > "$T/impacket.log" 2>&1
-wait_port "$IMP_PORT" 20 || { cat "$T/impacket.log"; fail "impacket server not accepting"; }
 
 PROXY_UPSTREAM=127.0.0.1:$IMP_PORT
 PROXY_SHARE_SECTION=no
