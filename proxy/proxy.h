@@ -12,7 +12,7 @@
  *   conn.h      sockets, buffers, timers of one connection (conn.c)
  *   relay.h     what conn hands frames to: the dispatcher (relay.c) and,
  *               each with its own header, its feature glue: coherence.h,
- *               readahead.h, writebehind.h, alter.h, emit.h, keyed.h; the
+ *               readahead.h, compound.h, writebehind.h, alter.h, emit.h, keyed.h; the
  *               connection they all work on is conn_state.h
  *   ledger.h    message ids, credits, sessions, trees, opens (ledger.c)
  *
