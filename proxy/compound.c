@@ -78,8 +78,8 @@ struct cmp_rec {
 	struct smb2_fileid fid;
 	uint64_t sid;
 	uint32_t tid;
-	char *name;
-	char share[256];
+	char *name;                  /* for log lines */
+	char *share;
 };
 
 struct px_cmp {
@@ -126,6 +126,7 @@ rec_free(struct px_conn *c, struct cmp_rec *r)
 		c->ids_wanted--;
 	free(r->ans);
 	free(r->name);
+	free(r->share);
 	free(r);
 }
 
@@ -153,6 +154,7 @@ give_back(struct px_conn *c, uint64_t id)
 
 	if (co_pool_add(&c->led.pool, id, 1) == 0) {
 		px_stats.pool_ids_now = c->led.pool.count;
+		px_emit_spend_pool(c, false);
 		return;
 	}
 	memset(&h, 0, sizeof(h));
@@ -227,13 +229,17 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 	if (c->cmp == NULL && (c->cmp = calloc(1, sizeof(*c->cmp))) == NULL)
 		return PX_AB_FORWARD;
 	if ((r = calloc(1, sizeof(*r))) == NULL ||
-	    (o->name && (r->name = strdup(o->name)) == NULL)) {
+	    (o->name && (r->name = strdup(o->name)) == NULL) ||
+	    (r->share = strdup(t->share)) == NULL) {
+		if (r)
+			free(r->name);
 		free(r);
 		return PX_AB_FORWARD;
 	}
 	msg = px_wb_flush_elems(c, o, e->len, c->cmp->chain_fails, &we);
 	if (msg == NULL) {
 		free(r->name);
+		free(r->share);
 		free(r);
 		return we.oom ? PX_AB_FAIL : declined(c, o, PX_CMP_IDS);
 	}
@@ -261,6 +267,7 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 	    NULL) {
 		free(msg);
 		free(r->name);
+		free(r->share);
 		free(r);
 		return PX_AB_FAIL;   /* the WRITEs are committed */
 	}
@@ -277,7 +284,6 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 	r->fid = o->fid;
 	r->sid = o->session_id;
 	r->tid = o->tree_id;
-	snprintf(r->share, sizeof(r->share), "%s", t->share);
 	r->next = c->cmp->recs;
 	c->cmp->recs = r;
 

@@ -713,7 +713,10 @@ px_wb_free(struct px_conn *c)
 			    "acknowledged by the server",
 			    (unsigned long long)c->id, px_tree_share(c, o), o->name,
 			    (unsigned long long)o->wb.off, o->wb.len);
-		if (o->wb.len || o->wb_inflight_bytes)
-			wb_account(c, -(int64_t)(o->wb.len + o->wb_inflight_bytes));
 	}
+	/* everything the connection still accounts, including writes in
+	 * flight of an open already gone (a server that answered a CLOSE
+	 * before the WRITEs compounded with it) */
+	if (c->wb_bytes)
+		wb_account(c, -(int64_t)c->wb_bytes);
 }

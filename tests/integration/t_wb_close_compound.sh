@@ -14,7 +14,8 @@
 #    flag: the client gets its CLOSE answer alone, one per CLOSE it sent;
 #  - no ledger error, no deferred error.
 # Then close_compound = no (a reload): the same mput sends no compound and
-# the proxy counts the CLOSEs it did not compound as "off".
+# the proxy counts the CLOSEs it did not compound as "off".  Last, against
+# impacket's server (signs every answer): nothing compounded, cannot-alter.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/cmp_lib.sh"
@@ -64,4 +65,28 @@ off1=$(stat_get closes_not_compounded.off)
 assert_ge "$CMP_FILES" $((off1 - off0)) "closes_not_compounded.off delta with close_compound = no"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"
+
+# A server that signs every answer once a session key exists (impacket's,
+# 2.0.2): without the key the CLOSE may not be changed, so nothing is
+# compounded (cannot-alter), and nothing is closed for cannot-sign.
+IMP=/usr/share/doc/python3-impacket/examples/smbserver.py
+if [ -f "$IMP" ]; then
+	stop_proxy
+	IMP_PORT=$(free_port) || fail "no free port"
+	mkdir -p "$T/impshare" && chmod 0777 "$T/impshare"
+	bg "$PY" "$IMP" -smb2support -ip 127.0.0.1 -port "$IMP_PORT" \
+	    -username "$SMB_USER" -password "$SMB_PASS" share "$T/impshare" >"$T/impacket.log" 2>&1
+	wait_port "$IMP_PORT" 20 || fail "impacket's smbserver did not start: $(tail -n 3 "$T/impacket.log")"
+	PROXY_UPSTREAM=127.0.0.1:$IMP_PORT start_proxy
+	mkdir -p "$T/isrc/a"
+	for i in 1 2 3 4 5; do head -c 8192 /dev/urandom > "$T/isrc/a/f$i.bin"; done
+	cmp_mput "$PROXY_PORT" SMB2_02 "$T/isrc" m-imp || fail "impacket server: mput through smbaccel failed (above)"
+	cmp_same "$T/isrc" "$T/impshare/m-imp" || fail "impacket server: the tree differs (above)"
+	info "impacket server: $(stats_line closes_compounded closes_not_compounded.cannot-alter writes_absorbed closed.cannot-sign)"
+	assert_eq 0 "$(stat_get closes_compounded)" "impacket server: closes_compounded"
+	assert_ge 5 "$(stat_get closes_not_compounded.cannot-alter)" "impacket server: closes_not_compounded.cannot-alter"
+	assert_eq 0 "$(stat_get closed.cannot-sign)" "impacket server: connections closed for cannot-sign"
+else
+	info "impacket's smbserver.py not installed: server-signs-all case skipped"
+fi
 info "PASS"
