@@ -96,6 +96,8 @@ assert_eq 0 "$(kv "$out" open)" "2a: opens of c-spare left on the server when th
 grep -q "file=c-spare the server failed the CLOSE after the failed write: smbaccel closes the handle itself" "$P2_LOG" ||
     fail "2a: smbaccel did not log closing the handle itself"
 grep -q "file=c-spare handle closed by smbaccel" "$P2_LOG" || fail "2a: no 'handle closed by smbaccel' for c-spare"
+grep -q "file=c-spare no message id left" "$P2_LOG" && fail "2a: the kept id was not used: the handle waited for one"
+assert_eq 0 "$(stat2 compound_handles_waited)" "2a: stats compound_handles_waited (the kept id closed it before the answer)"
 
 # 2b. no id left: the handle waits for one
 fill
