@@ -91,6 +91,20 @@ bool co_synth_grant(const struct co_credits *c, uint16_t requested,
     uint16_t *grant) CO_MUSTCHECK;
 
 /*
+ * A compound that carried proxy requests and one client request (a CLOSE
+ * sent with its flush): the server may put the grant of the whole compound
+ * on the client's answer (smbd: every answer but the last grants 0).
+ * Returns how much of g, the grant on the client's answer (already
+ * counted in C), goes back to the bank: what its own requests would have
+ * been granted alone and their answers did not bring (due), never more
+ * than g, and never so much that the client is left with no credit while
+ * nothing else of its is outstanding (the zero-credit rule of DESIGN.md
+ * section 3).  The caller subtracts it from C and from the answer.
+ */
+uint16_t co_compound_split(const struct co_credits *c, uint16_t g,
+    uint64_t due);
+
+/*
  * Hoard bound: the pool must be spent before its oldest id falls a quarter
  * of the server's window behind, and never holds more than 512 ids
  * (DESIGN.md section 3 rule 4).  window is the server's credit window

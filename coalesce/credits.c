@@ -139,3 +139,16 @@ co_synth_grant(const struct co_credits *c, uint16_t requested,
 		return false;
 	return true;
 }
+
+uint16_t
+co_compound_split(const struct co_credits *c, uint16_t g, uint64_t due)
+{
+	uint64_t m = g < due ? g : due;
+	uint64_t avail = c->C > c->client_next ? c->C - c->client_next : 0;
+
+	/* with nothing else outstanding the client must keep one credit:
+	 * SMB2 has no unsolicited grant */
+	if (c->client_outstanding == 0 && m >= avail)
+		m = avail > 0 ? avail - 1 : 0;
+	return (uint16_t)m;
+}

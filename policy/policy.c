@@ -148,6 +148,8 @@ static const struct setting settings[] = {
 	  .min = MIB, .max = 16 * GIB },
 	{ .name = "read_ahead_max", .type = T_SIZE, SHARE(read_ahead_max),
 	  .flags = F_RELOAD, .def = "8M", .min = 64 * KIB, .max = 64 * MIB },
+	{ .name = "close_compound", .type = T_BOOL, SHARE(close_compound),
+	  .flags = F_RELOAD, .def = "yes" },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))

@@ -39,6 +39,8 @@ struct px_prot {
 	uint64_t sid;
 };
 
+struct px_cmp;
+
 /* A synthesized response waiting for credits (DESIGN.md section 3 rule 3)
  * or for write-behind memory. */
 struct px_delayed {
@@ -92,6 +94,11 @@ struct px_conn {
 	uint64_t up_writes;
 	uint64_t up_write_bytes;
 	uint32_t proxy_inflight;             /* proxy requests in flight */
+	struct px_cmp *cmp;                  /* CLOSEs sent with their flush
+	                                      * (compound.c) */
+	uint32_t ids_wanted;                 /* proxy requests waiting for a
+	                                      * pool id: leftovers are kept
+	                                      * from ECHOs (emit.c) */
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */

@@ -76,6 +76,11 @@ static const struct {
 	STAT("buffered_peak", wb_bytes_peak),
 	STAT("pool_ids", pool_ids_now),
 	STAT("deferred_errors", deferred_errors),
+	STAT("closes_compounded", cmp_closes),
+	STAT("compound_writes", cmp_writes),
+	STAT("compound_write_errors", cmp_write_errors),
+	STAT("compound_handles_closed", cmp_proxy_closes),
+	STAT("compound_handles_waited", cmp_handles_left),
 	STAT("delayed_responses", delayed_responses),
 	STAT("ledger_errors", ledger_errors),
 	STAT("ra_hits", ra_hits),
@@ -97,6 +102,7 @@ static const struct {
 #undef STAT
 
 static const char *flush_name(int i) { return co_flush_cause_name(i); }
+static const char *cmp_name(int i) { return px_cmp_decline_name(i); }
 static const char *ra_name(int i) { return px_ra_cause_name(i); }
 static const char *opaque_name(int i) { return px_opaque_reason_name(i); }
 static const char *close_name(int i) { return px_close_reason_name(i); }
@@ -154,6 +160,19 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->deferred_errors,
 		    (unsigned long long)s->delayed_responses,
 		    (unsigned long long)s->ledger_errors);
+		fprintf(f, "closes compounded  %llu with their flush (%llu "
+		    "writes); %llu with a failed write, %llu handles closed by "
+		    "smbaccel (%llu waited for an id); not compounded:",
+		    (unsigned long long)s->cmp_closes,
+		    (unsigned long long)s->cmp_writes,
+		    (unsigned long long)s->cmp_write_errors,
+		    (unsigned long long)s->cmp_proxy_closes,
+		    (unsigned long long)s->cmp_handles_left);
+		for (i = 0; i < PX_CMP_NDECLINES; i++)
+			if (s->cmp_declined[i])
+				fprintf(f, " %s=%llu", px_cmp_decline_name(i),
+				    (unsigned long long)s->cmp_declined[i]);
+		fprintf(f, "\n");
 		fprintf(f, "read-ahead         %llu reads served from cache (%llu "
 		    "bytes), %llu waited, %llu widened; %llu fetches (%llu "
 		    "bytes); cached now %llu bytes, window max %llu\n",
@@ -202,6 +221,8 @@ stats_dump(FILE *f, bool json)
 	    0, PX_RA_NCAUSES);
 	json_counts(f, "flush_causes", flush_name, s->flushes, 0,
 	    CO_FLUSH_NCAUSES);
+	json_counts(f, "closes_not_compounded", cmp_name, s->cmp_declined, 0,
+	    PX_CMP_NDECLINES);
 	json_counts(f, "opaque", opaque_name, s->opaque, 1, PX_OPAQUE_NREASONS);
 	json_counts(f, "closed", close_name, s->closed, 1, PX_CLOSE_NREASONS);
 	json_counts(f, "commands", cmd_name, s->requests, 0, SMB2_NCMDS + 1);

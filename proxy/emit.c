@@ -76,10 +76,15 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 	 * connection to be quiet (force) */
 	if (!force && !co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window) && c->state == PX_CONN_RELAY &&
-	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT))
+	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT)) {
+		/* a proxy request waits for an id (a handle to close after
+		 * a failed compound, compound.c): the relay hands it one */
+		if (c->ids_wanted)
+			return;
 		for (o = c->led.opens; o; o = o->next)
 			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
 				return;
+	}
 	/*
 	 * Each run goes on one ECHO (a charge above the need is legal,
 	 * MS-SMB2 3.3.5.2.5).  Without multi-credit every id needs a request

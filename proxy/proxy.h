@@ -12,7 +12,7 @@
  *   conn.h      sockets, buffers, timers of one connection (conn.c)
  *   relay.h     what conn hands frames to: the dispatcher (relay.c) and,
  *               each with its own header, its feature glue: coherence.h,
- *               readahead.h, writebehind.h, alter.h, emit.h, keyed.h; the
+ *               readahead.h, compound.h, writebehind.h, alter.h, emit.h, keyed.h; the
  *               connection they all work on is conn_state.h
  *   ledger.h    message ids, credits, sessions, trees, opens (ledger.c)
  *
@@ -112,6 +112,18 @@ enum px_ra_cause {
 };
 const char *px_ra_cause_name(enum px_ra_cause c);
 
+/* Why a CLOSE of a file with buffered writes was not sent with them as
+ * one compound (compound.c). */
+enum px_cmp_decline {
+	PX_CMP_OFF = 0,       /* close_compound = no */
+	PX_CMP_ALTER,         /* the CLOSE may not be changed (signing) */
+	PX_CMP_BUSY,          /* writes of the file in flight */
+	PX_CMP_IDS,           /* the id pool cannot pay for every WRITE */
+	PX_CMP_OTHER,         /* a deferred error, a held answer, ... */
+	PX_CMP_NDECLINES
+};
+const char *px_cmp_decline_name(enum px_cmp_decline d);
+
 struct px_stats {
 	uint64_t conns_total;
 	uint64_t conns_active;
@@ -136,6 +148,13 @@ struct px_stats {
 	uint64_t wb_bytes_now;      /* buffered, not yet acknowledged upstream */
 	uint64_t wb_bytes_peak;
 	uint64_t pool_ids_now;
+	/* CLOSE sent with its flush as one compound (compound.c) */
+	uint64_t cmp_closes;          /* such compounds */
+	uint64_t cmp_writes;          /* WRITEs they carried */
+	uint64_t cmp_write_errors;    /* ... of which one failed */
+	uint64_t cmp_proxy_closes;    /* handles smbaccel closed itself */
+	uint64_t cmp_handles_left;    /* ... that waited for an id */
+	uint64_t cmp_declined[PX_CMP_NDECLINES];
 	/* read-ahead */
 	uint64_t ra_hits;             /* reads served from the cache */
 	uint64_t ra_waits;            /* reads that waited for a fetch */

@@ -28,6 +28,7 @@
 #include "proxy/relay.h"
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
+#include "proxy/compound.h"
 #include "proxy/writebehind.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
@@ -250,6 +251,9 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		    "detail=response-from-client", frame, len);
 	compound = n > 1;
 	c->smb2_seen = true;
+	/* a handle left open after a failed compound takes a leftover id */
+	if (px_cmp_kick(c) == -1)
+		return PX_RC_CLOSE;
 
 	/* standalone WRITE: the absorb path */
 	e.hdr = msg;
@@ -281,6 +285,17 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			}
 			if (ar == PX_AB_STALL)
 				return PX_RC_STALL;
+			if (ar == PX_AB_FAIL)
+				return PX_RC_CLOSE;
+		}
+		if (first.command == SMB2_CLOSE && c->stall == PX_STALL_NONE) {
+			/* with its buffered writes, in one compound */
+			ar = px_cmp_close(c, &first, &e);
+			if (ar == PX_AB_DONE) {
+				px_coh_on_request(c, &first, &e);
+				px_stats.requests[SMB2_CLOSE]++;
+				return PX_RC_DONE;
+			}
 			if (ar == PX_AB_FAIL)
 				return PX_RC_CLOSE;
 		}
@@ -404,8 +419,9 @@ px_relay_server_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 
 /* ---- server messages ------------------------------------------------------------- */
 
-/* The answer to a request the proxy made itself. */
-static void
+/* The answer to a request the proxy made itself; -1: close the
+ * connection. */
+static int
 proxy_response(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
@@ -415,6 +431,8 @@ proxy_response(struct px_conn *c, const struct smb2_hdr *h,
 		px_ra_fetch_done(c, h, e, p);
 	else if (p->command == SMB2_WRITE)
 		px_wb_write_done(c, h, e, p);
+	/* a WRITE sent with a client's CLOSE, or smbaccel's own CLOSE */
+	return px_cmp_proxy_answer(c, h, e, p, false);
 }
 
 enum px_rc
@@ -500,6 +518,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		struct smb2_elem e;
 		struct px_pending *p;
 		bool interim;
+		int rc;
 
 		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
 			break;
@@ -547,15 +566,33 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		    p->command == h.command && p->origin == PX_ORIGIN_CLIENT)
 			px_keyed_setup_rsp(c, &h, e.hdr, e.len, p);
 		if (p && p->origin == PX_ORIGIN_PROXY) {
-			/* proxy requests are never compounded with the
-			 * client's: the whole message is ours */
+			/* nothing of the message goes to the client as it
+			 * came: a proxy request is compounded only with a
+			 * client's CLOSE, which is answered alone below */
 			forward = false;
-			if (!interim) {
-				proxy_response(c, &h, &e, p);
-				px_pending_free(p);
-				kick = true;
+			if (interim) {
+				(void)px_cmp_proxy_answer(c, &h, &e, p, true);
+				continue;
 			}
+			rc = proxy_response(c, &h, &e, p);
+			px_pending_free(p);
+			if (rc == -1)
+				return PX_RC_CLOSE;
+			kick = true;
 			continue;
+		}
+		if (p && p->command == SMB2_CLOSE && h.command == SMB2_CLOSE &&
+		    c->cmp) {
+			/* a CLOSE sent with its flush: answered alone */
+			rc = px_cmp_close_answer(c, &h, &e, interim, &prot);
+			if (rc != 0) {
+				if (!interim)
+					px_pending_free(p);
+				if (rc == -1)
+					return PX_RC_CLOSE;
+				replaced = true;
+				continue;
+			}
 		}
 		if (p && !interim && p->command == SMB2_READ &&
 		    h.command == SMB2_READ && p->u.io.widened && n == 1) {
@@ -572,8 +609,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		    n == 1) {
 			/* deferred write error reported on CLOSE; the CLOSE
 			 * itself went to the server, so no handle leaks */
-			int rc = px_wb_close_answer(c, &h, p, &prot);
-
+			rc = px_wb_close_answer(c, &h, p, &prot);
 			if (rc == -1) {
 				px_pending_free(p);
 				return PX_RC_CLOSE;
@@ -588,6 +624,8 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		return PX_RC_CLOSE;
 	if (kick) {
 		px_emit_send_delayed(c);
+		if (px_cmp_kick(c) == -1)
+			return PX_RC_CLOSE;
 		/* pool ids left over once everything is flushed */
 		px_emit_spend_pool(c, false);
 		px_stats.pool_ids_now = c->led.pool.count;
@@ -621,6 +659,7 @@ px_relay_timer(struct px_conn *c, double now_ms)
 void
 px_relay_free(struct px_conn *c)
 {
+	px_cmp_free(c);
 	px_wb_free(c);
 	px_emit_free(c);
 	px_coh_kick_waiters(c);

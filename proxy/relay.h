@@ -11,6 +11,8 @@
  *   relay.c        the dispatcher
  *   coherence.c    one coherent file across connections (DESIGN.md 4, 5)
  *   readahead.c    read-ahead glue (DESIGN.md 5) over coalesce/readahead.c
+ *   compound.c     a CLOSE sent upstream with its flush as one related
+ *                  compound, and its answer split back out
  *   writebehind.c  write-behind glue (DESIGN.md 4) over coalesce/, and the
  *                  answers every absorbed request gets (DESIGN.md 3 rule 3)
  *   alter.c        what may be altered in a session: learned from what its

@@ -61,6 +61,84 @@ wb_account(struct px_conn *c, int64_t delta)
 }
 
 /*
+ * Take from pool the ids of the next proxy WRITE of a buffer with `left`
+ * bytes to go and return how many bytes it carries (0: the pool is empty).
+ * Only the ids this write needs are taken: another open's buffer may be
+ * waiting for the rest of the run.  At 2.0.2 a write is one id and at
+ * most 64 KiB.
+ */
+static size_t
+wb_take_ids(const struct px_conn *c, struct co_pool *pool, size_t unit,
+    size_t left, uint64_t *lo, uint64_t *run)
+{
+	uint64_t r = co_pool_first_run(pool), want = 1;
+	size_t n, cap;
+
+	if (r == 0)
+		return 0;
+	if (px_large_mtu(c)) {
+		n = left;
+		if (n > (size_t)r * SMB2_UNIT)
+			n = (size_t)r * SMB2_UNIT;
+		if (n > unit)
+			n = unit;
+		want = (n + SMB2_UNIT - 1) / SMB2_UNIT;
+		if (want == 0)
+			want = 1;
+	}
+	if ((*run = co_pool_take_run(pool, want, lo)) == 0)
+		return 0;
+	cap = px_large_mtu(c) ? (size_t)*run * SMB2_UNIT : SMB2_UNIT;
+	n = left < cap ? left : cap;
+	return n < unit ? n : unit;
+}
+
+/* The header of a proxy WRITE of o with ids lo .. lo + run - 1. */
+static void
+wb_write_hdr(const struct px_conn *c, const struct px_open *o, uint64_t lo,
+    uint64_t run, struct smb2_hdr_out *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->command = SMB2_WRITE;
+	h->credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
+	h->credit = 1;
+	h->message_id = lo;
+	h->tree_id = o->tree_id;
+	h->session_id = o->session_id;
+}
+
+/* A proxy WRITE of o (n bytes at off, ids from lo) is on its way: record
+ * it in flight.  NULL when out of memory. */
+static struct px_pending *
+wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
+    uint16_t charge, uint64_t off, size_t n)
+{
+	struct px_pending *p;
+
+	if ((p = px_emit_pending(c, lo, SMB2_WRITE, charge)) == NULL)
+		return NULL;
+	p->fid = o->fid;
+	p->u.io.offset = off;
+	p->u.io.length = (uint32_t)n;
+	p->u.io.open = o;
+	if (o->wb_inflight++ == 0) {
+		o->wb_inflight_lo = off;
+		o->wb_inflight_hi = off + n;
+	} else {
+		if (off < o->wb_inflight_lo)
+			o->wb_inflight_lo = off;
+		if (off + n > o->wb_inflight_hi)
+			o->wb_inflight_hi = off + n;
+	}
+	o->wb_inflight_bytes += n;
+	c->up_writes++;
+	c->up_write_bytes += n;
+	px_stats.upstream_writes++;
+	px_stats.upstream_write_bytes += n;
+	return p;
+}
+
+/*
  * Send the buffered extent of o upstream as one or more WRITEs, each
  * spending a contiguous run of donated ids as its CreditCharge.
  */
@@ -79,34 +157,14 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	px_stats.flushes[cause]++;
 	data = co_extent_take(&o->wb, &off, &len);
 	while (pos < len) {
-		uint64_t lo, run;
-		size_t n, need, cap;
+		uint64_t lo = 0, run = 0;
+		size_t n, need;
 		uint8_t *dst;
 		struct smb2_hdr_out h;
-		struct px_pending *p;
 		struct px_buf *ob;
 
-		/* take only the ids this write needs: another open's buffer
-		 * may be waiting for the rest of the run */
-		run = co_pool_first_run(&c->led.pool);
-		if (run > 0) {
-			uint64_t want = px_large_mtu(c) ? run : 1;
-			size_t n0 = len - pos;
-
-			if (px_large_mtu(c)) {
-				if (n0 > (size_t)run * SMB2_UNIT)
-					n0 = (size_t)run * SMB2_UNIT;
-				if (n0 > unit)
-					n0 = unit;
-				want = (n0 + SMB2_UNIT - 1) / SMB2_UNIT;
-				if (want == 0)
-					want = 1;
-			}
-			run = co_pool_take_run(&c->led.pool, want, &lo);
-		}
-		if (run == 0) {
-			/* cannot happen while ids are only spent on data or,
-			 * with no data left, on ECHOs; keep the rest buffered */
+		n = wb_take_ids(c, &c->led.pool, unit, len - pos, &lo, &run);
+		if (n == 0) {
 			/* never expected (ids are spent on ECHOs only when no
 			 * data is buffered); rather than wait forever, report
 			 * the loss on the open and in the log */
@@ -122,20 +180,8 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 			wb_account(c, -(int64_t)(len - pos));
 			break;
 		}
-		cap = px_large_mtu(c) ? (size_t)run * SMB2_UNIT : SMB2_UNIT;
-		n = len - pos;
-		if (n > cap)
-			n = cap;
-		if (n > unit)
-			n = unit;
 		need = 64 + 48 + n;
-		memset(&h, 0, sizeof(h));
-		h.command = SMB2_WRITE;
-		h.credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
-		h.credit = 1;
-		h.message_id = lo;
-		h.tree_id = o->tree_id;
-		h.session_id = o->session_id;
+		wb_write_hdr(c, o, lo, run, &h);
 		if (prot.sign || prot.encrypt) {
 			/* a keyed session: sign or seal a separate copy */
 			uint8_t *tmp = malloc(need);
@@ -161,28 +207,10 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 			ob->tail += need + PX_NBSS_HDR;
 			px_relay_ops->out_commit(c, PX_SERVER, need + PX_NBSS_HDR);
 		}
-		if ((p = px_emit_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
-			goto nomem;
-		p->fid = o->fid;
-		p->u.io.offset = off + pos;
-		p->u.io.length = (uint32_t)n;
-		p->u.io.open = o;
-		if (o->wb_inflight++ == 0) {
-			o->wb_inflight_lo = off + pos;
-			o->wb_inflight_hi = off + pos + n;
-		} else {
-			if (off + pos < o->wb_inflight_lo)
-				o->wb_inflight_lo = off + pos;
-			if (off + pos + n > o->wb_inflight_hi)
-				o->wb_inflight_hi = off + pos + n;
-		}
-		o->wb_inflight_bytes += n;
 		/* ids of this run beyond the first stay with this request; at
 		 * 2.0.2 the run is one id */
-		c->up_writes++;
-		c->up_write_bytes += n;
-		px_stats.upstream_writes++;
-		px_stats.upstream_write_bytes += n;
+		if (wb_write_sent(c, o, lo, h.credit_charge, off + pos, n) == NULL)
+			goto nomem;
 		pos += n;
 	}
 	free(data);
@@ -196,6 +224,98 @@ nomem:
 	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
 	wb_account(c, -(int64_t)(len - pos));
 	free(data);
+}
+
+/* An 8-byte aligned element length (MS-SMB2 3.2.4.1.4). */
+static size_t
+pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+uint8_t *
+px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
+    bool need_spare, struct px_wb_elems *we)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	size_t unit = max_write_unit(c, t), pos = 0, total = 0, at = 0;
+	struct co_pool pool = c->led.pool;   /* planned on a copy */
+	struct px_open *x;
+	uint64_t lo[PX_WB_ELEMS_MAX], run[PX_WB_ELEMS_MAX];
+	size_t n[PX_WB_ELEMS_MAX];
+	uint8_t *msg;
+	int i, k = 0;
+
+	memset(we, 0, sizeof(*we));
+	if (o->wb.len == 0)
+		return NULL;
+	while (pos < o->wb.len) {
+		if (k == PX_WB_ELEMS_MAX)
+			return NULL;
+		n[k] = wb_take_ids(c, &pool, unit, o->wb.len - pos, &lo[k],
+		    &run[k]);
+		if (n[k] == 0)
+			return NULL;       /* the pool cannot pay for all of it */
+		total += pad8(64 + 48 + n[k]);
+		pos += n[k++];
+	}
+	/* one id kept back, if no other buffer needs it, to close the handle
+	 * should the server fail the rest of the chain */
+	for (x = c->led.opens; x; x = x->next)
+		if (x != o && x->wb.len)
+			break;
+	if (x == NULL && co_pool_take_run(&pool, 1, &we->spare_id) == 1)
+		we->spare = true;
+	if (need_spare && !we->spare)
+		return NULL;
+	if ((msg = malloc(total + tail)) == NULL)
+		return NULL;       /* nothing taken yet */
+	for (i = 0, pos = 0; i < k; i++) {
+		struct smb2_hdr_out h;
+		size_t len = 64 + 48 + n[i];
+
+		wb_write_hdr(c, o, lo[i], run[i], &h);
+		if (i > 0)
+			h.flags = SMB2_FLAGS_RELATED_OPERATIONS;
+		memset(msg + at, 0, pad8(len));
+		if (px_smb2_write_req_encode(msg + at, len, &h, &o->fid,
+		    o->wb.off + pos, o->wb.data + pos, (uint32_t)n[i], 0) != len) {
+			free(msg);
+			return NULL;
+		}
+		/* NextCommand: the next WRITE, or what the caller appends */
+		px_put_u32(msg + at + 20, (uint32_t)pad8(len));
+		we->mid[i] = lo[i];
+		we->charge[i] = h.credit_charge;
+		we->off[i] = at;
+		at += pad8(len);
+		pos += n[i];
+	}
+	we->n = k;
+	we->len = at;
+	/* from here on it is committed: the ids, the data, the writes */
+	c->led.pool = pool;
+	px_stats.flushes[CO_FLUSH_REQUEST]++;
+	for (i = 0, pos = 0; i < k; i++) {
+		struct px_pending *p = wb_write_sent(c, o, lo[i], we->charge[i],
+		    o->wb.off + pos, n[i]);
+
+		if (p == NULL) {
+			free(msg);
+			we->oom = true;
+			return NULL;
+		}
+		p->in_compound = true;
+		pos += n[i];
+	}
+	{
+		uint64_t off;
+		size_t len;
+
+		free(co_extent_take(&o->wb, &off, &len));
+	}
+	px_stats.pool_ids_now = c->led.pool.count;
+	return msg;
 }
 
 void
@@ -523,12 +643,13 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	px_stats.deferred_errors++;
 	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
-	    "write failed status=0x%08x: acknowledged data lost, error "
-	    "deferred to the next WRITE, FLUSH or CLOSE",
+	    "write failed status=0x%08x: acknowledged data lost, error %s",
 	    (unsigned long long)c->id, o ? px_tree_share(c, o) : "?",
 	    o && o->name ? o->name : "?",
 	    (unsigned long long)p->u.io.offset, p->u.io.length,
-	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status);
+	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status,
+	    p->in_compound ? "reported on the CLOSE it was sent with" :
+	    "deferred to the next WRITE, FLUSH or CLOSE");
 	if (o && !o->failed_status)
 		o->failed_status = h->status == NT_STATUS_SUCCESS ?
 		    NT_STATUS_DISK_FULL : h->status;
@@ -592,7 +713,10 @@ px_wb_free(struct px_conn *c)
 			    "acknowledged by the server",
 			    (unsigned long long)c->id, px_tree_share(c, o), o->name,
 			    (unsigned long long)o->wb.off, o->wb.len);
-		if (o->wb.len || o->wb_inflight_bytes)
-			wb_account(c, -(int64_t)(o->wb.len + o->wb_inflight_bytes));
 	}
+	/* everything the connection still accounts, including writes in
+	 * flight of an open already gone (a server that answered a CLOSE
+	 * before the WRITEs compounded with it) */
+	if (c->wb_bytes)
+		wb_account(c, -(int64_t)c->wb_bytes);
 }

@@ -18,6 +18,37 @@ void px_wb_flush_open(struct px_conn *c, struct px_open *o,
 /* Flush every open of c naming the same file as o (o included). */
 void px_wb_flush_file(struct px_conn *c, struct px_open *o,
     enum co_flush_cause cause);
+/*
+ * The proxy WRITEs that carry o's buffered extent at the head of a related
+ * compound (compound.c): see px_wb_flush_elems.
+ */
+#define PX_WB_ELEMS_MAX 32
+struct px_wb_elems {
+	int n;                             /* WRITE elements */
+	size_t len;                        /* their bytes, padding included */
+	size_t off[PX_WB_ELEMS_MAX];       /* where each starts */
+	uint64_t mid[PX_WB_ELEMS_MAX];     /* its first message id */
+	uint16_t charge[PX_WB_ELEMS_MAX];  /* its CreditCharge */
+	bool spare;                        /* an id kept back: spare_id */
+	uint64_t spare_id;
+	bool oom;                          /* out of memory after state changed:
+	                                    * the connection must close */
+};
+/*
+ * o's buffered extent as proxy WRITE elements of a related compound: a
+ * malloc'd message with `tail` bytes of room after them for the element
+ * the caller appends (the last WRITE's NextCommand points there; the
+ * second and later WRITEs carry SMB2_FLAGS_RELATED_OPERATIONS, every one
+ * o's explicit FileId).  Planned on a copy of the id pool: nothing is
+ * taken unless the pool pays for all of it in at most PX_WB_ELEMS_MAX
+ * WRITEs; then the ids and the data are taken, each WRITE recorded in
+ * flight (pending entries marked in_compound), and one more id is kept
+ * back in we->spare_id if no other open buffers data (need_spare: or
+ * nothing is done).  NULL when it could not be done (we->oom: out of
+ * memory after state changed).
+ */
+uint8_t *px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
+    bool need_spare, struct px_wb_elems *we);
 /* Flush every open of c and spend every pooled id. */
 void px_wb_flush_all(struct px_conn *c, enum co_flush_cause cause);
 /* Largest write that may be absorbed on tree t. */

@@ -1,7 +1,7 @@
 /*
  * encode.c - encoders for the messages smbaccel builds itself: synthesized
  * responses (WRITE, READ, error), proxy-originated requests (WRITE, READ,
- * ECHO, FLUSH, oplock/lease break acknowledgements).  Each checks that the
+ * ECHO, FLUSH, CLOSE, oplock/lease break acknowledgements).  Each checks that the
  * whole message fits in the caller's buffer and returns its length, or 0.
  */
 #include <stdbool.h>
@@ -189,6 +189,19 @@ px_smb2_flush_req_encode(uint8_t *dst, size_t cap,
 	size_t total = SMB2_HDR_LEN + 24;
 
 	if (fid == NULL || !enc_begin(dst, cap, total, h, SMB2_FLUSH, false, 24))
+		return 0;
+	put_fileid(dst + SMB2_HDR_LEN + 8, fid);
+	return total;
+}
+
+/* 2.2.15: Flags 0 (no POSTQUERY_ATTRIB), Reserved 0 */
+size_t
+px_smb2_close_req_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, const struct smb2_fileid *fid)
+{
+	size_t total = SMB2_HDR_LEN + 24;
+
+	if (fid == NULL || !enc_begin(dst, cap, total, h, SMB2_CLOSE, false, 24))
 		return 0;
 	put_fileid(dst + SMB2_HDR_LEN + 8, fid);
 	return total;

@@ -522,6 +522,9 @@ size_t px_smb2_echo_req_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h);
 size_t px_smb2_flush_req_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h, const struct smb2_fileid *fid);
+/* CLOSE request (2.2.15) with Flags 0: no attributes asked for. */
+size_t px_smb2_close_req_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, const struct smb2_fileid *fid);
 /* Error response (StructureSize 9, empty ErrorData), status from h. */
 size_t px_smb2_error_rsp_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h);

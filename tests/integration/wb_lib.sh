@@ -6,14 +6,15 @@ export PYTHONPATH="$TESTS_DIR${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
 
 # capture_start NAME: dumpcap of the proxy -> smbd leg (tcp port
-# $SMBD_PORT) into $T/NAME.pcapng; pid in CAP_PID.  "Capturing on" is
+# $SMBD_PORT, or the capture filter CAP_FILTER) into $T/NAME.pcapng; pid in
+# CAP_PID.  "Capturing on" is
 # printed before packets are really captured: probe connections to smbd
 # are made until the file grows, so the transfer that follows is captured
 # from its first packet.
 capture_start() {
 	command -v dumpcap >/dev/null || skip "dumpcap not installed"
 	CAP_FILE=$T/$1.pcapng
-	dumpcap -B 256 -i lo -f "tcp port $SMBD_PORT" -w "$CAP_FILE" > "$T/$1.dumpcap.log" 2>&1 &
+	dumpcap -B 256 -i lo -f "${CAP_FILTER:-tcp port $SMBD_PORT}" -w "$CAP_FILE" > "$T/$1.dumpcap.log" 2>&1 &
 	CAP_PID=$!
 	BG_PIDS="$BG_PIDS $CAP_PID"
 	local n=100 size0

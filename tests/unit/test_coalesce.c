@@ -144,6 +144,43 @@ test_zero_credit_rule(void)
 	CU_ASSERT_EQUAL(g, 0);
 }
 
+/*
+ * The grant of a CLOSE sent with its flush (smbd puts the whole
+ * compound's grant on the last answer): the bank takes back what its
+ * WRITEs would have been granted alone, the client keeps the rest and
+ * never ends with no credit and nothing outstanding.
+ */
+static void
+test_compound_split(void)
+{
+	struct co_credits c;
+
+	co_credits_init(&c);
+	/* smbd: WRITE (charge 1) + CLOSE asking 1: the CLOSE answer grants 2
+	 * (already counted in C); the client holds plenty */
+	c.S = c.C = 200;
+	c.client_next = 100;
+	c.client_outstanding = 0;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 2, 1), 1);
+	/* three WRITEs of charge 2 and a CLOSE asking 10: 16 */
+	CU_ASSERT_EQUAL(co_compound_split(&c, 16, 6), 6);
+	/* the WRITE answers brought their own grants: nothing is due */
+	CU_ASSERT_EQUAL(co_compound_split(&c, 10, 0), 0);
+	/* a grant capped below what is due: the bank takes what there is */
+	CU_ASSERT_EQUAL(co_compound_split(&c, 3, 6), 3);
+	CU_ASSERT_EQUAL(co_compound_split(&c, 0, 6), 0);
+	/* the client would be left with nothing and nothing in flight: it
+	 * keeps one credit */
+	c.C = 102;
+	c.client_next = 100;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 2, 2), 1);
+	c.C = 101;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 0);
+	/* ... unless another request of its is outstanding */
+	c.client_outstanding = 1;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 1);
+}
+
 static void
 test_extent(void)
 {
@@ -487,6 +524,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "pool hoard bound", test_pool_hoard_bound);
 	CU_add_test(s, "bank grants", test_bank_grants);
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
+	CU_add_test(s, "compound grant split", test_compound_split);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "absorb decision table", test_write_decide);

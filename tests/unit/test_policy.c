@@ -129,6 +129,7 @@ expect_defaults(const struct pol_share *s)
 	CU_ASSERT_EQUAL(s->flush_max_age_ms, 2000);
 	CU_ASSERT_EQUAL(s->write_behind_per_open, 64 * 1024 * 1024);
 	CU_ASSERT_EQUAL(s->read_ahead_max, 8 * 1024 * 1024);
+	CU_ASSERT_TRUE(s->close_compound);
 }
 
 static void
@@ -303,6 +304,7 @@ test_precedence(void)
 	    "[//nas1/data]\n"
 	    "coalesce_size = 8M\n"
 	    "write_behind = off\n"
+	    "close_compound = no\n"
 	    "[//nas1/logs]\n"
 	    "flush_max_age = 10s\n";
 	struct pol_config *cfg = load_ok(text);
@@ -315,9 +317,11 @@ test_precedence(void)
 	CU_ASSERT_EQUAL(s.read_ahead, POL_GATE_OFF);     /* [share data] */
 	CU_ASSERT_EQUAL(s.flush_idle_ms, 100);           /* [global] */
 	CU_ASSERT_EQUAL(s.flush_max_age_ms, 2000);       /* built-in */
+	CU_ASSERT_FALSE(s.close_compound);               /* [//nas1/data] */
 
 	pol_share_lookup(cfg, "nas2", "data", &s);
 	CU_ASSERT_EQUAL(s.coalesce_size, 4 << 20);
+	CU_ASSERT_TRUE(s.close_compound);
 	CU_ASSERT_EQUAL(s.write_behind, POL_GATE_LEASED);
 	CU_ASSERT_EQUAL(s.read_ahead, POL_GATE_OFF);
 
@@ -530,6 +534,8 @@ test_bad_values(void)
 		{ "write_behind = sometimes",
 		  "'sometimes' is not one of off, leased, always" },
 		{ "read_ahead = yes", "not one of" },
+		{ "close_compound = maybe",
+		  "'maybe' is not a boolean (yes or no)" },
 		{ "mode = reverse", "not one of forward, transparent, tproxy" },
 		{ "log_level = verbose",
 		  "not one of error, warn, info, debug" },

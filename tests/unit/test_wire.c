@@ -1705,6 +1705,7 @@ test_encode_roundtrip(void)
 	struct smb2_read_req rq;
 	struct smb2_read_rsp rr;
 	struct smb2_flush_req fq;
+	struct smb2_close_req cq;
 	struct smb2_oplock_break ob;
 	struct smb2_fileid f;
 	struct smb2_hdr_out o;
@@ -1786,6 +1787,15 @@ test_encode_roundtrip(void)
 	CU_ASSERT_EQUAL_FATAL(px_smb2_flush_req_decode(&e, &fq), 0);
 	CU_ASSERT_TRUE(px_fileid_eq(&fq.file_id, &FID));
 
+	n = px_smb2_close_req_encode(b, sizeof(b), &HOUT, &FID);
+	CU_ASSERT_EQUAL_FATAL(n, 88);
+	check_hdr_out(b, n, SMB2_CLOSE, false, &h);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_check_structure_size(&e, &h), 0);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_close_req_decode(&e, &cq), 0);
+	CU_ASSERT_TRUE(px_fileid_eq(&cq.file_id, &FID));
+	CU_ASSERT_EQUAL(cq.flags, 0);
+
 	o = HOUT;
 	o.command = SMB2_WRITE;
 	o.status = NT_STATUS_DISK_FULL;
@@ -1815,7 +1825,8 @@ test_encode_roundtrip(void)
 
 /* Encoders given too little room return 0 and write nothing past cap. */
 enum enc_id { E_WRITE_REQ, E_WRITE_RSP, E_READ_REQ, E_READ_RSP, E_ECHO,
-    E_FLUSH, E_ERROR, E_OPLOCK_ACK, E_WRITE_EMPTY, E_READ_RSP_EMPTY, E_N };
+    E_FLUSH, E_ERROR, E_OPLOCK_ACK, E_WRITE_EMPTY, E_READ_RSP_EMPTY,
+    E_CLOSE, E_N };
 
 static size_t
 enc_by_id(enum enc_id id, uint8_t *dst, size_t cap)
@@ -1842,6 +1853,8 @@ enc_by_id(enum enc_id id, uint8_t *dst, size_t cap)
 		return px_smb2_echo_req_encode(dst, cap, &HOUT);
 	case E_FLUSH:
 		return px_smb2_flush_req_encode(dst, cap, &HOUT, &FID);
+	case E_CLOSE:
+		return px_smb2_close_req_encode(dst, cap, &HOUT, &FID);
 	case E_ERROR:
 		return px_smb2_error_rsp_encode(dst, cap, &HOUT);
 	case E_OPLOCK_ACK:
@@ -1859,7 +1872,7 @@ test_encode_cap(void)
 		[E_WRITE_REQ] = 152, [E_WRITE_RSP] = 81, [E_READ_REQ] = 113,
 		[E_READ_RSP] = 120, [E_ECHO] = 68, [E_FLUSH] = 88,
 		[E_ERROR] = 73, [E_OPLOCK_ACK] = 88, [E_WRITE_EMPTY] = 113,
-		[E_READ_RSP_EMPTY] = 81,
+		[E_READ_RSP_EMPTY] = 81, [E_CLOSE] = 88,
 	};
 	uint8_t canary[BUFSZ];
 	int id;

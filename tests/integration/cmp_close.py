@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""cmp_close.py PORT SMBD_CONF MODE NAME [FILLER] - a CLOSE sent with its
+flush (smbaccel's close compound) on a full disk, and whether the server's
+handle stays open after the client's CLOSE was answered.
+
+The share must be full when it starts.  Modes:
+  one:    NAME gets one 8 KiB WRITE (the compound's WRITE takes its only
+          id: nothing left to keep back), then CLOSE;
+  many:   NAME gets 64 x 1 KiB WRITEs (64 ids for one 64 KiB WRITE: ids
+          are left over), then CLOSE;
+  leftover: as one, then FILLER is removed (space again), NAME.2 gets
+          64 x 1 KiB WRITEs and a CLOSE (which leaves ids over), and the
+          handle of NAME is watched for up to 10 s.
+Prints "close=0xSTATUS open=N" (N: opens of NAME smbstatus lists right after
+the CLOSE was answered) and, for leftover, " close2=0xSTATUS open_later=N
+data2=ok|bad" (opens of NAME once NAME.2 was closed and the wait ended).
+Exit 0 when the run completed, whatever the statuses.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from wb_smb import Client, FILE_OVERWRITE_IF
+
+port, conf, mode, name = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+filler = sys.argv[5] if len(sys.argv) > 5 else None
+
+
+def opens_of(fname):
+    out = subprocess.run(["smbstatus", "-s", conf, "-L", "--json"],
+                         capture_output=True, text=True).stdout
+    try:
+        files = json.loads(out).get("open_files", {})
+    except ValueError:
+        return -1
+    return sum(len(f.get("opens", {})) for f in files.values()
+               if f.get("filename") == fname)
+
+
+c = Client(port, "3.0")
+fid, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
+if mode in ("one", "leftover"):
+    c.write(fid, 0, b"o" * 8192, check=False)
+else:
+    for i in range(64):
+        c.write(fid, i * 1024, bytes([i]) * 1024, check=False)
+st = c.close(fid)
+line = "close=0x%08x open=%d" % (st, opens_of(name))
+if mode == "leftover":
+    os.remove(filler)
+    fid2, _ = c.create(name + ".2", disposition=FILE_OVERWRITE_IF)
+    want = b"".join(bytes([i]) * 1024 for i in range(64))
+    for i in range(64):
+        c.write(fid2, i * 1024, want[i * 1024:(i + 1) * 1024])
+    st2 = c.close(fid2)
+    end = time.time() + 10
+    while opens_of(name) != 0 and time.time() < end:
+        time.sleep(0.2)
+    fid3, _ = c.create(name + ".2")
+    got = c.read_all(fid3, 0, len(want))
+    c.close(fid3)
+    line += " close2=0x%08x open_later=%d data2=%s" % (
+        st2, opens_of(name), "ok" if got == want else "bad")
+c.logoff()
+print(line)
