@@ -270,14 +270,15 @@ px_conn_dump(FILE *f, bool json)
 			for (s = c->led.sessions; s; s = s->next, sf = false)
 				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
 				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
-				    "\"why_not_keyed\":\"%s\"}", sf ? "" : ",",
+				    "\"why_not_keyed\":\"%s\",\"auth\":\"%s\"}",
+				    sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
 				    s->encrypt ? "true" : "false",
 				    s->guest ? "true" : "false",
 				    s->keyed ? "true" : "false",
 				    s->keyed ? "" : s->why_not ? s->why_not :
-				    "not-needed");
+				    "not-needed", s->auth ? s->auth : "");
 		}
 		fprintf(f, "],\"trees\":[");
 		{

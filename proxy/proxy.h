@@ -164,6 +164,8 @@ struct px_session {
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
 	const char *why_not;        /* why not keyed (static string) */
+	const char *auth;           /* mechanism of its SESSION_SETUP
+	                             * ("ntlmssp", "kerberos", ...), static */
 	uint8_t preauth[64];        /* 3.1.1 preauth integrity hash */
 	struct px_keyed *kx;
 };
@@ -377,6 +379,7 @@ void px_conn_dump(FILE *f, bool json);
 struct px_conn;
 struct px_side;
 int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
+int px_keyed_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
 void px_keyed_shutdown(void);
 void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
 void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);
