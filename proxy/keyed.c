@@ -132,7 +132,7 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 			return -1;
 		}
 		if ((n[i].kt = px_keytab_load(path, err, sizeof(err))) == NULL) {
-			log_warnx("keytab: %s", err);
+			log_warnx("%s", err);   /* "keytab PATH: why" */
 			keytabs_free(n, cnt);
 			return -1;
 		}
