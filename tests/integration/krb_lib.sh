@@ -9,7 +9,7 @@
 #   krb_proxy [global lines]       smbaccel in the cli ns with keytab = $KT
 #                                  (KRB_KEYTAB_LINE overrides, "" for none),
 #                                  [share share] write_behind = read_ahead =
-#                                  always
+#                                  always (KRB_WB, KRB_RA override)
 #   kc_smbclient D CMDS [args] / kd_smbclient ...   smbclient
 #                                  --use-kerberos=required at dialect D,
 #                                  through smbaccel / direct
@@ -40,8 +40,8 @@ krb_proxy() {
 	local kl="keytab = $KT"
 	[ -n "${KRB_KEYTAB_LINE+x}" ] && kl=$KRB_KEYTAB_LINE
 	PROXY_SHARE_SECTION=no start_proxy ${kl:+"$kl"} "$@" "" "[share share]" \
-	    "write_behind = always" "read_ahead = always" "flush_idle = 1s" \
-	    "flush_max_age = 10s"
+	    "write_behind = ${KRB_WB:-always}" "read_ahead = ${KRB_RA:-always}" \
+	    "flush_idle = 1s" "flush_max_age = 10s"
 }
 
 # _ksmbclient NSFUNC HOME PORT D CMDS [args]
