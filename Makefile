@@ -191,7 +191,9 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	    $(DESTDIR)$(SYSCONFDIR)/smbaccel $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(BIN)/smbaccel $(DESTDIR)$(SBINDIR)/smbaccel
 	install -m 0755 $(BIN)/smbaccelctl $(DESTDIR)$(BINDIR)/smbaccelctl
-	install -m 0644 docs/smbaccel.8 docs/smbaccelctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0755 deploy/smbaccel-keytab $(DESTDIR)$(SBINDIR)/smbaccel-keytab
+	install -m 0644 docs/smbaccel.8 docs/smbaccelctl.8 docs/smbaccel-keytab.8 \
+	    $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/smbaccel.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	sed 's|@SBINDIR@|$(SBINDIR)|g; s|@BINDIR@|$(BINDIR)|g' deploy/smbaccel.service.in \
 	    > $(DESTDIR)$(UNITDIR)/smbaccel.service
@@ -204,6 +206,7 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
+	    $(DESTDIR)$(SBINDIR)/smbaccel-keytab $(DESTDIR)$(MANDIR)/man8/smbaccel-keytab.8 \
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
