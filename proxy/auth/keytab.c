@@ -330,11 +330,12 @@ px_keytab_count(const struct px_keytab *kt)
 }
 
 /*
- * Hand the image to krb5 (a memfd, so it reads what was walked) and copy
- * every entry.  NULL with a reason in why.
+ * Hand the image to krb5 (a memfd, so it reads what was walked; where
+ * memfd_create is not allowed, the checked file's own descriptor ffd) and
+ * copy every entry.  NULL with a reason in why.
  */
 static struct px_keytab *
-read_entries(const uint8_t *img, size_t n, size_t nrec, char *why,
+read_entries(const uint8_t *img, size_t n, size_t nrec, int ffd, char *why,
     size_t whysz)
 {
 	struct px_keytab *kt = NULL;
@@ -349,8 +350,14 @@ read_entries(const uint8_t *img, size_t n, size_t nrec, char *why,
 	bool started = false;
 
 	if ((mfd = memfd_create("smbaccel-keytab", MFD_CLOEXEC)) == -1) {
-		snprintf(why, whysz, "memfd_create: %s", strerror(errno));
-		return NULL;
+		/* a seccomp filter without memfd_create: krb5 reads the file
+		 * again; the entry count check below still catches a change */
+		if ((mfd = dup(ffd)) == -1) {
+			snprintf(why, whysz, "memfd_create: %s",
+			    strerror(errno));
+			return NULL;
+		}
+		off = n;
 	}
 	while (off < n) {
 		if ((w = write(mfd, img + off, n - off)) == -1) {
@@ -480,7 +487,7 @@ px_keytab_load(const char *path, char *err, size_t errlen)
 		goto out;
 	}
 	if (walk(img, (size_t)st.st_size, &nrec, why, sizeof(why)) == -1 ||
-	    (kt = read_entries(img, (size_t)st.st_size, nrec, why,
+	    (kt = read_entries(img, (size_t)st.st_size, nrec, fd, why,
 	    sizeof(why))) == NULL)
 		snprintf(err, errlen, "keytab %s: %s", path, why);
 out:
