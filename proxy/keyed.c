@@ -56,7 +56,6 @@ struct setup_auth {
 	bool ntlm_ok;               /* ntlm holds an AUTHENTICATE */
 	struct px_ntlm_auth ntlm;
 	struct px_krb_accept krb;   /* mech == PX_MECH_KERBEROS */
-	int32_t krb_error;          /* KRB-ERROR code seen, 0 if none */
 };
 
 int

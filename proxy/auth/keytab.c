@@ -224,12 +224,69 @@ be32(const uint8_t *p)
 	    (uint32_t)p[2] << 8 | p[3];
 }
 
+/* 16-bit value of a record field, in the file's byte order. */
+static uint16_t
+ktu16(const uint8_t *p, bool be)
+{
+	uint16_t v;
+
+	if (be)
+		return (uint16_t)(p[0] << 8 | p[1]);
+	memcpy(&v, p, 2);
+	return v;
+}
+
+/*
+ * One entry's fields must fit in its record (format page, "entry"):
+ * num_components (counting the realm in version 1), counted realm and
+ * components, name_type (version 2), timestamp, vno8, keyblock (type,
+ * counted contents), then an optional 32-bit vno.  MIT's reader trusts
+ * these counts further than it should (it leaks, and may read the next
+ * record, on a lying one), so it only ever sees records that pass.
+ */
+static int
+check_record(const uint8_t *r, size_t n, bool v2)
+{
+	size_t off = 2, i, nc, l;
+
+	if (n < 2)
+		goto bad;
+	nc = ktu16(r, v2);
+	if (!v2) {
+		if (nc == 0)
+			goto bad;
+		nc--;           /* version 1 counts the realm */
+	}
+	if (nc == 0 || nc > 16)
+		goto bad;
+	for (i = 0; i <= nc; i++) {     /* realm, then the components */
+		if (n - off < 2)
+			goto bad;
+		l = ktu16(r + off, v2);
+		off += 2;
+		if (l == 0 || l > n - off)
+			goto bad;
+		off += l;
+	}
+	l = (v2 ? 4 : 0) + 4 + 1 + 2;   /* name_type, timestamp, vno8, type */
+	if (n - off < l + 2)
+		goto bad;
+	off += l;
+	l = ktu16(r + off, v2);         /* key length */
+	off += 2;
+	if (l == 0 || l > n - off)
+		goto bad;
+	return 0;
+bad:
+	return -1;
+}
+
 /*
  * Walk the records of a keytab image: version 0x0502 (big-endian) or
  * 0x0501 (host order), then 32-bit record sizes, negative for a hole, a
  * zero size (or the end of the file) ending the list.  Every record must
- * lie inside the file.  *nrec gets the number of entries.  0, or -1 with
- * a reason in why.
+ * lie inside the file and hold a well-formed entry (check_record).
+ * *nrec gets the number of entries.  0, or -1 with a reason in why.
  */
 static int
 walk(const uint8_t *b, size_t n, size_t *nrec, char *why, size_t whysz)
@@ -266,10 +323,19 @@ walk(const uint8_t *b, size_t n, size_t *nrec, char *why, size_t whysz)
 			    (long long)size, n - off);
 			return -1;
 		}
-		if ((int32_t)raw > 0 && ++cnt > PX_KEYTAB_MAX_ENTRIES) {
-			snprintf(why, whysz, "more than %d entries",
-			    PX_KEYTAB_MAX_ENTRIES);
-			return -1;
+		if ((int32_t)raw > 0) {
+			if (++cnt > PX_KEYTAB_MAX_ENTRIES) {
+				snprintf(why, whysz, "more than %d entries",
+				    PX_KEYTAB_MAX_ENTRIES);
+				return -1;
+			}
+			if (check_record(b + off, (size_t)size,
+			    b[1] == 0x02) == -1) {
+				snprintf(why, whysz, "entry %zu at byte %zu: "
+				    "malformed (a name or key length runs past "
+				    "its record)", cnt, off - 4);
+				return -1;
+			}
 		}
 		off += (size_t)size;
 	}

@@ -727,13 +727,24 @@ test_keytab_file(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p = tmp_keytab((const uint8_t *)
 	    "garbage garbage\n", 16, 0600));
 	CU_ASSERT_PTR_NULL(px_keytab_load(p, err, sizeof(err)));
-	/* a record whose principal says more components than it holds:
-	 * walks (sizes fine) but krb5 cannot read it */
-	memcpy(g, b, n);
-	g[7] = 0x7f;   /* num_components of the first record */
-	CU_ASSERT_PTR_NOT_NULL_FATAL(p = tmp_keytab(g, n, 0600));
-	CU_ASSERT_PTR_NULL(kt = px_keytab_load(p, err, sizeof(err)));
-	px_keytab_free(kt);
+	/* a record whose principal says more components than it holds, or
+	 * whose realm or key length runs past the record: the record sizes
+	 * walk, the entry inside does not */
+	{
+		static const size_t at[] = { 7, 9, 28, 45 };
+		size_t j;
+
+		for (j = 0; j < NELEM(at); j++) {
+			memcpy(g, b, n);
+			g[at[j]] = 0x7f;
+			CU_ASSERT_PTR_NOT_NULL_FATAL(p = tmp_keytab(g, n, 0600));
+			CU_ASSERT_PTR_NULL(kt = px_keytab_load(p, err,
+			    sizeof(err)));
+			UT_CHECK(strstr(err, "entry 1 at byte 2: malformed") !=
+			    NULL, "byte %zu: %s", at[j], err);
+			px_keytab_free(kt);
+		}
+	}
 	/* trailing zero size: fine; a hole (negative size) is skipped */
 	memcpy(g, b, n);
 	memset(g + n, 0, 4);
