@@ -18,6 +18,10 @@
 # absorbed or read ahead.  The positive control:
 #   relabelled    the DC's keys under another name (cifs/...) and kvno 7 ->
 #                 keyed (every key of the enctype is tried)
+# Per-server keytabs: [global]'s is stale but a [//FQDN/share] section gives
+# the right one (found by the ticket's host name) -> keyed; only a
+# [//198.51.100.2/share] section has it (found by the server's address) ->
+# keyed; only another server's section has it -> no-keytab.
 # Then key rotation without a restart: the stale keytab is replaced by the
 # right one in place and SIGHUP re-reads it: new sessions are keyed.  And
 # keytabs smbaccel must refuse, at start and at reload (old one kept, still
@@ -125,6 +129,18 @@ for c in none:no-keytab:SMB2_10 none:no-keytab:SMB3_11 otheraccount:decrypt-fail
 	stop_proxy
 	PROXY_PORT=
 done
+
+# ---- per-server keytabs
+mk_keytab stalekvno "$T/stale.keytab"
+KRB_KEYTAB_LINE="keytab = $T/stale.keytab" krb_proxy "[//$ADDC_FQDN/share]" "keytab = $KT"
+nk_case perserver-name SMB3_11 keyed
+stop_proxy; PROXY_PORT=
+KRB_KEYTAB_LINE="" krb_proxy "[//$ADDC_IP/share]" "keytab = $KT"
+nk_case perserver-address SMB3_11 keyed
+stop_proxy; PROXY_PORT=
+KRB_KEYTAB_LINE="" krb_proxy "[//fs9.krb.smbaccel.test/share]" "keytab = $KT"
+nk_case perserver-other SMB3_11 no-keytab
+stop_proxy; PROXY_PORT=
 
 # ---- rotation: the file is replaced, SIGHUP re-reads it
 info "key rotation: stale keytab, then the right one in its place and SIGHUP"
