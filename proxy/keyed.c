@@ -280,6 +280,9 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 	    (sa = calloc(1, sizeof(*sa))) == NULL)
 		return;
 	p->u.sess.auth = sa;
+	rc = px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, &sa->ntlm);
+	sa->mech = sa->ntlm.mech;
+	sa->ntlm_ok = rc == PX_NTLM_OK;
 	/* a channel binding is never keyed: its signing key comes from its
 	 * own exchange but the session's encryption keys and nonces live
 	 * with the connection that set the session up (relayed instead) */
@@ -288,9 +291,6 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 		return;
 	}
 	sa->reauth = s != NULL && s->established;
-	rc = px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, &sa->ntlm);
-	sa->mech = sa->ntlm.mech;
-	sa->ntlm_ok = rc == PX_NTLM_OK;
 	if (!sa->reauth && (sa->mech == PX_MECH_KERBEROS ||
 	    sa->mech == PX_MECH_OTHER))
 		krb_setup_req(c, &sr, sa);
@@ -447,6 +447,15 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 		return ntlm_key_for(c, s, sa, h, msg, len);
 	case PX_MECH_KERBEROS:
 		return krb_key_for(c, s, sa, h, msg, len);
+	case PX_MECH_NONE:
+		/* the last leg of a Kerberos exchange whose AP-REP came in
+		 * a MORE_PROCESSING response (krb_more_processing) */
+		if (s->kx != NULL && s->kx->have_krb_key) {
+			sa->mech = PX_MECH_KERBEROS;
+			return accept_key(c, s, s->kx->krb_key,
+			    s->kx->krb_keylen, h, msg, len, false);
+		}
+		return "no-ntlm";
 	default:
 		return sa->negoex ? "negoex" : "no-ntlm";
 	}
@@ -485,12 +494,23 @@ krb_more_processing(struct px_conn *c, struct px_session *s,
 	    px_smb2_session_setup_rsp_decode(&e, &sr) == -1 ||
 	    (m = calloc(1, sizeof(*m))) == NULL)
 		return;
-	if (px_krb_parse(sr.sec_buf, sr.sec_buf_len, m) == PX_NTLM_OK &&
-	    m->type == PX_KRB_MSG_ERROR)
-		log_info("conn=%llu session=0x%llx kerberos KRB-ERROR %ld "
-		    "from the server: the client retries with a new AP-REQ",
-		    (unsigned long long)c->id, (unsigned long long)s->id,
-		    (long)m->error_code);
+	if (px_krb_parse(sr.sec_buf, sr.sec_buf_len, m) == PX_NTLM_OK) {
+		struct px_keyed *kx;
+
+		if (m->type == PX_KRB_MSG_ERROR)
+			log_info("conn=%llu session=0x%llx kerberos KRB-ERROR "
+			    "%ld from the server: the client retries with a "
+			    "new AP-REQ", (unsigned long long)c->id,
+			    (unsigned long long)s->id, (long)m->error_code);
+		/* the AP-REP before a last SPNEGO round (mechListMIC, RFC
+		 * 4178 5): keep the key for the final response, which then
+		 * carries no Kerberos token */
+		else if (m->type == PX_KRB_MSG_AP_REP &&
+		    sa->krb.result == PX_KRB_R_OK && (kx = kx_of(s)) != NULL &&
+		    px_krb_session_key(&sa->krb, m, kx->krb_key,
+		    &kx->krb_keylen) == PX_KRB_R_OK)
+			kx->have_krb_key = true;
+	}
 	free(m);
 	px_krb_accept_wipe(&sa->krb);
 }
@@ -562,9 +582,12 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 		    (unsigned long long)s->id, why,
 		    s->signing_required ? "required" : "optional",
 		    s->encrypt ? "required" : "off", ad);
-	/* the NTLM state is no longer needed */
-	if (s->kx)
+	/* the NTLM and Kerberos exchange state is no longer needed */
+	if (s->kx) {
 		s->kx->have_chal = false;
+		s->kx->have_krb_key = false;
+		OPENSSL_cleanse(s->kx->krb_key, sizeof(s->kx->krb_key));
+	}
 }
 
 /* ---- signing and encryption ------------------------------------------------- */

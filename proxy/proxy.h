@@ -149,6 +149,11 @@ extern struct px_stats px_stats;
 struct px_keyed {
 	bool have_chal;
 	struct px_ntlm_challenge chal;
+	/* Kerberos: the key of an AP-REP that came in a MORE_PROCESSING
+	 * response (SPNEGO's mechListMIC round), for the final response */
+	bool have_krb_key;
+	size_t krb_keylen;
+	uint8_t krb_key[PX_KRB_KEY_MAX];
 	struct px_smb_keys keys;
 	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
