@@ -46,7 +46,8 @@ OBJDIR  := $(BUILD)/obj
 WIRE_SRC   := proxy/smb2/frame.c proxy/smb2/reader.c proxy/smb2/decode.c \
               proxy/smb2/encode.c
 AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
-              proxy/auth/secrets.c proxy/auth/smbcrypto.c
+              proxy/auth/secrets.c proxy/auth/smbcrypto.c proxy/auth/krb5.c \
+              proxy/auth/keytab.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
               coalesce/signing.c
@@ -63,16 +64,20 @@ CTL_SRC    := proxy/smbaccelctl.c
 
 UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
               tests/unit/test_policy.c tests/unit/test_ledger.c \
-              tests/unit/test_coalesce.c tests/unit/test_crypto.c
+              tests/unit/test_coalesce.c tests/unit/test_crypto.c \
+              tests/unit/test_krb5.c
 UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
 
-LIBS_DAEMON := -lev -linih -lsystemd -lssl -lcrypto -lnl-route-3 -lnl-3 -lm
+# MIT Kerberos (libkrb5-dev): keytab API and krb5_c_decrypt (proxy/auth/keytab.c)
+CFLAGS_KRB5 := $(shell pkg-config --cflags krb5 2>/dev/null)
+LIBS_KRB5   := $(or $(shell pkg-config --libs krb5 2>/dev/null),-lkrb5 -lk5crypto -lcom_err)
+LIBS_DAEMON := -lev -linih -lsystemd -lssl -lcrypto -lnl-route-3 -lnl-3 -lm $(LIBS_KRB5)
 CFLAGS_NL   := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)
-CPPFLAGS    += $(CFLAGS_NL)
+CPPFLAGS    += $(CFLAGS_NL) $(CFLAGS_KRB5)
 
 obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
@@ -100,7 +105,7 @@ $(BIN)/smbaccelctl: $(call obj,$(CTL_SRC))
 
 $(BIN)/unit-tests: $(call obj,$(UNIT_SRC) $(UNIT_LIB_SRC))
 	@mkdir -p $(BIN)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -linih -lssl -lcrypto -lm
+	$(CC) $(LDFLAGS) -o $@ $^ -lcunit -linih -lssl -lcrypto -lm $(LIBS_KRB5)
 
 $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 	@mkdir -p $(BIN)
@@ -149,9 +154,10 @@ FUZZ_JOBS    ?= 1
 FUZZ_DIR     := build-fuzz
 FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=all -std=gnu11 -D_GNU_SOURCE -I. \
-                $(CFLAGS_NL) -Wno-unused-command-line-argument
+                $(CFLAGS_NL) $(CFLAGS_KRB5) -Wno-unused-command-line-argument
 FUZZERS      := frame smb2 policy relay \
-                $(if $(wildcard tests/fuzz/fuzz_ntlm.c),ntlm)
+                $(if $(wildcard tests/fuzz/fuzz_ntlm.c),ntlm) \
+                $(if $(wildcard tests/fuzz/fuzz_krb5.c),krb5)
 FUZZ_SRC_frame  := proxy/smb2/frame.c
 FUZZ_SRC_smb2   := $(WIRE_SRC)
 FUZZ_SRC_policy := $(POLICY_SRC)
@@ -160,7 +166,9 @@ FUZZ_LIBS_policy := -linih
 FUZZ_SRC_relay  := $(filter-out proxy/main.c,$(SMBACCEL_SRC))
 FUZZ_LIBS_relay := $(LIBS_DAEMON)
 FUZZ_SRC_ntlm   := $(AUTH_SRC) $(WIRE_SRC)
-FUZZ_LIBS_ntlm  := -lssl -lcrypto
+FUZZ_LIBS_ntlm  := -lssl -lcrypto $(LIBS_KRB5)
+FUZZ_SRC_krb5   := $(AUTH_SRC) $(WIRE_SRC)
+FUZZ_LIBS_krb5  := -lssl -lcrypto $(LIBS_KRB5)
 FUZZ_HDRS    := $(wildcard proxy/*.h proxy/smb2/*.h proxy/auth/*.h policy/*.h \
                 coalesce/*.h)
 FUZZ_BINS    := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZERS))
@@ -189,7 +197,9 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	    $(DESTDIR)$(SYSCONFDIR)/smbaccel $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(BIN)/smbaccel $(DESTDIR)$(SBINDIR)/smbaccel
 	install -m 0755 $(BIN)/smbaccelctl $(DESTDIR)$(BINDIR)/smbaccelctl
-	install -m 0644 docs/smbaccel.8 docs/smbaccelctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0755 deploy/smbaccel-keytab $(DESTDIR)$(SBINDIR)/smbaccel-keytab
+	install -m 0644 docs/smbaccel.8 docs/smbaccelctl.8 docs/smbaccel-keytab.8 \
+	    $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 docs/smbaccel.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	sed 's|@SBINDIR@|$(SBINDIR)|g; s|@BINDIR@|$(BINDIR)|g' deploy/smbaccel.service.in \
 	    > $(DESTDIR)$(UNITDIR)/smbaccel.service
@@ -202,6 +212,7 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
+	    $(DESTDIR)$(SBINDIR)/smbaccel-keytab $(DESTDIR)$(MANDIR)/man8/smbaccel-keytab.8 \
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \

@@ -61,6 +61,7 @@ enum pol_type {
 enum pol_scope {
 	S_GLOBAL,       /* [global] only, field of struct pol_global */
 	S_SHARE,        /* any section, field of struct pol_share */
+	S_SERVER,       /* [global] or [//server/share], struct pol_server */
 };
 
 #define F_RELOAD   0x01  /* a reload may change it */
@@ -90,6 +91,8 @@ static const char *const log_names[] =
 	.size = sizeof(((struct pol_global *)NULL)->f)
 #define SHARE(f) .scope = S_SHARE, .off = offsetof(struct pol_share, f), \
 	.size = sizeof(((struct pol_share *)NULL)->f)
+#define SERVER(f) .scope = S_SERVER, .off = offsetof(struct pol_server, f), \
+	.size = sizeof(((struct pol_server *)NULL)->f)
 
 /* Keep in step with docs/smbaccel.conf.5 and deploy/smbaccel.conf. */
 static const struct setting settings[] = {
@@ -122,6 +125,9 @@ static const struct setting settings[] = {
 	{ .name = "read_ahead_memory", .type = T_SIZE,
 	  GLOB(read_ahead_memory), .def = "256M", .min = MIB, .max = TIB },
 	{ .name = "secrets", .type = T_STRING, GLOB(secrets),
+	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
+	  .max = POL_PATH_MAX },
+	{ .name = "keytab", .type = T_STRING, SERVER(keytab),
 	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
 	  .max = POL_PATH_MAX },
 	{ .name = "log_level", .type = T_ENUM, GLOB(log_level),
@@ -170,6 +176,7 @@ struct section {
 	char *label;              /* the header text, for messages */
 	int line;
 	struct pol_share vals;    /* share-level values given here */
+	struct pol_server *srv;   /* per-server values, when any is given */
 	uint64_t seen;            /* bit i: settings[i] given here */
 	uint64_t set;             /* ... and its value is valid */
 	int key_line[NSET];       /* where seen */
@@ -179,6 +186,7 @@ struct pol_config {
 	char *name;
 	struct pol_global global;      /* defaults, then [global] */
 	struct pol_share share_def;    /* built-in share defaults */
+	struct pol_server server_def;  /* built-in per-server defaults */
 	struct section *sect;
 	size_t nsect, capsect;
 	int gsect;                     /* index of [global], -1 if none */
@@ -1217,6 +1225,18 @@ set_key(struct parser *ps, const char *name, const char *value)
 		    "[%s]", st->name, sec->label);
 		return;
 	}
+	if (st->scope == S_SERVER && sec->kind == SK_SHARE) {
+		perr(ps, ps->line, "'%s' is a per-server setting: put it in "
+		    "[global] or a [//server/share] section, not in [%s]",
+		    st->name, sec->label);
+		return;
+	}
+	if (st->scope == S_SERVER && sec->srv == NULL &&
+	    (sec->srv = calloc(1, sizeof(*sec->srv))) == NULL) {
+		perr(ps, ps->line, "out of memory");
+		ps->stop = true;
+		return;
+	}
 	if (sec->seen & (UINT64_C(1) << i)) {
 		perr(ps, ps->line, "'%s' already set on line %d", st->name,
 		    sec->key_line[i]);
@@ -1226,7 +1246,7 @@ set_key(struct parser *ps, const char *name, const char *value)
 	sec->seen |= UINT64_C(1) << i;
 	sec->key_line[i] = ps->line;
 	base = st->scope == S_GLOBAL ? (void *)&cfg->global :
-	    (void *)&sec->vals;
+	    st->scope == S_SERVER ? (void *)sec->srv : (void *)&sec->vals;
 	if (parse_value(st, value, base, why, sizeof(why)) == -1) {
 		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
 		return;
@@ -1276,7 +1296,8 @@ set_defaults(struct parser *ps)
 		if (st->def[0] == '\0')
 			continue;       /* unset: zeroed */
 		if (parse_value(st, st->def, st->scope == S_GLOBAL ?
-		    (void *)&cfg->global : (void *)&cfg->share_def, why,
+		    (void *)&cfg->global : st->scope == S_SERVER ?
+		    (void *)&cfg->server_def : (void *)&cfg->share_def, why,
 		    sizeof(why)) == -1) {
 			perr(ps, 0, "internal error: default of '%s': %s",
 			    st->name, why);
@@ -1284,6 +1305,46 @@ set_defaults(struct parser *ps)
 		}
 	}
 	return 0;
+}
+
+/* Two [//server/...] sections of one server may not give a per-server
+ * setting two values: which share's would a session get? */
+static void
+check_servers(struct parser *ps)
+{
+	struct pol_config *cfg = ps->cfg;
+	const struct section *a, *b;
+	const struct setting *st;
+	size_t i, j, k;
+	char va[1024], vb[1024];
+
+	for (k = 0; k < NSET; k++) {
+		st = &settings[k];
+		if (st->scope != S_SERVER)
+			continue;
+		for (j = 0; j < cfg->nsect; j++) {
+			b = &cfg->sect[j];
+			if (b->kind != SK_UNC || b->dup ||
+			    !(b->set & (UINT64_C(1) << k)))
+				continue;
+			for (i = 0; i < j; i++) {
+				a = &cfg->sect[i];
+				if (a->kind != SK_UNC || a->dup ||
+				    !(a->set & (UINT64_C(1) << k)) ||
+				    strcasecmp(a->server, b->server) != 0)
+					continue;
+				fmt_value(st, a->srv, va, sizeof(va));
+				fmt_value(st, b->srv, vb, sizeof(vb));
+				if (strcmp(va, vb) != 0) {
+					perr(ps, b->key_line[k], "'%s' of server "
+					    "%s is already '%s' (line %d)",
+					    st->name, b->server, va,
+					    a->key_line[k]);
+					break;
+				}
+			}
+		}
+	}
 }
 
 /* Settings that are checked only once the whole file is read. */
@@ -1311,6 +1372,7 @@ check_required(struct parser *ps, int nlines)
 	    !(g->seen & (UINT64_C(1) << ui)))
 		perr(ps, (g->seen & (UINT64_C(1) << mi)) ? g->key_line[mi] :
 		    g->line, "'upstream' is required with mode = forward");
+	check_servers(ps);
 }
 
 static struct pol_config *
@@ -1420,6 +1482,7 @@ pol_free(struct pol_config *cfg)
 		free(cfg->sect[i].server); cfg->sect[i].server = NULL;
 		free(cfg->sect[i].share); cfg->sect[i].share = NULL;
 		free(cfg->sect[i].label); cfg->sect[i].label = NULL;
+		free(cfg->sect[i].srv); cfg->sect[i].srv = NULL;
 	}
 	free(cfg->sect); cfg->sect = NULL;
 	free(cfg->name); cfg->name = NULL;
@@ -1496,6 +1559,98 @@ pol_share_lookup(const struct pol_config *cfg, const char *server,
 	lookup(cfg, server, share, out, NULL);
 }
 
+/* One per-server setting's value for server: the first [//server/...]
+ * section that gives it, else [global], else the default.  *from gets the
+ * section it came from (NULL for the default). */
+static const void *
+server_base(const struct pol_config *cfg, const char *server, size_t i,
+    const struct section **from)
+{
+	const struct section *sec;
+	char canon[POL_HOST_MAX + 1], why[512];
+	enum pol_addr_kind kind;
+	size_t j;
+
+	if (server != NULL && check_host(server, canon, sizeof(canon), &kind,
+	    why, sizeof(why)) == 0)
+		server = canon;
+	for (j = 0; j < cfg->nsect && server != NULL; j++) {
+		sec = &cfg->sect[j];
+		if (sec->kind == SK_UNC && !sec->dup &&
+		    (sec->set & (UINT64_C(1) << i)) &&
+		    strcasecmp(sec->server, server) == 0) {
+			*from = sec;
+			return sec->srv;
+		}
+	}
+	if (cfg->gsect >= 0 &&
+	    (cfg->sect[cfg->gsect].set & (UINT64_C(1) << i))) {
+		*from = &cfg->sect[cfg->gsect];
+		return cfg->sect[cfg->gsect].srv;
+	}
+	*from = NULL;
+	return &cfg->server_def;
+}
+
+bool
+pol_server_lookup(const struct pol_config *cfg, const char *server,
+    struct pol_server *out)
+{
+	const struct section *from;
+	const struct setting *st;
+	bool specific = false;
+	size_t i;
+
+	*out = cfg->server_def;
+	for (i = 0; i < NSET; i++) {
+		st = &settings[i];
+		if (st->scope != S_SERVER)
+			continue;
+		memcpy(field(out, st), cfield(server_base(cfg, server, i,
+		    &from), st), st->size);
+		if (from != NULL && from->kind == SK_UNC)
+			specific = true;
+	}
+	return specific;
+}
+
+const char *
+pol_keytab_path(const struct pol_config *cfg, size_t n)
+{
+	const struct setting *st = find_setting("keytab");
+	size_t k = (size_t)(st - settings), i, j, seen = 0;
+	const struct section *sec;
+	const char *p;
+	bool dup;
+
+	/* [global] first, then the server sections in file order */
+	for (i = 0; i <= cfg->nsect; i++) {
+		sec = i == 0 ? (cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] :
+		    NULL) : &cfg->sect[i - 1];
+		if (sec == NULL || sec->dup || sec->srv == NULL ||
+		    !(sec->set & (UINT64_C(1) << k)) ||
+		    (i > 0 && sec->kind != SK_UNC))
+			continue;
+		p = sec->srv->keytab;
+		if (*p == '\0')
+			continue;
+		for (dup = false, j = 0; j < i && !dup; j++) {
+			const struct section *o = j == 0 ? (cfg->gsect >= 0 ?
+			    &cfg->sect[cfg->gsect] : NULL) : &cfg->sect[j - 1];
+
+			dup = o != NULL && !o->dup && o->srv != NULL &&
+			    (o->set & (UINT64_C(1) << k)) &&
+			    (j == 0 || o->kind == SK_UNC) &&
+			    strcmp(o->srv->keytab, p) == 0;
+		}
+		if (dup)
+			continue;
+		if (seen++ == n)
+			return p;
+	}
+	return NULL;
+}
+
 /* ---- reload and dump -------------------------------------------------- */
 
 int
@@ -1567,6 +1722,16 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 			dump_setting(fp, &settings[i], &cfg->global,
 			    g != NULL && (g->set & (UINT64_C(1) << i)) ?
 			    g : NULL);
+	fprintf(fp, "; defaults for every server\n");
+	for (i = 0; i < NSET; i++) {
+		const struct section *sf;
+		const void *b;
+
+		if (settings[i].scope != S_SERVER)
+			continue;
+		b = server_base(cfg, NULL, i, &sf);
+		dump_setting(fp, &settings[i], b, sf);
+	}
 	memset(from, 0, sizeof(from));
 	lookup(cfg, NULL, NULL, &eff, from);
 	fprintf(fp, "; defaults for every share\n");
@@ -1584,6 +1749,16 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 		} else {
 			fprintf(fp, "\n[//%s/%s]\n", sec->server, sec->share);
 			lookup(cfg, sec->server, sec->share, &eff, from);
+			for (i = 0; i < NSET; i++) {
+				const struct section *sf;
+				const void *b;
+
+				if (settings[i].scope != S_SERVER)
+					continue;
+				b = server_base(cfg, sec->server, i, &sf);
+				if (sf != NULL && sf->kind == SK_UNC)
+					dump_setting(fp, &settings[i], b, sf);
+			}
 		}
 		for (i = 0; i < NSET; i++)
 			if (settings[i].scope == S_SHARE)

@@ -84,6 +84,17 @@ struct pol_global {
 	uint32_t drain_timeout_ms;
 };
 
+/*
+ * Per-server settings: given in [global] (every server) or in a
+ * [//server/share] section, where they apply to that server as a whole
+ * (they are needed before any share is named: a session is set up before
+ * its first TREE_CONNECT).  Two sections of one server may not give one
+ * of them different values.
+ */
+struct pol_server {
+	char keytab[POL_PATH_MAX + 1];    /* "" when none */
+};
+
 /* Effective per-share settings, as returned by pol_share_lookup(). */
 struct pol_share {
 	enum pol_gate write_behind;
@@ -135,6 +146,19 @@ const char *pol_name(const struct pol_config *cfg);
  */
 void pol_share_lookup(const struct pol_config *cfg, const char *server,
     const char *share, struct pol_share *out);
+
+/*
+ * Effective per-server settings of server (a name or an IP literal, ASCII
+ * case-insensitive; NULL: none): from the [//server/...] sections of that
+ * server, then [global].  Returns true when a section of that server gave
+ * one of them (the caller may then prefer it over another name of the same
+ * server).
+ */
+bool pol_server_lookup(const struct pol_config *cfg, const char *server,
+    struct pol_server *out);
+/* The distinct keytab paths of cfg ([global] first): i = 0, 1, ... until
+ * NULL.  For loading them all at start and reload. */
+const char *pol_keytab_path(const struct pol_config *cfg, size_t i);
 
 /*
  * Compare two configs before a reload swaps them.  Every global setting

@@ -324,15 +324,17 @@ conns_dump(FILE *f, bool json)
 			for (s = c->led.sessions; s; s = s->next, sf = false)
 				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
 				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
-				    "\"why_not_keyed\":\"%s\",\"server_signs\":"
-				    "\"%s\",\"alters\":\"%s\"}", sf ? "" : ",",
+				    "\"why_not_keyed\":\"%s\",\"auth\":\"%s\","
+				    "\"server_signs\":\"%s\",\"alters\":\"%s\"}",
+				    sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
 				    s->encrypt ? "true" : "false",
 				    s->guest ? "true" : "false",
 				    s->keyed ? "true" : "false",
 				    s->keyed ? "" : s->why_not ? s->why_not :
-				    "not-needed", co_signs_name(s->srv_signs),
+				    "not-needed", s->auth ? s->auth : "",
+				    co_signs_name(s->srv_signs),
 				    session_alters(c, s));
 		}
 		fprintf(f, "],\"trees\":[");

@@ -68,6 +68,15 @@ reload(void)
 		pol_free(ncfg);
 		return -1;
 	}
+	if (px_keyed_load_keytabs(ncfg) == -1) {
+		log_warnx("reload failed: keytab refused; old policy kept");
+		/* the new secrets were taken above: back to the old ones */
+		if (px_keyed_load_secrets(pol_global(old)->secrets) == -1)
+			log_warnx("reload: the old secrets file no longer "
+			    "loads; NTLM sessions are not keyed");
+		pol_free(ncfg);
+		return -1;
+	}
 	if (px_listen_reload(pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
@@ -210,6 +219,10 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	signal(SIGPIPE, SIG_IGN);
 	if (px_keyed_load_secrets(g->secrets) == -1) {
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
+		return 1;
+	}
+	if (px_keyed_load_keytabs(px_rt.cfg) == -1) {
+		log_warnx("cannot use the keytab, exiting");
 		return 1;
 	}
 	ev_set_allocator(ev_alloc_retry);

@@ -8,18 +8,55 @@
  * byte of NEGOTIATE or SESSION_SETUP: the preauth integrity hash (3.1.1)
  * is the same on both legs only because they are relayed untouched.
  *
+ * With the server's keytab, it does the same for Kerberos sessions: the
+ * AP-REQ of the request is decrypted with the keytab (the ticket) and the
+ * ticket's session key (the authenticator), the AP-REP of the final
+ * response with the session key; the key the session ends up with is
+ * accepted, as for NTLM, only if the server's signature on that response
+ * verifies with it (krb_setup_req, krb_key_for).
+ *
  * A session for which no key can be had (no secret, wrong secret,
- * anonymous, guest, Kerberos) is simply not keyed: the relay then forwards
- * everything of it as is, and the reason is shown per session.
+ * anonymous, guest, no keytab, no key for the ticket, user-to-user,
+ * NEGOEX, a multichannel binding) is simply not keyed: the relay then
+ * forwards everything of it as is, and the reason is shown per session.
+ * Re-authentication keeps the session's keys (MS-SMB2 3.3.5.5.2: "the
+ * existing Session.SessionKey will be retained").
  */
+#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <openssl/crypto.h>
 
 #include "proxy/keyed.h"
 #include "proxy/auth/auth.h"
 
 static struct px_secrets *secrets;
 static bool crypto_ready;
+
+/* The keytabs the policy names ([global] and per server), by path. */
+struct kt_slot {
+	char *path;
+	struct px_keytab *kt;
+};
+static struct kt_slot *keytabs;
+static size_t nkeytabs;
+
+/*
+ * What a SESSION_SETUP request carried, kept in its pending entry
+ * (p->u.sess.auth) until the response; flat, so the ledger frees it with
+ * free().  The Kerberos part is worked out when the request passes (the
+ * keytab is needed only then) and wiped once the response is handled.
+ */
+struct setup_auth {
+	enum px_gss_mech mech;
+	bool binding;               /* SMB2_SESSION_FLAG_BINDING */
+	bool reauth;                /* the session was established before */
+	bool negoex;
+	bool ntlm_ok;               /* ntlm holds an AUTHENTICATE */
+	struct px_ntlm_auth ntlm;
+	struct px_krb_accept krb;   /* mech == PX_MECH_KERBEROS */
+};
 
 int
 px_keyed_load_secrets(const char *path)
@@ -49,11 +86,74 @@ px_keyed_load_secrets(const char *path)
 	return 0;
 }
 
+static void
+keytabs_free(struct kt_slot *t, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		px_keytab_free(t[i].kt);
+		free(t[i].path);
+	}
+	free(t);
+}
+
+/*
+ * Load every keytab cfg names.  All or nothing: on any error the ones in
+ * use stay, and -1 (start and reload refuse the policy).
+ */
+int
+px_keyed_load_keytabs(const struct pol_config *cfg)
+{
+	struct kt_slot *n = NULL;
+	size_t cnt = 0, i;
+	const char *path;
+	char err[512], desc[768];
+
+	while (pol_keytab_path(cfg, cnt) != NULL)
+		cnt++;
+	if (cnt > 0 && !crypto_ready) {
+		if (px_crypto_init(err, sizeof(err)) == -1) {
+			log_warnx("keytab: %s", err);
+			return -1;
+		}
+		crypto_ready = true;
+	}
+	if (cnt > 0 && (n = calloc(cnt, sizeof(*n))) == NULL) {
+		log_warnx("keytab: out of memory");
+		return -1;
+	}
+	for (i = 0; i < cnt; i++) {
+		path = pol_keytab_path(cfg, i);
+		if ((n[i].path = strdup(path)) == NULL) {
+			log_warnx("keytab: out of memory");
+			keytabs_free(n, cnt);
+			return -1;
+		}
+		if ((n[i].kt = px_keytab_load(path, err, sizeof(err))) == NULL) {
+			log_warnx("%s", err);   /* "keytab PATH: why" */
+			keytabs_free(n, cnt);
+			return -1;
+		}
+	}
+	keytabs_free(keytabs, nkeytabs);
+	keytabs = n;
+	nkeytabs = cnt;
+	for (i = 0; i < cnt; i++) {
+		px_keytab_describe(n[i].kt, desc, sizeof(desc));
+		log_info("keytab: %s: %s", n[i].path, desc);
+	}
+	return 0;
+}
+
 void
 px_keyed_shutdown(void)
 {
 	px_secrets_free(secrets);
 	secrets = NULL;
+	keytabs_free(keytabs, nkeytabs);
+	keytabs = NULL;
+	nkeytabs = 0;
 }
 
 static struct px_keyed *
@@ -90,6 +190,77 @@ px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len)
 		    (unsigned long long)c->id);
 }
 
+/* The keytab for a session of c whose ticket names host: the one of the
+ * server's [//server/...] sections, by the ticket's host name, else by the
+ * server's address, else [global]'s; NULL for none. */
+static const struct px_keytab *
+keytab_for(struct px_conn *c, const char *host)
+{
+	const struct pol_config *cfg = c->led.cfg ? c->led.cfg : px_rt.cfg;
+	struct pol_server sv;
+	char ip[NI_MAXHOST];
+	size_t i;
+
+	if (cfg == NULL)
+		return NULL;
+	if (host == NULL || host[0] == '\0' ||
+	    !pol_server_lookup(cfg, host, &sv)) {
+		if (getnameinfo((const struct sockaddr *)&c->dst_addr,
+		    sizeof(c->dst_addr), ip, sizeof(ip), NULL, 0,
+		    NI_NUMERICHOST) != 0 || !pol_server_lookup(cfg, ip, &sv))
+			pol_server_lookup(cfg, NULL, &sv);
+	}
+	if (sv.keytab[0] == '\0')
+		return NULL;
+	for (i = 0; i < nkeytabs; i++)
+		if (strcmp(keytabs[i].path, sv.keytab) == 0)
+			return keytabs[i].kt;
+	return NULL;
+}
+
+/*
+ * The Kerberos part of a request: parse the token, and for an AP-REQ
+ * decrypt the ticket and authenticator now, keeping only the keys.  The
+ * last AP-REQ of an exchange is the one paired with the AP-REP (a client
+ * answered with a KRB-ERROR sends a new one): each request's pending
+ * entry holds its own.
+ */
+static void
+krb_setup_req(struct px_conn *c, const struct smb2_session_setup_req *sr,
+    struct setup_auth *sa)
+{
+	struct px_krb_msg *m;
+	enum px_krb_result r;
+	int rc;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL) {
+		sa->krb.result = PX_KRB_R_ERROR;
+		return;
+	}
+	rc = px_krb_parse(sr->sec_buf, sr->sec_buf_len, m);
+	sa->negoex = m->negoex;
+	if (rc == PX_NTLM_OTHER) {
+		sa->mech = m->negoex ? PX_MECH_OTHER : m->mech;
+		free(m);
+		return;
+	}
+	if (rc == PX_NTLM_BAD) {
+		sa->krb.result = PX_KRB_R_MALFORMED;
+		log_info("conn=%llu kerberos token does not parse: the "
+		    "session will not be keyed", (unsigned long long)c->id);
+		free(m);
+		return;
+	}
+	r = px_krb_accept_req(m, keytab_for(c, m->sname_host), &sa->krb);
+	log_debug("conn=%llu kerberos AP-REQ client=%s service=%s "
+	    "ticket=%s kvno=%lu: %s", (unsigned long long)c->id,
+	    sa->krb.client[0] ? sa->krb.client : "?", sa->krb.service,
+	    px_krb_enctype_name(m->ticket.etype),
+	    (unsigned long)m->ticket.kvno, px_krb_result_name(r));
+	OPENSSL_cleanse(m, sizeof(*m));
+	free(m);
+}
+
 void
 px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
     const uint8_t *msg, size_t len, struct px_pending *p)
@@ -98,41 +269,78 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 	    px_session_find(&c->led, h->session_id) : NULL;
 	struct smb2_session_setup_req sr;
 	struct smb2_elem e = { msg, len };
-	struct px_ntlm_auth *a;
+	struct setup_auth *sa;
+	int rc;
 
 	memcpy(p->u.sess.preauth, s ? s->preauth : c->led.preauth, 64);
 	if (c->led.dialect == SMB2_DIALECT_0311 &&
 	    px_preauth_update(p->u.sess.preauth, msg, len) == -1)
 		return;
 	if (px_smb2_session_setup_req_decode(&e, &sr) == -1 ||
-	    (sr.flags & SMB2_SESSION_FLAG_BINDING) ||
-	    (a = calloc(1, sizeof(*a))) == NULL)
-		return;  /* a channel binding is never keyed (one nonce space
-		          * per session would be needed across connections) */
-	if (px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, a) ==
-	    PX_NTLM_OK || a->mech == PX_MECH_KERBEROS)
-		p->u.sess.auth = a;  /* kept to tell Kerberos from NTLM */
-	else
-		free(a);
+	    (sa = calloc(1, sizeof(*sa))) == NULL)
+		return;
+	p->u.sess.auth = sa;
+	rc = px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, &sa->ntlm);
+	sa->mech = sa->ntlm.mech;
+	sa->ntlm_ok = rc == PX_NTLM_OK;
+	/* a channel binding is never keyed: its signing key comes from its
+	 * own exchange but the session's encryption keys and nonces live
+	 * with the connection that set the session up (relayed instead) */
+	if (sr.flags & SMB2_SESSION_FLAG_BINDING) {
+		sa->binding = true;
+		return;
+	}
+	sa->reauth = s != NULL && s->established;
+	if (!sa->reauth && (sa->mech == PX_MECH_KERBEROS ||
+	    sa->mech == PX_MECH_OTHER))
+		krb_setup_req(c, &sr, sa);
+}
+
+/*
+ * Derive the SMB keys from the session key and accept them if the
+ * server's signature on the final SESSION_SETUP response verifies (MS-SMB2
+ * 3.3.5.5.3: it proves the key is the session's).  unsigned_ok: a final
+ * response without a signature is taken on trust (the NTLM path, whose
+ * NTProofStr check already proved the secret).  NULL or the reason.
+ */
+static const char *
+accept_key(struct px_conn *c, struct px_session *s, const uint8_t *key,
+    size_t keylen, const struct smb2_hdr *h, const uint8_t *msg, size_t len,
+    bool unsigned_ok)
+{
+	struct px_keyed *kx = s->kx;
+
+	if (px_smb_keys_derive(c->led.dialect, key, keylen, s->preauth,
+	    c->led.cipher, &kx->keys) == -1)
+		return "kdf-failed";
+	if (!(h->flags & SMB2_FLAGS_SIGNED) && !unsigned_ok)
+		return "unverified";
+	if ((h->flags & SMB2_FLAGS_SIGNED) &&
+	    px_smb2_verify(&kx->keys, c->led.dialect, c->led.signing_alg, msg,
+	    len, true, false) == -1)
+		return "key-mismatch";
+	if (c->led.cipher &&
+	    (px_nonce_gen_init(&kx->nonce_s2c, c->led.cipher) == -1 ||
+	    px_nonce_gen_init(&kx->nonce_c2s, c->led.cipher) == -1))
+		return "nonce-init-failed";
+	return NULL;
 }
 
 static const char *
-key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
+ntlm_key_for(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
     const struct smb2_hdr *h, const uint8_t *msg, size_t len)
 {
-	struct px_ntlm_auth *a = p->u.sess.auth;
+	struct px_ntlm_auth *a = &sa->ntlm;
 	struct px_keyed *kx = s->kx;
 	const uint8_t *nthash;
 	uint8_t key[16];
 	enum px_key_result kr;
+	const char *why;
 	char dom[PX_NTLM_NAME_MAX];
 
-	if (a == NULL || kx == NULL || !kx->have_chal)
-		return a && a->mech == PX_MECH_KERBEROS ? "kerberos" :
-		    "no-ntlm";
-	if (s->guest)
-		return "guest";
-	if (s->anonymous || a->anonymous)
+	if (!sa->ntlm_ok || kx == NULL || !kx->have_chal)
+		return "no-ntlm";
+	if (a->anonymous)
 		return "anonymous";
 	if (secrets == NULL)
 		return "no-key";
@@ -144,24 +352,167 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 		return "key-mismatch";
 	if (kr != PX_KEY_OK)
 		return px_key_result_name(kr);
-	if (px_smb_keys_derive(c->led.dialect, key, sizeof(key), s->preauth,
-	    c->led.cipher, &kx->keys) == -1) {
-		memset(key, 0, sizeof(key));
-		return "kdf-failed";
+	why = accept_key(c, s, key, sizeof(key), h, msg, len, true);
+	OPENSSL_cleanse(key, sizeof(key));
+	return why;
+}
+
+/*
+ * The Kerberos session key: the AP-REP of the final response (if any)
+ * with what the request's AP-REQ yielded.  The server's signature must
+ * verify: a Kerberos key is never taken on trust.
+ */
+static const char *
+krb_key_for(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
+    const struct smb2_hdr *h, const uint8_t *msg, size_t len)
+{
+	struct smb2_session_setup_rsp sr;
+	struct smb2_elem e = { msg, len };
+	struct px_krb_msg *m = NULL;
+	const struct px_krb_msg *rep = NULL;
+	uint8_t key[PX_KRB_KEY_MAX];
+	size_t keylen = 0;
+	enum px_krb_result r;
+	const char *why;
+	int rc;
+
+	if (sa->krb.result != PX_KRB_R_OK)
+		return px_krb_result_name(sa->krb.result);
+	if (s->kx == NULL)
+		return "out-of-memory";
+	if (px_smb2_session_setup_rsp_decode(&e, &sr) == -1)
+		return "kerberos-malformed";
+	if (sr.sec_buf_len > 0) {
+		if ((m = calloc(1, sizeof(*m))) == NULL)
+			return "out-of-memory";
+		rc = px_krb_parse(sr.sec_buf, sr.sec_buf_len, m);
+		if (rc == PX_NTLM_BAD ||
+		    (rc == PX_NTLM_OK && m->type != PX_KRB_MSG_AP_REP)) {
+			free(m);
+			return "kerberos-malformed";
+		}
+		if (rc == PX_NTLM_OK)
+			rep = m;
 	}
-	memset(key, 0, sizeof(key));
-	/* the final SESSION_SETUP response is signed by the server: it
-	 * proves the key is the session's (MS-SMB2 3.3.5.5.3) */
+	r = px_krb_session_key(&sa->krb, rep, key, &keylen);
+	free(m);
+	if (r != PX_KRB_R_OK)
+		return px_krb_result_name(r);
+	why = accept_key(c, s, key, keylen, h, msg, len, false);
+	OPENSSL_cleanse(key, sizeof(key));
+	return why;
+}
+
+/*
+ * Re-authentication of an established session keeps its keys (MS-SMB2
+ * 3.3.5.5.2), so nothing is derived: a keyed session stays keyed (its
+ * buffered writes need the keys), and the server's signature on the final
+ * response, made with those keys, is checked for the log.  An unkeyed one
+ * stays unkeyed with its reason.
+ */
+static const char *
+reauth_key(struct px_conn *c, struct px_session *s, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t len)
+{
+	if (!s->keyed)
+		return s->why_not ? s->why_not : "no-key";
 	if ((h->flags & SMB2_FLAGS_SIGNED) &&
-	    px_smb2_verify(&kx->keys, c->led.dialect, c->led.signing_alg, msg,
-	    len, true, false) == -1)
-		return "key-mismatch";
-	if (c->led.cipher &&
-	    (px_nonce_gen_init(&kx->nonce_s2c, c->led.cipher) == -1 ||
-	    px_nonce_gen_init(&kx->nonce_c2s, c->led.cipher) == -1))
-		return "nonce-init-failed";
-	(void)a;
+	    px_smb2_verify(&s->kx->keys, c->led.dialect, c->led.signing_alg,
+	    msg, len, true, false) == -1)
+		log_warnx("conn=%llu session=0x%llx re-authenticated; the "
+		    "final response does not verify with the session's keys "
+		    "(kept, as the server keeps them)",
+		    (unsigned long long)c->id, (unsigned long long)s->id);
 	return NULL;
+}
+
+static const char *
+key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
+    const struct smb2_hdr *h, const uint8_t *msg, size_t len)
+{
+	struct setup_auth *sa = p->u.sess.auth;
+
+	if (sa == NULL)
+		return "no-ntlm";
+	if (sa->binding)
+		return "binding";
+	if (sa->reauth)
+		return reauth_key(c, s, h, msg, len);
+	if (s->guest)
+		return "guest";
+	if (s->anonymous)
+		return "anonymous";
+	switch (sa->mech) {
+	case PX_MECH_NTLMSSP:
+		return ntlm_key_for(c, s, sa, h, msg, len);
+	case PX_MECH_KERBEROS:
+		return krb_key_for(c, s, sa, h, msg, len);
+	case PX_MECH_NONE:
+		/* the last leg of a Kerberos exchange whose AP-REP came in
+		 * a MORE_PROCESSING response (krb_more_processing) */
+		if (s->kx != NULL && s->kx->have_krb_key) {
+			sa->mech = PX_MECH_KERBEROS;
+			return accept_key(c, s, s->kx->krb_key,
+			    s->kx->krb_keylen, h, msg, len, false);
+		}
+		return "no-ntlm";
+	default:
+		return sa->negoex ? "negoex" : "no-ntlm";
+	}
+}
+
+/* " auth=kerberos client=... ticket=aes256-cts-hmac-sha1-96/kvno=1" */
+static void
+auth_desc(const struct setup_auth *sa, char *buf, size_t len)
+{
+	if (sa == NULL) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	if (sa->mech == PX_MECH_KERBEROS && sa->krb.service[0] != '\0')
+		snprintf(buf, len, " auth=kerberos client=%s service=%s "
+		    "ticket=%s/kvno=%lu", sa->krb.client[0] ? sa->krb.client :
+		    "?", sa->krb.service, px_krb_enctype_name(
+		    sa->krb.ticket_etype), (unsigned long)sa->krb.ticket_kvno);
+	else
+		snprintf(buf, len, " auth=%s", sa->negoex ? "negoex" :
+		    px_gss_mech_name(sa->mech));
+}
+
+/* A Kerberos exchange that goes on: a KRB-ERROR (clock skew, say) makes
+ * the client send a new AP-REQ, which its own pending entry will hold. */
+static void
+krb_more_processing(struct px_conn *c, struct px_session *s,
+    struct px_pending *p, const uint8_t *msg, size_t len)
+{
+	struct setup_auth *sa = p->u.sess.auth;
+	struct smb2_session_setup_rsp sr;
+	struct smb2_elem e = { msg, len };
+	struct px_krb_msg *m;
+
+	if (sa == NULL || sa->mech != PX_MECH_KERBEROS ||
+	    px_smb2_session_setup_rsp_decode(&e, &sr) == -1 ||
+	    (m = calloc(1, sizeof(*m))) == NULL)
+		return;
+	if (px_krb_parse(sr.sec_buf, sr.sec_buf_len, m) == PX_NTLM_OK) {
+		struct px_keyed *kx;
+
+		if (m->type == PX_KRB_MSG_ERROR)
+			log_info("conn=%llu session=0x%llx kerberos KRB-ERROR "
+			    "%ld from the server: the client retries with a "
+			    "new AP-REQ", (unsigned long long)c->id,
+			    (unsigned long long)s->id, (long)m->error_code);
+		/* the AP-REP before a last SPNEGO round (mechListMIC, RFC
+		 * 4178 5): keep the key for the final response, which then
+		 * carries no Kerberos token */
+		else if (m->type == PX_KRB_MSG_AP_REP &&
+		    sa->krb.result == PX_KRB_R_OK && (kx = kx_of(s)) != NULL &&
+		    px_krb_session_key(&sa->krb, m, kx->krb_key,
+		    &kx->krb_keylen) == PX_KRB_R_OK)
+			kx->have_krb_key = true;
+	}
+	free(m);
+	px_krb_accept_wipe(&sa->krb);
 }
 
 void
@@ -172,6 +523,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_session_setup_rsp sr;
 	struct smb2_elem e = { msg, len };
 	const char *why;
+	char ad[PX_KRB_NAME_MAX * 2 + 96];
 	bool was;
 
 	if (s == NULL)
@@ -187,15 +539,31 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 		    px_ntlm_parse_challenge(sr.sec_buf, sr.sec_buf_len,
 		    &kx->chal) == PX_NTLM_OK)
 			kx->have_chal = true;
+		krb_more_processing(c, s, p, msg, len);
 		return;
 	}
 	if (h->status != NT_STATUS_SUCCESS)
 		return;
-	memcpy(s->preauth, p->u.sess.preauth, 64);
+	if (p->u.sess.auth == NULL || !((struct setup_auth *)
+	    p->u.sess.auth)->reauth)
+		memcpy(s->preauth, p->u.sess.preauth, 64);
 	was = s->keyed;
-	why = key_for(c, s, p, h, msg, len);
+	if (kx_of(s) == NULL) {
+		why = "out-of-memory";
+	} else {
+		why = key_for(c, s, p, h, msg, len);
+	}
 	s->keyed = why == NULL;
 	s->why_not = why;
+	auth_desc(p->u.sess.auth, ad, sizeof(ad));
+	if (p->u.sess.auth != NULL) {
+		struct setup_auth *sa = p->u.sess.auth;
+
+		if (!sa->reauth)
+			s->auth = sa->negoex ? "negoex" :
+			    px_gss_mech_name(sa->mech);
+		px_krb_accept_wipe(&sa->krb);
+	}
 	if (s->signing_required || s->encrypt) {
 		if (s->keyed && !was)
 			px_stats.sessions_keyed++;
@@ -204,19 +572,22 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	if (s->keyed)
 		log_info("conn=%llu session=0x%llx keyed dialect=%s signing=%s "
-		    "encrypt=%s", (unsigned long long)c->id,
+		    "encrypt=%s%s", (unsigned long long)c->id,
 		    (unsigned long long)s->id, px_dialect_name(c->led.dialect),
 		    s->signing_required ? "required" : "optional",
-		    s->encrypt ? "yes" : "no");
+		    s->encrypt ? "yes" : "no", ad);
 	else if (s->signing_required || s->encrypt)
 		log_info("conn=%llu session=0x%llx passthrough reason=%s "
-		    "(signing %s, encryption %s)", (unsigned long long)c->id,
+		    "(signing %s, encryption %s)%s", (unsigned long long)c->id,
 		    (unsigned long long)s->id, why,
 		    s->signing_required ? "required" : "optional",
-		    s->encrypt ? "required" : "off");
-	/* the NTLM state is no longer needed */
-	if (s->kx)
+		    s->encrypt ? "required" : "off", ad);
+	/* the NTLM and Kerberos exchange state is no longer needed */
+	if (s->kx) {
 		s->kx->have_chal = false;
+		s->kx->have_krb_key = false;
+		OPENSSL_cleanse(s->kx->krb_key, sizeof(s->kx->krb_key));
+	}
 }
 
 /* ---- signing and encryption ------------------------------------------------- */

@@ -2,7 +2,8 @@
  * auth.h - keyed sessions: the secrets file, NTLMv2 session keys from the
  * relayed SPNEGO/NTLMSSP exchange, SMB 2/3 key derivation, signing,
  * TRANSFORM_HEADER encryption and the nonces smbaccel itself uses
- * (DESIGN.md section 7).
+ * (DESIGN.md section 7), and the Kerberos acceptor side that gets the
+ * session key of a Kerberos session from the server's keytab.
  *
  * Everything here is pure: byte buffers in, byte buffers out, no sockets.
  * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF); MD4 and
@@ -277,5 +278,206 @@ struct px_nonce_gen {
 int px_nonce_gen_init(struct px_nonce_gen *g, uint16_t cipher) PX_MUSTCHECK;
 /* Next nonce (16 bytes, unused tail zero); -1 when exhausted (2^62). */
 int px_nonce_next(struct px_nonce_gen *g, uint8_t nonce[16]) PX_MUSTCHECK;
+
+/* ---- Kerberos: AP-REQ / AP-REP from a keytab (RFC 4120, RFC 4121) -------- */
+
+/*
+ * smbaccel holds the server's long-term keys (a keytab) and follows the
+ * relayed exchange the way the server's acceptor does, without being one:
+ * it decrypts the ticket (key usage 2) with the service key, then the
+ * authenticator (usage 11) and the AP-REP enc-part (usage 12) with the
+ * ticket's session key.  The SMB session key is the AP-REP subkey, else
+ * the authenticator subkey, else the ticket session key (MS-SMB2
+ * 3.3.5.5.3; MIT gss_krb5int_inq_session_key).  It checks no ticket time,
+ * replay cache, checksum or PAC: the server does, and answers with an
+ * error the client sees.  The ASN.1 is parsed here with the DER reader of
+ * der.c; the cryptography is MIT krb5's (krb5_c_decrypt), in keytab.c.
+ */
+#define PX_KRB_KEY_MAX      32        /* aes256 */
+#define PX_KRB_NAME_MAX     256       /* a principal as text, with NUL */
+#define PX_KRB_CIPHER_MAX   (64u << 10)   /* one EncryptedData's cipher */
+
+#define PX_ENCTYPE_AES128_SHA1  17    /* aes128-cts-hmac-sha1-96 */
+#define PX_ENCTYPE_AES256_SHA1  18    /* aes256-cts-hmac-sha1-96 */
+#define PX_ENCTYPE_RC4_HMAC     23    /* rc4-hmac (RFC 4757) */
+
+#define PX_KRB_USAGE_TICKET        2   /* RFC 4120 7.5.1 */
+#define PX_KRB_USAGE_AUTHENTICATOR 11
+#define PX_KRB_USAGE_AP_REP        12
+
+#define PX_KRB_AP_USE_SESSION_KEY  0x40000000u   /* APOptions bit 1 */
+#define PX_KRB_AP_MUTUAL_REQUIRED  0x20000000u   /* APOptions bit 2 */
+
+/* A key: enctype and bytes (Kerberos EncryptionKey). */
+struct px_krb_key {
+	int32_t enctype;
+	size_t len;                   /* 0 < len <= PX_KRB_KEY_MAX */
+	uint8_t bytes[PX_KRB_KEY_MAX];
+};
+
+/* EncryptedData; cipher points into the buffer that was parsed. */
+struct px_krb_enc_data {
+	int32_t etype;
+	bool has_kvno;
+	uint32_t kvno;
+	const uint8_t *cipher;
+	size_t len;                   /* 0 < len <= PX_KRB_CIPHER_MAX */
+};
+
+enum px_krb_msg_type {
+	PX_KRB_MSG_NONE = 0,
+	PX_KRB_MSG_AP_REQ,            /* TOK_ID 01 00, [APPLICATION 14] */
+	PX_KRB_MSG_AP_REP,            /* 02 00, [APPLICATION 15] */
+	PX_KRB_MSG_ERROR,             /* 03 00, [APPLICATION 30] */
+	PX_KRB_MSG_TGT_REQ,           /* 04 00: user-to-user (RFC 4121 4.1
+	                               * and draft-ietf-cat-user2user) */
+};
+
+/* One Kerberos token of a SESSION_SETUP security buffer, parsed. */
+struct px_krb_msg {
+	enum px_gss_mech mech;        /* what SPNEGO/GSS said it is */
+	bool negoex;                  /* a NEGOEX message (MS-NEGOEX) */
+	enum px_krb_msg_type type;
+	bool user_to_user;            /* U2U OID, TGT-REQ, or use-session-key */
+	/* AP-REQ */
+	uint32_t ap_options;          /* APOptions, bit 0 as the MSB */
+	char realm[PX_KRB_NAME_MAX];  /* the ticket's realm */
+	char sname[PX_KRB_NAME_MAX];  /* "cifs/host.example" */
+	char sname_host[PX_KRB_NAME_MAX];  /* second component, "" if none */
+	struct px_krb_enc_data ticket;
+	struct px_krb_enc_data authenticator;
+	/* AP-REP */
+	struct px_krb_enc_data enc_part;
+	/* KRB-ERROR */
+	int32_t error_code;
+};
+
+/*
+ * Find and parse the Kerberos token of a security buffer: SPNEGO
+ * NegTokenInit/NegTokenResp or a bare GSS token, then RFC 4121's framing
+ * (0x60, krb5 OID 1.2.840.113554.1.2.2 or MS 1.2.840.48018.1.2.2, TOK_ID)
+ * or a bare message, then the message.  Every length is checked against
+ * its enclosing element; the EncryptedData windows point into buf.
+ * Returns PX_NTLM_OK with m->type set, PX_NTLM_OTHER when the buffer is
+ * well formed but carries no Kerberos message (m->mech, m->negoex say
+ * what), or PX_NTLM_BAD.
+ */
+int px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
+    PX_MUSTCHECK;
+
+/*
+ * The decrypted parts.  Each returns 0 or -1 (malformed); bytes after the
+ * outer element are ignored.  EncTicketPart gives the ticket session key
+ * and the client name ("user@REALM"); Authenticator and EncAPRepPart their
+ * optional subkey (*has_subkey false when absent).
+ */
+int px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
+    char *cname, size_t cnamelen) PX_MUSTCHECK;
+int px_krb_parse_authenticator(const uint8_t *p, size_t n, bool *has_subkey,
+    struct px_krb_key *subkey) PX_MUSTCHECK;
+int px_krb_parse_enc_ap_rep(const uint8_t *p, size_t n, bool *has_subkey,
+    struct px_krb_key *subkey) PX_MUSTCHECK;
+
+/* ---- keytab and Kerberos cryptography (keytab.c, MIT krb5) ---------------- */
+
+#define PX_KEYTAB_MAX_SIZE    (4u << 20)   /* bytes */
+#define PX_KEYTAB_MAX_ENTRIES 10000
+
+/*
+ * A keytab (MIT format: https://web.mit.edu/kerberos/krb5-latest/doc/
+ * formats/keytab_file_format.html), read with MIT krb5's keytab API.  The
+ * same rules as the secrets file: a regular file owned by root with no
+ * group or other permission bits (checked on the opened descriptor, which
+ * is also what krb5 reads, through /proc/self/fd), bounded in size; a file
+ * that does not walk cleanly to its end (truncated, a record running past
+ * the end), that krb5 cannot read whole, or that holds no key smbaccel can
+ * use is refused with a sentence in err.  Keys are wiped when freed.
+ */
+struct px_keytab;
+struct px_keytab *px_keytab_load(const char *path, char *err, size_t errlen);
+/* A keytab built from keys (tests, fuzzing); names may be NULL. */
+struct px_keytab *px_keytab_from_keys(const struct px_krb_key *keys,
+    const uint32_t *kvnos, const char *const *names, size_t n);
+size_t px_keytab_count(const struct px_keytab *kt);
+/* "3 keys: DC1$@REALM kvno 1 aes256-cts-hmac-sha1-96, ..." (truncated) */
+void px_keytab_describe(const struct px_keytab *kt, char *buf, size_t len);
+void px_keytab_free(struct px_keytab *kt);    /* NULL ok */
+
+/* "aes256-cts-hmac-sha1-96", ... or "enctype-N". */
+const char *px_krb_enctype_name(int32_t enctype);
+
+/*
+ * Set up the krb5 library context (no configuration file is read: the
+ * crypto needs none).  Idempotent; every function below calls it.  0 or
+ * -1 with a sentence in err.  Not thread-safe (one worker thread).
+ */
+int px_krb_init(char *err, size_t errlen) PX_MUSTCHECK;
+
+/*
+ * krb5_c_decrypt / krb5_c_encrypt with key and usage.  decrypt: out has
+ * room for inlen bytes; *outlen gets the plaintext length; 0, or -1 when
+ * the integrity check fails or the enctype is unknown.  encrypt: *outlen
+ * holds out's size on entry.
+ */
+int px_krb_decrypt(const struct px_krb_key *key, int32_t usage,
+    const uint8_t *in, size_t inlen, uint8_t *out, size_t *outlen)
+    PX_MUSTCHECK;
+int px_krb_encrypt(const struct px_krb_key *key, int32_t usage,
+    const uint8_t *in, size_t inlen, uint8_t *out, size_t *outlen)
+    PX_MUSTCHECK;
+/* RFC 3961 string-to-key; iterations 0: the enctype's default. */
+int px_krb_string_to_key(int32_t enctype, const char *password,
+    const char *salt, uint32_t iterations, struct px_krb_key *out)
+    PX_MUSTCHECK;
+
+/* ---- the acceptor's view of one exchange (krb5.c) --------------------------- */
+
+enum px_krb_result {
+	PX_KRB_R_OK = 0,
+	PX_KRB_R_NO_KEYTAB,        /* "no-keytab" */
+	PX_KRB_R_NO_MATCHING_KEY,  /* "no-matching-key": no key of the
+	                            * ticket's enctype, or none of its kvno */
+	PX_KRB_R_DECRYPT_FAILED,   /* "decrypt-failed" */
+	PX_KRB_R_USER_TO_USER,     /* "user-to-user" */
+	PX_KRB_R_MALFORMED,        /* "kerberos-malformed" */
+	PX_KRB_R_ERROR,            /* "kerberos-error": out of memory, krb5 */
+};
+const char *px_krb_result_name(enum px_krb_result r);
+
+/*
+ * What the AP-REQ yielded, kept until the server's answer.  Flat (no
+ * pointers), so it can be freed with free(); wipe it with
+ * px_krb_accept_wipe() first.
+ */
+struct px_krb_accept {
+	enum px_krb_result result;
+	int32_t ticket_etype;
+	bool ticket_has_kvno;
+	uint32_t ticket_kvno;
+	bool mutual;                       /* mutual-required: an AP-REP comes */
+	char client[PX_KRB_NAME_MAX];      /* cname@crealm */
+	char service[PX_KRB_NAME_MAX];     /* sname@realm */
+	struct px_krb_key ticket_key;      /* the ticket session key */
+	bool has_auth_subkey;
+	struct px_krb_key auth_subkey;
+};
+
+/*
+ * Decrypt the AP-REQ's ticket with every key of kt of the ticket's enctype,
+ * whatever its principal or kvno (one machine key serves cifs/, host/ and
+ * the account name), then its authenticator.  kt NULL: no keytab.  The
+ * result is also left in a->result.
+ */
+enum px_krb_result px_krb_accept_req(const struct px_krb_msg *req,
+    const struct px_keytab *kt, struct px_krb_accept *a);
+/*
+ * The SMB session key once the server has answered: rep is the AP-REP of
+ * the final response, or NULL when it carried none.  key gets the whole
+ * key (*keylen bytes: 16 for aes128 and rc4, 32 for aes256).
+ */
+enum px_krb_result px_krb_session_key(const struct px_krb_accept *a,
+    const struct px_krb_msg *rep, uint8_t key[PX_KRB_KEY_MAX],
+    size_t *keylen);
+void px_krb_accept_wipe(struct px_krb_accept *a);
 
 #endif

@@ -35,6 +35,42 @@ int px_der_get(struct px_der *d, uint8_t *tag, struct px_der *val)
 int px_der_explicit(struct px_der *outer, uint8_t want, struct px_der *val)
     PX_MUSTCHECK;
 
+/* Universal tags the parsers use (X.680 8.4). */
+#define PX_DER_INTEGER    0x02
+#define PX_DER_BITSTRING  0x03
+#define PX_DER_OCTETS     0x04
+#define PX_DER_OID        0x06
+#define PX_DER_ENUM       0x0A
+#define PX_DER_GENSTRING  0x1B   /* GeneralString: KerberosString */
+#define PX_DER_GENTIME    0x18   /* GeneralizedTime: KerberosTime */
+#define PX_DER_SEQUENCE   0x30
+#define PX_DER_APP(n)     (0x60 | (n))  /* [APPLICATION n] constructed */
+#define PX_DER_CTX(n)     (0xA0 + (n))  /* [n] constructed, n < 31 */
+
+/*
+ * Check the shape of an element whose contents a parser skips: a
+ * constructed one (tag bit 0x20) must hold a sequence of well-formed
+ * elements filling it exactly, recursively, at most depth levels deep.
+ * Primitive contents are not looked at.  0 or -1.
+ */
+int px_der_check(uint8_t tag, const struct px_der *val, int depth)
+    PX_MUSTCHECK;
+/*
+ * The contents of an INTEGER: 1 to 8 bytes, two's complement.  Kerberos
+ * Int32/UInt32 values fit; wider or empty ones are refused.  0 or -1.
+ */
+int px_der_int_value(const struct px_der *val, int64_t *v) PX_MUSTCHECK;
+/* The next element of d must be an INTEGER: its value.  0 or -1. */
+int px_der_get_int(struct px_der *d, int64_t *v) PX_MUSTCHECK;
+/*
+ * The contents of a character string as a NUL-terminated C string of at
+ * most bufsz - 1 bytes; bytes outside printable ASCII become '?' (the
+ * text is for log lines and name matching, never for security decisions).
+ * -1 if it does not fit or holds a NUL.
+ */
+int px_der_string_value(const struct px_der *val, char *buf, size_t bufsz)
+    PX_MUSTCHECK;
+
 /* What the SPNEGO layer yields: the mechanism and its token, if any. */
 struct px_gss_tok {
 	enum px_gss_mech mech;
@@ -50,5 +86,16 @@ struct px_gss_tok {
  */
 int px_gss_unwrap(const uint8_t *buf, size_t len, struct px_gss_tok *g)
     PX_MUSTCHECK;
+
+/*
+ * keytab.c for krb5.c: decrypt a ticket's enc-part (usage 2) with each key
+ * of kt of its enctype in turn, whatever the principal or kvno.  0 and the
+ * plaintext in out (room for enc->len bytes; *outlen its length), or -1;
+ * *had_enctype / *had_kvno say whether a key of that enctype, and one of
+ * that enctype and the ticket's kvno, was there to try.
+ */
+int px_keytab_try_ticket(const struct px_keytab *kt,
+    const struct px_krb_enc_data *enc, uint8_t *out, size_t *outlen,
+    bool *had_enctype, bool *had_kvno) PX_MUSTCHECK;
 
 #endif

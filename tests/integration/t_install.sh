@@ -34,7 +34,9 @@ expected="etc/smbaccel/smbaccel.conf 644
 lib/systemd/system/smbaccel.service 644
 usr/bin/smbaccelctl 755
 usr/sbin/smbaccel 755
+usr/sbin/smbaccel-keytab 755
 usr/share/man/man5/smbaccel.conf.5 644
+usr/share/man/man8/smbaccel-keytab.8 644
 usr/share/man/man8/smbaccel.8 644
 usr/share/man/man8/smbaccelctl.8 644"
 # extra files a later Makefile may add (example firewall rules) are allowed
@@ -85,7 +87,7 @@ fi
 
 # ---- 4. man pages
 info "4. man pages render without warnings"
-for m in man8/smbaccel.8 man8/smbaccelctl.8 man5/smbaccel.conf.5; do
+for m in man8/smbaccel.8 man8/smbaccelctl.8 man8/smbaccel-keytab.8 man5/smbaccel.conf.5; do
 	w=$(groff -ww -man -Tutf8 "$D/usr/share/man/$m" 2>&1 >/dev/null)
 	[ -z "$w" ] || { echo "$w"; fail "groff warnings in $m"; }
 	[ "$(groff -man -Tutf8 "$D/usr/share/man/$m" 2>/dev/null | wc -l)" -gt 20 ] ||

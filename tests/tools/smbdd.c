@@ -73,6 +73,7 @@ struct dd_opts {
 	bool		 progress;
 	bool		 strict_close;
 	bool		 no_verify;
+	bool		 kerberos;	/* -k: Kerberos only, from the ccache */
 	int		 debug;
 	uint64_t	 mix_gap;	/* -G: mix writes may start this far past EOF */
 	char		 mix_trunc;	/* -t: mix truncates 'a'ny, 'g'row only, 'n'one */
@@ -117,7 +118,11 @@ usage(void)
 	    "  BLOCK    bytes per I/O, suffix K or M (1024-based); mix: the largest\n"
 	    "  COUNT    blocks; mix: operations\n"
 	    "  -U user%%pass  credentials (default $SMBDD_USER/$SMBDD_PASS, else testuser%%testpass)\n"
-	    "  -W domain      workgroup/domain for the login\n"
+	    "  -W domain      workgroup/domain for the login (with -k: the realm)\n"
+	    "  -k             Kerberos only: the ticket of the credential cache\n"
+	    "                 ($KRB5CCNAME), no NTLM fallback; give -W REALM and\n"
+	    "                 -U user (libsmbclient asks for user@SHORTDOMAIN\n"
+	    "                 otherwise) and a URL with the server's FQDN\n"
 	    "  -p port        TCP port (alternative to host:port in the URL)\n"
 	    "  -s seed        pattern seed (default 1)\n"
 	    "  -r             random block order (seeded permutation)\n"
@@ -385,9 +390,9 @@ make_context(void)
 	if (opt.timeout_s != 0)
 		smbc_setTimeout(ctx, (int)(opt.timeout_s * 1000));
 	smbc_setOptionDebugToStderr(ctx, 1);	/* stdout is for results */
-	smbc_setOptionUseKerberos(ctx, 0);
-	smbc_setOptionFallbackAfterKerberos(ctx, 1);
-	smbc_setOptionUseCCache(ctx, 0);
+	smbc_setOptionUseKerberos(ctx, opt.kerberos);
+	smbc_setOptionFallbackAfterKerberos(ctx, !opt.kerberos);
+	smbc_setOptionUseCCache(ctx, 0);	/* winbind's, not $KRB5CCNAME */
 	smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
 	smbc_setOptionOneSharePerServer(ctx, 1);
 	smbc_setFunctionAuthDataWithContext(ctx, auth_fn);
@@ -441,7 +446,7 @@ parse_args(int argc, char **argv)
 	argv++;
 
 	/* Options may come before or after the positional arguments. */
-	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfPqD:T:G:t:o:h")) != -1) {
+	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfkPqD:T:G:t:o:h")) != -1) {
 		switch (c) {
 		case 'U':
 			parse_userpass(optarg);
@@ -471,6 +476,9 @@ parse_args(int argc, char **argv)
 			break;
 		case 'n':
 			opt.no_verify = true;
+			break;
+		case 'k':
+			opt.kerberos = true;
 			break;
 		case 'f':
 			opt.strict_close = true;

@@ -1039,6 +1039,105 @@ test_dump_roundtrip(void)
 	pol_free(b);
 }
 
+/* keytab: [global] or [//server/share], per server, distinct paths. */
+static void
+test_keytab(void)
+{
+	struct pol_config *cfg;
+	struct pol_server sv;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	cfg = load_ok("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, "nas1", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "");
+	CU_ASSERT_PTR_NULL(pol_keytab_path(cfg, 0));
+	pol_free(cfg);
+
+	cfg = load_ok("[global]\n"
+	    "listen = 127.0.0.1:4445\n"
+	    "mode = transparent\n"
+	    "keytab = /etc/smbaccel/all.keytab\n"
+	    "[//nas1.example.test/data]\n"
+	    "keytab = /etc/smbaccel/nas1.keytab\n"
+	    "[//NAS1.example.test/other]\n"
+	    "keytab = /etc/smbaccel/nas1.keytab\n"
+	    "[//10.0.0.2/x]\n"
+	    "keytab = /etc/smbaccel/ten.keytab\n"
+	    "[//nas3/y]\n"
+	    "write_behind = always\n"
+	    "[//nas4/z]\n"
+	    "keytab = /etc/smbaccel/all.keytab\n"
+	    "[share data]\n"
+	    "write_behind = off\n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	CU_ASSERT(pol_server_lookup(cfg, "nas1.example.test", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/nas1.keytab");
+	CU_ASSERT(pol_server_lookup(cfg, "Nas1.Example.Test", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/nas1.keytab");
+	CU_ASSERT(pol_server_lookup(cfg, "10.0.0.2", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/ten.keytab");
+	/* a server section that sets no per-server setting is not one */
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, "nas3", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/all.keytab");
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, "nas2", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/all.keytab");
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, NULL, &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/all.keytab");
+	CU_ASSERT(pol_server_lookup(cfg, "nas4", &sv));
+	/* distinct paths, [global] first */
+	CU_ASSERT_STRING_EQUAL(pol_keytab_path(cfg, 0),
+	    "/etc/smbaccel/all.keytab");
+	CU_ASSERT_STRING_EQUAL(pol_keytab_path(cfg, 1),
+	    "/etc/smbaccel/nas1.keytab");
+	CU_ASSERT_STRING_EQUAL(pol_keytab_path(cfg, 2),
+	    "/etc/smbaccel/ten.keytab");
+	CU_ASSERT_PTR_NULL(pol_keytab_path(cfg, 3));
+	/* the dump loads back to the same per-server settings */
+	fp = open_memstream(&buf, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+	pol_dump(cfg, fp);
+	fclose(fp);
+	pol_free(cfg);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "keytab                = "
+	    "/etc/smbaccel/all.keytab"));
+	cfg = load_ok(buf);
+	free(buf);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	CU_ASSERT(pol_server_lookup(cfg, "nas1.example.test", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/nas1.keytab");
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, "nas2", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "/etc/smbaccel/all.keytab");
+	pol_free(cfg);
+
+	/* not in a [share NAME] section, absolute, one value per server */
+	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\n[share data]\nkeytab = /k\n", 1, 5,
+	    "'keytab' is a per-server setting"));
+	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\nkeytab = k.keytab\n", 1, 4,
+	    "not an absolute path"));
+	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\n[//nas/a]\nkeytab = /a\n[//NAS/b]\n"
+	    "keytab = /b\n", 1, 7, "'keytab' of server NAS is already '/a' "
+	    "(line 5)"));
+	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\nkeytab = /a\nkeytab = /b\n", 1, 5,
+	    "already set on line 4"));
+	/* an empty value is "none", also over [global]'s */
+	cfg = load_ok("[global]\nlisten = 127.0.0.1:4445\n"
+	    "mode = transparent\nkeytab = /a\n[//nas/a]\nkeytab =\n");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	CU_ASSERT(pol_server_lookup(cfg, "nas", &sv));
+	CU_ASSERT_STRING_EQUAL(sv.keytab, "");
+	CU_ASSERT_STRING_EQUAL(pol_keytab_path(cfg, 0), "/a");
+	CU_ASSERT_PTR_NULL(pol_keytab_path(cfg, 1));
+	pol_free(cfg);
+}
+
 void
 ut_register_policy(void)
 {
@@ -1063,6 +1162,7 @@ ut_register_policy(void)
 		{ "files", test_files },
 		{ "reload diff", test_diff_reloadable },
 		{ "dump round trip", test_dump_roundtrip },
+		{ "keytab per server", test_keytab },
 	};
 	CU_pSuite suite;
 	size_t i;

@@ -1,0 +1,126 @@
+#!/bin/bash
+# test-timeout: 600
+# Issue 12: Kerberos-keyed sessions with encryption required: the AD DC with
+# `smb encrypt = required`, smbaccel holding its keytab.  At SMB3_00
+# (AES-128-CCM) and at SMB3_11 with AES-128-CCM, AES-128-GCM and AES-256-GCM
+# (forced on the client with "client smb3 encryption algorithms"):
+#  1. smbclient --use-kerberos=required put and get of KE_MIB (64) MiB:
+#     sha256 on the DC's disk and of the copy read back; the session keyed
+#     (auth=kerberos) in conns --json; the DC's smbstatus shows the dialect
+#     and the cipher asked for;
+#  2. smbdd -k: KS_MIB (16) MiB in 1 KiB writes, read back in 4 KiB reads
+#     (verified); the DC's file equals the pattern written directly; on the
+#     upstream leg the client-to-server TRANSFORM messages of >= 512 KiB
+#     (plaintext size, from their headers: the WRITEs are inside) carry >=
+#     95 % of the bytes written; read-ahead hits; messages decrypted and
+#     encrypted by smbaccel; no bad signature.
+# AES-256-GCM keys come from the full 32-byte Kerberos session key (MS-SMB2
+# 3.3.5.5.3 Session.FullSessionKey): a wrong key derivation fails that case
+# only.  SMB2_10 has no encryption: the DC refuses it, through smbaccel
+# with the same status as directly.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/krb_lib.sh"
+require_smbaccel "Kerberos-keyed sessions"
+
+KE_MIB=${KE_MIB:-64}
+KS_MIB=${KS_MIB:-16}
+CASES=${KE_CASES:-SMB3_00:AES-128-CCM SMB3_11:AES-128-CCM SMB3_11:AES-128-GCM SMB3_11:AES-256-GCM}
+ADDC_EXTRA="smb encrypt = required"
+KRB_HOME_LINES="client smb encrypt = required"
+krb_bed
+krb_proxy
+
+random_file "$T/orig" "$KE_MIB"
+want=$(sha256 "$T/orig")
+seed=$((RANDOM * 32768 + RANDOM + 1))
+info "seed $seed"
+out=$(kd_smbdd write ref 1M "$KS_MIB" -s "$seed" -q 2>&1) ||
+    fail "direct reference write failed: $out"
+ref=$(sha256 "$ADDC_SHARE_DIR/ref")
+
+for c in $CASES; do
+	d=${c%%:*} cipher=${c#*:} l=$c
+	l=${l//:/-}
+	CLI_HOME=$(addc_home "cli-$l" "client smb encrypt = required" \
+	    "client smb3 encryption algorithms = $cipher")
+	snap "$l-0"
+	ksample_start
+	t0=$(now)
+	kc_smbclient "$d" "put $T/orig big-$l; get big-$l $T/back-$l" > "$T/smbclient-$l.out" 2>&1 ||
+	    { ksample_stop >/dev/null; cat "$T/smbclient-$l.out"; fail "$l: smbclient put/get through smbaccel failed"; }
+	secs=$(elapsed "$t0")
+	ksample_stop > "$T/$l.smbclient.sessions"
+	grep -qiE 'NT_STATUS|error' "$T/smbclient-$l.out" &&
+	    { cat "$T/smbclient-$l.out"; fail "$l: smbclient reported an error"; }
+	assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/big-$l")" "$l: sha256 on the DC's disk after put"
+	assert_eq "$want" "$(sha256 "$T/back-$l")" "$l: sha256 of the copy read back"
+	info "$l: smbclient put+get of $KE_MIB MiB through smbaccel in $secs s"
+	grep -q ' tree=yes keyed=true why=- auth=kerberos$' "$T/$l.smbclient.sessions" ||
+	    { cat "$T/$l.smbclient.sessions"; fail "$l: the smbclient session was not seen keyed"; }
+	rm -f "$ADDC_SHARE_DIR/big-$l" "$T/back-$l"
+
+	khold_start "$l" "$d"
+	khold_finish "$l"
+	sed "s/^/    $l: smbd on the DC: /" "$T/$l.hold.status"
+	grep -q ' keyed=true why=- auth=kerberos$' "$T/$l.hold.sessions" ||
+	    fail "$l: the held session is not keyed in conns --json"
+	grep -q "^$d signing=[^ ]* encryption=$cipher\$" "$T/$l.hold.status" ||
+	    fail "$l: smbstatus on the DC shows no $d session encrypted with $cipher"
+
+	kcap_start "up-$l"
+	ksample_start
+	t0=$(now)
+	out=$(kc_smbdd write "k-$l" 1K $((KS_MIB * 1024)) -m "$d" -s "$seed" -q -f 2>&1) ||
+	    { ksample_stop >/dev/null; kcap_stop; fail "$l: smbdd 1 KiB writes through smbaccel failed: $out"; }
+	info "$l: write 1K: $(echo "$out" | tail -n 1) ($(elapsed "$t0") s)"
+	kcap_stop
+	snap "$l-1"
+	out=$(kc_smbdd verify "k-$l" 4K $((KS_MIB * 256)) -m "$d" -s "$seed" -q 2>&1) ||
+	    { ksample_stop >/dev/null; fail "$l: smbdd 4 KiB read+verify through smbaccel failed: $out"; }
+	info "$l: read  4K: $(echo "$out" | tail -n 1)"
+	ksample_stop > "$T/$l.smbdd.sessions"
+	snap "$l-2"
+	assert_eq "$ref" "$(sha256 "$ADDC_SHARE_DIR/k-$l")" "$l: sha256 on the DC's disk vs the pattern written directly"
+	grep -v ' tree=no keyed=false why=not-needed' "$T/$l.smbdd.sessions" |
+	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$l: an smbdd session was not keyed (above)"
+	krb_sealed_sizes "$T/sealed-$l.json"
+	"$PY" - "$T/sealed-$l.json" $((KS_MIB * 1048576)) "$l" <<'PYEOF' || fail "$l: upstream sizes of the encrypted WRITEs (above)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+want, label = int(sys.argv[2]), sys.argv[3]
+hdr = 64 + 48            # SMB2 header + WRITE request before the data
+big = sum((int(k) - hdr) * v for k, v in j["histogram"].items() if int(k) - hdr >= 524288)
+print("%s: upstream %d encrypted messages, %d plaintext bytes; %d data bytes (%.1f%% of %d written) in messages of >= 512 KiB of data"
+      % (label, j["count"], j["bytes"], big, 100.0 * big / want, want))
+sys.exit(0 if big >= 0.95 * want else 1)
+PYEOF
+	deltas "$l-1" "$l-2"
+	ra=$D_ra_hits
+	deltas "$l-0" "$l-2"
+	info "$l: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$ra decrypted_in +$D_decrypted_in encrypted_out +$D_encrypted_out bad_signatures +$D_bad_signatures"
+	assert_ge 4 "$D_sessions_keyed" "$l: sessions_keyed"
+	assert_eq 0 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
+	assert_eq 0 "$D_bad_signatures" "$l: bad_signatures"
+	assert_eq 0 "$D_ledger_errors" "$l: ledger_errors"
+	assert_eq 0 "$D_deferred_errors" "$l: deferred_errors"
+	assert_ge $((KS_MIB * 1024 * 9 / 10)) "$D_writes_absorbed" "$l: writes_absorbed"
+	assert_ge 1 "$ra" "$l: ra_hits"
+	assert_ge 1 "$D_decrypted_in" "$l: decrypted_in"
+	assert_ge 1 "$D_encrypted_out" "$l: encrypted_out"
+	rm -f "$ADDC_SHARE_DIR/k-$l" "$KCAP"
+done
+
+# 2.1 has no encryption: the DC refuses, the same way through smbaccel
+info "SMB2_10 against a server requiring encryption"
+CLI_HOME=$(addc_home cli-21) DIR_HOME=$(addc_home dir-21)
+kd_smbclient SMB2_10 "ls" > "$T/21-direct.out" 2>&1 && fail "SMB2_10 directly: the DC accepted a session without encryption"
+kc_smbclient SMB2_10 "ls" > "$T/21-proxy.out" 2>&1 && fail "SMB2_10 through smbaccel: the session worked"
+sd=$(grep -o 'NT_STATUS_[A-Z_]*' "$T/21-direct.out" | sort -u | tr '\n' ' ')
+sp=$(grep -o 'NT_STATUS_[A-Z_]*' "$T/21-proxy.out" | sort -u | tr '\n' ' ')
+info "SMB2_10: direct: $sd; through smbaccel: $sp"
+[ -n "$sd" ] || { cat "$T/21-direct.out"; fail "SMB2_10 direct: no NT_STATUS in the output"; }
+assert_eq "$sd" "$sp" "SMB2_10: the status through smbaccel vs directly"
+proxy_alive || fail "proxy died"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status after SIGTERM"
+info "PASS"
