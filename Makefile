@@ -50,7 +50,8 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c
 PROXY_SRC  := proxy/log.c proxy/buf.c proxy/ledger.c proxy/conn.c proxy/relay.c \
-              proxy/keyed.c proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c
+              proxy/keyed.c proxy/control.c proxy/listener.c proxy/daemon.c proxy/tproxy.c \
+              proxy/upstream.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c
@@ -63,6 +64,7 @@ UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
+WANLINK_SRC := tests/tools/wanlink.c
 
 LIBS_DAEMON := -lev -linih -lsystemd -lssl -lcrypto -lnl-route-3 -lnl-3 -lm
 CFLAGS_NL   := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)
@@ -70,7 +72,8 @@ CPPFLAGS    += $(CFLAGS_NL)
 
 obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
-PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem
+PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem \
+         $(BIN)/wanlink
 ifneq ($(SANITIZE),1)
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 else
@@ -103,6 +106,10 @@ $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 $(BIN)/wanem: $(call obj,$(WANEM_SRC))
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ -lev -lm
+
+$(BIN)/wanlink: $(call obj,$(WANLINK_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
 

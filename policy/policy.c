@@ -61,12 +61,14 @@ enum pol_type {
 enum pol_scope {
 	S_GLOBAL,       /* [global] only, field of struct pol_global */
 	S_SHARE,        /* any section, field of struct pol_share */
+	S_SERVER,       /* [global] and [//server/share], of struct pol_server */
 };
 
 #define F_RELOAD   0x01  /* a reload may change it */
 #define F_REQUIRED 0x02  /* must be given in [global] */
 #define F_HEX      0x04  /* printed in hex */
 #define F_ABSPATH  0x08  /* string: an absolute path when not empty */
+#define F_CCNAME   0x10  /* string: a congestion control name */
 
 struct setting {
 	const char *name;
@@ -90,6 +92,8 @@ static const char *const log_names[] =
 	.size = sizeof(((struct pol_global *)NULL)->f)
 #define SHARE(f) .scope = S_SHARE, .off = offsetof(struct pol_share, f), \
 	.size = sizeof(((struct pol_share *)NULL)->f)
+#define SERVER(f) .scope = S_SERVER, .off = offsetof(struct pol_server, f), \
+	.size = sizeof(((struct pol_server *)NULL)->f)
 
 /* Keep in step with docs/smbaccel.conf.5 and deploy/smbaccel.conf. */
 static const struct setting settings[] = {
@@ -148,6 +152,15 @@ static const struct setting settings[] = {
 	  .min = MIB, .max = 16 * GIB },
 	{ .name = "read_ahead_max", .type = T_SIZE, SHARE(read_ahead_max),
 	  .flags = F_RELOAD, .def = "8M", .min = 64 * KIB, .max = 64 * MIB },
+
+	/* the upstream socket (proxy/upstream.c); 0 sizes: autotuning */
+	{ .name = "upstream_congestion", .type = T_STRING,
+	  SERVER(upstream_congestion), .flags = F_RELOAD | F_CCNAME,
+	  .def = "auto", .min = 1, .max = POL_CC_MAX },
+	{ .name = "upstream_sndbuf", .type = T_SIZE, SERVER(upstream_sndbuf),
+	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
+	{ .name = "upstream_rcvbuf", .type = T_SIZE, SERVER(upstream_rcvbuf),
+	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))
@@ -168,6 +181,7 @@ struct section {
 	char *label;              /* the header text, for messages */
 	int line;
 	struct pol_share vals;    /* share-level values given here */
+	struct pol_server svals;  /* server-level values given here */
 	uint64_t seen;            /* bit i: settings[i] given here */
 	uint64_t set;             /* ... and its value is valid */
 	int key_line[NSET];       /* where seen */
@@ -177,6 +191,7 @@ struct pol_config {
 	char *name;
 	struct pol_global global;      /* defaults, then [global] */
 	struct pol_share share_def;    /* built-in share defaults */
+	struct pol_server server_def;  /* built-in server defaults */
 	struct section *sect;
 	size_t nsect, capsect;
 	int gsect;                     /* index of [global], -1 if none */
@@ -866,6 +881,14 @@ parse_value(const struct setting *st, const char *value, void *base,
 			    value);
 			return -1;
 		}
+		/* what the kernel's names are made of (tcp_cong.c) */
+		if ((st->flags & F_CCNAME) && strspn(value,
+		    "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
+			snprintf(why, whysz, "'%s' is not a congestion control "
+			    "name (auto, system, or an algorithm such as bbr "
+			    "or cubic)", value);
+			return -1;
+		}
 		memcpy(field(base, st), value, len + 1);
 		return 0;
 	case T_ADDR:
@@ -1215,6 +1238,12 @@ set_key(struct parser *ps, const char *name, const char *value)
 		    "[%s]", st->name, sec->label);
 		return;
 	}
+	if (st->scope == S_SERVER && sec->kind == SK_SHARE) {
+		perr(ps, ps->line, "'%s' is a server setting, not allowed in "
+		    "[%s]: put it in [global] or a [//server/share] section",
+		    st->name, sec->label);
+		return;
+	}
 	if (sec->seen & (UINT64_C(1) << i)) {
 		perr(ps, ps->line, "'%s' already set on line %d", st->name,
 		    sec->key_line[i]);
@@ -1224,7 +1253,7 @@ set_key(struct parser *ps, const char *name, const char *value)
 	sec->seen |= UINT64_C(1) << i;
 	sec->key_line[i] = ps->line;
 	base = st->scope == S_GLOBAL ? (void *)&cfg->global :
-	    (void *)&sec->vals;
+	    st->scope == S_SERVER ? (void *)&sec->svals : (void *)&sec->vals;
 	if (parse_value(st, value, base, why, sizeof(why)) == -1) {
 		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
 		return;
@@ -1274,7 +1303,8 @@ set_defaults(struct parser *ps)
 		if (st->def[0] == '\0')
 			continue;       /* unset: zeroed */
 		if (parse_value(st, st->def, st->scope == S_GLOBAL ?
-		    (void *)&cfg->global : (void *)&cfg->share_def, why,
+		    (void *)&cfg->global : st->scope == S_SERVER ?
+		    (void *)&cfg->server_def : (void *)&cfg->share_def, why,
 		    sizeof(why)) == -1) {
 			perr(ps, 0, "internal error: default of '%s': %s",
 			    st->name, why);
@@ -1309,6 +1339,49 @@ check_required(struct parser *ps, int nlines)
 	    !(g->seen & (UINT64_C(1) << ui)))
 		perr(ps, (g->seen & (UINT64_C(1) << mi)) ? g->key_line[mi] :
 		    g->line, "'upstream' is required with mode = forward");
+}
+
+/*
+ * A server setting belongs to the server: the [//server/share] sections
+ * of one server that give it must give the same value.
+ */
+static void
+check_servers(struct parser *ps)
+{
+	const struct pol_config *cfg = ps->cfg;
+	const struct section *a, *b;
+	const struct setting *st;
+	char va[1024], vb[1024];
+	size_t i, j, k;
+
+	for (k = 0; k < NSET; k++) {
+		st = &settings[k];
+		if (st->scope != S_SERVER)
+			continue;
+		for (j = 0; j < cfg->nsect; j++) {
+			b = &cfg->sect[j];
+			if (b->kind != SK_UNC || b->dup ||
+			    !(b->set & (UINT64_C(1) << k)))
+				continue;
+			for (i = 0; i < j; i++) {
+				a = &cfg->sect[i];
+				if (a->kind != SK_UNC || a->dup ||
+				    !(a->set & (UINT64_C(1) << k)) ||
+				    strcasecmp(a->server, b->server) != 0)
+					continue;
+				if (value_equal(st, &a->svals, &b->svals))
+					break;
+				fmt_value(st, &a->svals, va, sizeof(va));
+				fmt_value(st, &b->svals, vb, sizeof(vb));
+				perr(ps, b->key_line[k], "'%s = %s' for server "
+				    "%s differs from '%s' on line %d ([%s]): a "
+				    "server setting must be the same in every "
+				    "section of that server", st->name, vb,
+				    b->server, va, a->key_line[k], a->label);
+				break;
+			}
+		}
+	}
 }
 
 static struct pol_config *
@@ -1347,8 +1420,10 @@ load_text(const char *text, size_t len, const char *name,
 		perr(&ps, ps.line, "out of memory");
 	else if (rc > 0 && rc != ps.first_syntax && !ps.stop)
 		perr(&ps, rc, "syntax error");  /* a rejection we missed */
-	if (!ps.stop)
+	if (!ps.stop) {
 		check_required(&ps, ps.line);
+		check_servers(&ps);
+	}
 	if (ps.nerr > 0)
 		goto fail;
 	return cfg;
@@ -1494,6 +1569,89 @@ pol_share_lookup(const struct pol_config *cfg, const char *server,
 	lookup(cfg, server, share, out, NULL);
 }
 
+/* Server settings of sec (set ones only) over out. */
+static void
+overlay_server(struct pol_server *out, const struct section *sec,
+    const struct section **from)
+{
+	const struct setting *st;
+	size_t i;
+
+	for (i = 0; sec != NULL && i < NSET; i++) {
+		st = &settings[i];
+		if (st->scope != S_SERVER || !(sec->set & (UINT64_C(1) << i)))
+			continue;
+		memcpy(field(out, st), cfield(&sec->svals, st), st->size);
+		if (from != NULL)
+			from[i] = sec;
+	}
+}
+
+/* pol_server_lookup(), also saying which section supplied each setting. */
+static bool
+lookup_server(const struct pol_config *cfg, const char *server,
+    struct pol_server *out, const struct section **from)
+{
+	const struct section *sec;
+	char canon[POL_HOST_MAX + 1], why[512];
+	enum pol_addr_kind kind;
+	uint64_t mask = 0;
+	size_t i;
+
+	if (server != NULL && check_host(server, canon, sizeof(canon), &kind,
+	    why, sizeof(why)) == 0)
+		server = canon;
+	*out = cfg->server_def;
+	overlay_server(out, cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] : NULL,
+	    from);
+	for (i = 0; i < cfg->nsect && server != NULL; i++) {
+		sec = &cfg->sect[i];
+		if (sec->kind != SK_UNC || sec->dup ||
+		    strcasecmp(sec->server, server) != 0)
+			continue;
+		overlay_server(out, sec, from);
+		mask |= sec->set;
+	}
+	for (i = 0; i < NSET; i++)
+		if (settings[i].scope == S_SERVER &&
+		    (mask & (UINT64_C(1) << i)))
+			return true;
+	return false;
+}
+
+bool
+pol_server_lookup(const struct pol_config *cfg, const char *server,
+    struct pol_server *out)
+{
+	return lookup_server(cfg, server, out, NULL);
+}
+
+bool
+pol_server_setting_at(const struct pol_config *cfg, size_t i,
+    const char **name, const char **section, int *line,
+    struct pol_server *vals)
+{
+	const struct section *sec;
+	size_t j, k;
+
+	for (j = 0; j < cfg->nsect; j++) {
+		sec = &cfg->sect[j];
+		if (sec->dup || (sec->kind != SK_GLOBAL && sec->kind != SK_UNC))
+			continue;
+		for (k = 0; k < NSET; k++) {
+			if (settings[k].scope != S_SERVER ||
+			    !(sec->set & (UINT64_C(1) << k)) || i-- > 0)
+				continue;
+			*name = settings[k].name;
+			*section = sec->label;
+			*line = sec->key_line[k];
+			*vals = sec->svals;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* ---- reload and dump -------------------------------------------------- */
 
 int
@@ -1557,6 +1715,7 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 	const struct section *from[NSET];
 	const struct section *sec;
 	struct pol_share eff;
+	struct pol_server srv;
 	size_t i, j;
 
 	fprintf(fp, "; effective settings of %s\n\n[global]\n", cfg->name);
@@ -1571,6 +1730,12 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 	for (i = 0; i < NSET; i++)
 		if (settings[i].scope == S_SHARE)
 			dump_setting(fp, &settings[i], &eff, from[i]);
+	memset(from, 0, sizeof(from));
+	(void)lookup_server(cfg, NULL, &srv, from);
+	fprintf(fp, "; defaults for every server\n");
+	for (i = 0; i < NSET; i++)
+		if (settings[i].scope == S_SERVER)
+			dump_setting(fp, &settings[i], &srv, from[i]);
 	for (j = 0; j < cfg->nsect; j++) {
 		sec = &cfg->sect[j];
 		if (sec->dup || (sec->kind != SK_SHARE && sec->kind != SK_UNC))
@@ -1586,5 +1751,12 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 		for (i = 0; i < NSET; i++)
 			if (settings[i].scope == S_SHARE)
 				dump_setting(fp, &settings[i], &eff, from[i]);
+		if (sec->kind != SK_UNC)
+			continue;
+		/* the server's settings, the same in each of its sections */
+		(void)lookup_server(cfg, sec->server, &srv, from);
+		for (i = 0; i < NSET; i++)
+			if (settings[i].scope == S_SERVER)
+				dump_setting(fp, &settings[i], &srv, from[i]);
 	}
 }

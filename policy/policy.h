@@ -96,6 +96,19 @@ struct pol_share {
 };
 
 /*
+ * Effective per-server settings: the upstream TCP socket smbaccel opens to
+ * a server (pol_server_lookup).  Given in [global] (every server) or in a
+ * [//server/share] section, where they belong to the server, not the share.
+ */
+#define POL_CC_MAX 15           /* TCP_CA_NAME_MAX - 1 */
+struct pol_server {
+	char upstream_congestion[POL_CC_MAX + 1];  /* "auto", "system" or an
+	                                            * algorithm name */
+	uint64_t upstream_sndbuf;   /* bytes; 0: the kernel's autotuning */
+	uint64_t upstream_rcvbuf;
+};
+
+/*
  * A bounded list of malloc'd messages.  Zero-initialise before first use
  * ({0}); it may collect messages from several calls.  Once POL_ERRORS_MAX
  * messages are held, one final "too many errors" message is added, the
@@ -133,6 +146,27 @@ const char *pol_name(const struct pol_config *cfg);
  */
 void pol_share_lookup(const struct pol_config *cfg, const char *server,
     const char *share, struct pol_share *out);
+
+/*
+ * Effective per-server settings for upstream connections to `server`: an
+ * IP literal (any notation) or a host name, compared ASCII
+ * case-insensitively with the server of every [//server/share] section;
+ * NULL: [global] and built-in defaults only.  True when some
+ * [//server/share] section of that server gave one of them.  The sections
+ * of one server never disagree (checked at load).
+ */
+bool pol_server_lookup(const struct pol_config *cfg, const char *server,
+    struct pol_server *out);
+
+/*
+ * The i-th server setting given in the file (i from 0; false past the
+ * end), for checks against the kernel (smbaccel -t): the setting's name,
+ * the label of its section ("global", "//nas1/data"), its line, and the
+ * section's values (only the named field is meaningful).
+ */
+bool pol_server_setting_at(const struct pol_config *cfg, size_t i,
+    const char **name, const char **section, int *line,
+    struct pol_server *vals);
 
 /*
  * Compare two configs before a reload swaps them.  Every global setting

@@ -425,6 +425,7 @@ conn_connected(struct px_conn *c)
 
 	ev_io_stop(px_rt.loop, &c->srv.wio);
 	(void)setsockopt(c->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	px_upstream_connected(&c->up, c->srv.fd, c->id);
 	px_conn_set_state(c, PX_CONN_RELAY);
 	ev_io_set(&c->srv.wio, c->srv.fd, EV_WRITE);
 	c->last_ms = c->opened_ms = px_now_ms();
@@ -573,6 +574,7 @@ conn_start_connect(struct px_conn *c)
 			    glob()->tproxy_mark);
 		warned = true;
 	}
+	px_upstream_prepare(&c->up, sfd, dst, c->id);
 	c->srv.fd = sfd;
 	c->opening = true;
 	ev_io_init(&c->srv.rio, side_read_cb, sfd, EV_READ);

@@ -75,6 +75,7 @@ struct px_conn {
 	struct px_conn *qnext;               /* FIFO of connections waiting */
 	struct px_conn **qprev;              /* for max_connecting (NULL: not
 	                                      * in it) */
+	struct px_upstream up;               /* the upstream socket (upstream.c) */
 	double srv_rx_ms;                    /* last bytes from the server */
 	double srv_wait_ms;                  /* first watchdog tick that saw
 	                                      * requests outstanding upstream

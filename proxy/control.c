@@ -215,9 +215,10 @@ px_conn_dump(FILE *f, bool json)
 	if (json)
 		fprintf(f, "{\"conns\":[");
 	else
-		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s\n",
-		    "ID", "CLIENT", "SERVER", "STATE", "DIALECT", "OPAQUE",
-		    "C2S", "S2C", "ABSORBED", "AGE(s)");
+		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s"
+		    "%s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
+		    "OPAQUE", "C2S", "S2C", "ABSORBED", "AGE(s)",
+		    PX_UPSTREAM_HDR);
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
 		const char *st = px_conn_queued(c) ? "queued" :
@@ -227,13 +228,15 @@ px_conn_dump(FILE *f, bool json)
 		px_addr_str(&c->dst_addr, b, sizeof(b));
 		if (!json) {
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
-			    "%12llu %9llu %8.0f\n", (unsigned long long)c->id, a,
+			    "%12llu %9llu %8.0f", (unsigned long long)c->id, a,
 			    b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)c->cli.bytes_in,
 			    (unsigned long long)c->srv.bytes_in,
 			    (unsigned long long)c->absorbed,
 			    (now - c->started_ms) / 1e3);
+			px_upstream_dump(f, &c->up, c->srv.fd, false);
+			fputc('\n', f);
 			continue;
 		}
 		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
@@ -279,7 +282,9 @@ px_conn_dump(FILE *f, bool json)
 				    s->keyed ? "" : s->why_not ? s->why_not :
 				    "not-needed");
 		}
-		fprintf(f, "],\"trees\":[");
+		fprintf(f, "]");
+		px_upstream_dump(f, &c->up, c->srv.fd, true);
+		fprintf(f, ",\"trees\":[");
 		{
 			struct px_tree *t;
 			bool tf = true;

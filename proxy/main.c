@@ -59,6 +59,10 @@ main(int argc, char **argv)
 			pol_errors_free(&errs);
 			return 1;
 		}
+		if (px_upstream_check(c, stderr) > 0) {	/* against the kernel */
+			pol_free(c);
+			return 1;
+		}
 		if (verbose)
 			pol_dump(c, stdout);
 		else
