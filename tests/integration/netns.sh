@@ -106,8 +106,9 @@ _ns_port_listening() {
 }
 
 # ns_start_smbd: a private smbd in NS_SERVER listening on $SERVER_IP:445
-# only, with the same shares, user and directories as lib.sh's start_smbd.
-# Stopped by lib.sh's stop_smbd (pid file), from cleanup.
+# only (NS_SMBD_INTERFACES: other addresses), with the same shares, user and
+# directories as lib.sh's start_smbd.  Stopped by lib.sh's stop_smbd (pid
+# file), from cleanup.
 ns_start_smbd() {
 	ensure_test_user
 	mkdir -p "$SMBD_DIR"/pid "$SMBD_DIR"/lock "$SMBD_DIR"/state \
@@ -120,7 +121,7 @@ ns_start_smbd() {
 	workgroup = SMBACCEL
 	netbios name = SMBACCELNS
 	server role = standalone server
-	interfaces = $SERVER_IP/24
+	interfaces = ${NS_SMBD_INTERFACES:-$SERVER_IP/24}
 	bind interfaces only = yes
 	smb ports = 445
 	disable netbios = yes

@@ -36,8 +36,8 @@
  * Departure times only grow and the delay is constant, so one FIFO per
  * direction holds every packet in flight.  The FIFO is a byte ring of
  * fixed size, allocated at start: 2 x (queue + rate x delay) + 1 MiB, or
- * --mem when the rate is unlimited (default 32 MiB); a packet that finds it
- * full is dropped (drop_full).  Memory is therefore bounded whatever is
+ * --mem if that is larger or the rate is unlimited (default 32 MiB); a
+ * packet that finds it full is dropped (drop_full).  Memory is therefore bounded whatever is
  * sent.  Rate 0 means unlimited (no queue, no serializer).
  *
  * Timing: one thread, ppoll() with nanosecond timeouts and 1 us timer
@@ -55,6 +55,10 @@
  * Control (-c FIFO, created if missing), one command per line:
  *   loss P [up|down]            set the loss probability (percent)
  *   burst P SECONDS [up|down]   loss P for SECONDS, then back to the setting
+ *   set KEY=VALUE... [up|down]  change delay=MS, rate=R, loss=P, queue=B or
+ *                               queue=auto (one BDP) of a running link; meant
+ *                               for an idle link (packets in flight keep
+ *                               their times); size the ring with --mem
  *   stats                       write the stats file now
  * SIGINT or SIGTERM: write the counters and exit 0 (packets still in
  * flight are dropped, as when a cable is pulled).
@@ -128,6 +132,7 @@ struct dirn {
 	uint64_t	 delay_ns;
 	uint64_t	 rate_bps;	/* 0: unlimited */
 	uint64_t	 queue;		/* bytes waiting to be serialized, at most */
+	bool		 queue_auto;	/* queue is one BDP, follows delay/rate */
 	double		 loss;		/* probability 0..1 */
 	double		 burst_loss;
 	uint64_t	 burst_until_ns;	/* 0: no burst */
@@ -406,6 +411,9 @@ write_stats(uint64_t now)
 
 /* ---- control FIFO ------------------------------------------------------ */
 
+static bool parse_num(const char *s, const char *units, double *v);
+static void dir_queue_auto(struct dirn *d, const struct dirn *other);
+
 static bool
 parse_pct(const char *s, double *p)
 {
@@ -421,15 +429,62 @@ parse_pct(const char *s, double *p)
 	return true;
 }
 
+/* Ring bytes the link's settings call for (see the top comment). */
+static size_t
+ring_need(const struct dirn *d)
+{
+	double inflight, cap;
+
+	inflight = (double)d->rate_bps / 8 * (double)d->delay_ns / 1e9;
+	cap = 2 * ((double)d->queue + inflight) + 1024 * 1024;
+	if (cap > (double)MEM_MAX)
+		cap = (double)MEM_MAX;
+	return (size_t)cap & ~(size_t)7;
+}
+
+/* One KEY=VALUE of a "set" command, applied to directions lo..hi. */
+static bool
+ctl_set(const char *kv, int lo, int hi)
+{
+	const char *v = strchr(kv, '=');
+	double x;
+	int i;
+
+	if (v == NULL)
+		return false;
+	v++;
+	for (i = lo; i <= hi; i++) {
+		struct dirn *d = &dirs[i];
+
+		if (strncmp(kv, "delay=", 6) == 0 && parse_num(v, "ms", &x) &&
+		    x <= 1e6)
+			d->delay_ns = (uint64_t)llround(x * 1e6);
+		else if (strncmp(kv, "rate=", 5) == 0 && parse_num(v, "rate",
+		    &x))
+			d->rate_bps = (uint64_t)llround(x);
+		else if (strncmp(kv, "loss=", 5) == 0 && parse_pct(v, &x))
+			d->loss = x;
+		else if (strcmp(kv, "queue=auto") == 0)
+			d->queue_auto = true;
+		else if (strncmp(kv, "queue=", 6) == 0 && parse_num(v, "bytes",
+		    &x) && x <= (double)MEM_MAX) {
+			d->queue = (uint64_t)x;
+			d->queue_auto = false;
+		} else
+			return false;
+	}
+	return true;
+}
+
 static void
 ctl_command(char *line)
 {
-	char *w[5], *save = NULL, *t;
-	int n = 0, i, lo = UP, hi = DOWN;
+	char *w[8], *save = NULL, *t;
+	int n = 0, i, k, lo = UP, hi = DOWN;
 	double p, secs;
 	uint64_t now = mono_ns();
 
-	for (t = strtok_r(line, " \t\r", &save); t && n < 5;
+	for (t = strtok_r(line, " \t\r", &save); t && n < 8;
 	    t = strtok_r(NULL, " \t\r", &save))
 		w[n++] = t;
 	if (n == 0)
@@ -449,12 +504,34 @@ ctl_command(char *line)
 			dirs[i].burst_loss = p;
 			dirs[i].burst_until_ns = now + (uint64_t)(secs * 1e9);
 		}
+	} else if (strcmp(w[0], "set") == 0 && n >= 2) {
+		for (k = 1; k < n; k++)
+			if (!ctl_set(w[k], lo, hi))
+				break;
+		if (k < n) {
+			fprintf(stderr, "wanlink: control: bad '%s' (delay=MS, "
+			    "rate=R, loss=P, queue=BYTES or queue=auto)\n",
+			    w[k]);
+			return;
+		}
+		for (i = UP; i <= DOWN; i++) {	/* a BDP spans both ways */
+			if (dirs[i].queue_auto)
+				dir_queue_auto(&dirs[i], &dirs[1 - i]);
+			if (ring_need(&dirs[i]) > dirs[i].ring.cap)
+				fprintf(stderr, "wanlink: control: %s: the "
+				    "ring (%zu B) is smaller than this link "
+				    "needs (%zu B): packets may be dropped as "
+				    "full (start with a larger --mem)\n",
+				    dirs[i].name, dirs[i].ring.cap,
+				    ring_need(&dirs[i]));
+		}
 	} else if (strcmp(w[0], "stats") == 0 && n == 1) {
 		write_stats(now);
 		return;
 	} else {
 		fprintf(stderr, "wanlink: control: bad command '%s' (loss P "
-		    "[up|down], burst P SECONDS [up|down], stats)\n", w[0]);
+		    "[up|down], burst P SECONDS [up|down], set KEY=VALUE... "
+		    "[up|down], stats)\n", w[0]);
 		return;
 	}
 	fprintf(stderr, "wanlink: control: %s%s%s applied\n", w[0],
@@ -550,70 +627,73 @@ open_side(const char *arg)
 
 /* ---- options ----------------------------------------------------------- */
 
-static uint64_t
-parse_ms(const char *what, const char *arg)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno != 0 || end == arg || (*end != '\0' &&
-	    strcmp(end, "ms") != 0) || !(v >= 0) || v > 1e6)
-		fatalx("%s: bad delay '%s' (milliseconds)", what, arg);
-	return (uint64_t)llround(v * 1e6);
-}
-
-/* Bits per second: 100M, 1G, 100mbit, 500k, 64000; 0 = unlimited. */
-static uint64_t
-parse_rate(const char *what, const char *arg)
+/*
+ * A number with units: "ms" (milliseconds, optional suffix ms), "rate"
+ * (bit/s: 100M, 1G, 100mbit, 500k, 64000), "bytes" (K/M/G, 1024-based).
+ */
+static bool
+parse_num(const char *arg, const char *units, double *out)
 {
 	char *end;
 	double v, mul = 1;
 
 	errno = 0;
 	v = strtod(arg, &end);
-	if (errno != 0 || end == arg || !(v >= 0))
-		fatalx("%s: bad rate '%s'", what, arg);
+	if (errno != 0 || end == arg || !(v >= 0) || *arg == '-')
+		return false;
+	if (strcmp(units, "ms") == 0) {
+		if (*end != '\0' && strcmp(end, "ms") != 0)
+			return false;
+		*out = v;
+		return true;
+	}
 	if (*end == 'k' || *end == 'K')
-		mul = 1e3;
+		mul = strcmp(units, "rate") == 0 ? 1e3 : 1024;
 	else if (*end == 'm' || *end == 'M')
-		mul = 1e6;
+		mul = strcmp(units, "rate") == 0 ? 1e6 : 1024 * 1024;
 	else if (*end == 'g' || *end == 'G')
-		mul = 1e9;
+		mul = strcmp(units, "rate") == 0 ? 1e9 : 1024 * 1024 * 1024;
 	if (mul != 1)
 		end++;
-	if (strcasecmp(end, "bit") == 0 || strcasecmp(end, "bps") == 0 ||
-	    strcasecmp(end, "bit/s") == 0)
+	if (strcmp(units, "rate") == 0 && (strcasecmp(end, "bit") == 0 ||
+	    strcasecmp(end, "bps") == 0 || strcasecmp(end, "bit/s") == 0))
 		end += strlen(end);
-	if (*end != '\0' || v * mul > 1e11)
-		fatalx("%s: bad rate '%s' (e.g. 100M, 1G, 100mbit)", what, arg);
-	return (uint64_t)llround(v * mul);
+	if (*end != '\0')
+		return false;
+	*out = v * mul;
+	return strcmp(units, "rate") == 0 ? *out <= 1e11 :
+	    *out <= (double)MEM_MAX && v == floor(v);
 }
 
-/* Bytes with K/M/G (1024-based). */
+static uint64_t
+parse_ms(const char *what, const char *arg)
+{
+	double v;
+
+	if (!parse_num(arg, "ms", &v) || v > 1e6)
+		fatalx("%s: bad delay '%s' (milliseconds)", what, arg);
+	return (uint64_t)llround(v * 1e6);
+}
+
+static uint64_t
+parse_rate(const char *what, const char *arg)
+{
+	double v;
+
+	if (!parse_num(arg, "rate", &v))
+		fatalx("%s: bad rate '%s' (e.g. 100M, 1G, 100mbit)", what, arg);
+	return (uint64_t)llround(v);
+}
+
 static uint64_t
 parse_bytes(const char *what, const char *arg)
 {
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
+	double v;
 
-	errno = 0;
-	v = strtoull(arg, &end, 10);
-	if (errno != 0 || end == arg || *arg == '-')
-		fatalx("%s: bad size '%s'", what, arg);
-	if (*end == 'k' || *end == 'K')
-		mul = 1024;
-	else if (*end == 'm' || *end == 'M')
-		mul = 1024 * 1024;
-	else if (*end == 'g' || *end == 'G')
-		mul = 1024 * 1024 * 1024;
-	if (mul != 1)
-		end++;
-	if (*end != '\0' || v > MEM_MAX / mul)
-		fatalx("%s: bad size '%s' (at most 1G)", what, arg);
-	return v * mul;
+	if (!parse_num(arg, "bytes", &v))
+		fatalx("%s: bad size '%s' (e.g. 256K, 4M; at most 1G)", what,
+		    arg);
+	return (uint64_t)v;
 }
 
 static double
@@ -657,29 +737,33 @@ on_usr1(int sig)
 	got_usr1 = 1;
 }
 
+/* One bandwidth-delay product (round trip), at least QUEUE_MIN. */
+static void
+dir_queue_auto(struct dirn *d, const struct dirn *other)
+{
+	double bdp = (double)d->rate_bps / 8 * (double)(d->delay_ns +
+	    other->delay_ns) / 1e9;
+
+	d->queue = bdp < QUEUE_MIN ? QUEUE_MIN : (uint64_t)bdp;
+}
+
 /* Queue default and ring size, once every option is known. */
 static void
 dir_finish(struct dirn *d, const struct dirn *other, int64_t queue,
-    uint64_t mem, int idx)
+    uint64_t mem, bool mem_given, int idx)
 {
-	double bdp, inflight, cap;
+	size_t need;
 
-	bdp = (double)d->rate_bps / 8 * (double)(d->delay_ns +
-	    other->delay_ns) / 1e9;
-	if (queue >= 0)
+	if (queue >= 0) {
 		d->queue = (uint64_t)queue;
-	else
-		d->queue = bdp < QUEUE_MIN ? QUEUE_MIN : (uint64_t)bdp;
-	if (d->rate_bps == 0) {
-		cap = (double)mem;
 	} else {
-		inflight = (double)d->rate_bps / 8 * (double)d->delay_ns / 1e9;
-		/* x2: record headers; small packets (ACKs) cost more */
-		cap = 2 * ((double)d->queue + inflight) + 1024 * 1024;
-		if (cap > (double)MEM_MAX)
-			cap = (double)MEM_MAX;
+		d->queue_auto = true;
+		dir_queue_auto(d, other);
 	}
-	d->ring.cap = (size_t)cap & ~(size_t)7;
+	need = ring_need(d);
+	if (d->rate_bps == 0 || (mem_given && mem > need))
+		need = (size_t)mem & ~(size_t)7;
+	d->ring.cap = need;
 	if ((d->ring.buf = malloc(d->ring.cap)) == NULL)
 		fatalx("out of memory for a %zu-byte ring", d->ring.cap);
 	d->rng = seed * 2 + (uint64_t)idx;
@@ -706,7 +790,7 @@ main(int argc, char **argv)
 	const char *aarg = NULL, *barg = NULL;
 	int64_t queue[2] = { -1, -1 };
 	uint64_t mem = MEM_DEFAULT, now, last_stats = 0, due;
-	bool have_delay = false;
+	bool have_delay = false, mem_given = false;
 	static uint8_t pkt[PKT_MAX];
 	struct pollfd pfd[3];
 	struct sigaction sa;
@@ -773,6 +857,7 @@ main(int argc, char **argv)
 			break;
 		case O_MEM:
 			mem = parse_bytes("--mem", optarg);
+			mem_given = true;
 			break;
 		default:
 			usage();
@@ -783,7 +868,7 @@ main(int argc, char **argv)
 	if (mem < 1024 * 1024)
 		fatalx("--mem: at least 1M");
 	for (i = 0; i < 2; i++)
-		dir_finish(&dirs[i], &dirs[1 - i], queue[i], mem, i);
+		dir_finish(&dirs[i], &dirs[1 - i], queue[i], mem, mem_given, i);
 
 	/* signals are delivered only inside ppoll() */
 	sigemptyset(&block);
