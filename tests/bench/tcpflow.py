@@ -67,6 +67,9 @@ def send(args):
                      args.cc.encode())
     s.settimeout(args.seconds + 120)
     s.connect((args.to, args.port))
+    if args.cc:     # a route's congctl replaces it at connect: set it again
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION,
+                     args.cc.encode())
     buf = b"\0" * CHUNK
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
