@@ -5,6 +5,7 @@
 #                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
 #   make bench      benchmarks (ratios against a direct run)
+#   make bench-tcp  the WAN emulator against TCP's textbook behaviour
 #   make fuzz       libFuzzer drivers for a set time each
 #   make install    DESTDIR / PREFIX honoured
 #   make SANITIZE=1 ASan + UBSan build
@@ -15,6 +16,7 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= /lib/systemd/system
+MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -80,7 +82,7 @@ else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
+.PHONY: all check unit integration demo bench bench-tcp fuzz install uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -137,6 +139,12 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
+
+# one TCP stream per link and congestion control through bin/wanlink,
+# against the Mathis estimate (docs/performance.md)
+bench-tcp: deps
+	$(MAKE) all
+	sh tests/bench/tcp $(BENCH_ARGS)
 
 # --- fuzzing (clang libFuzzer; tests/fuzz/) --------------------------------
 # make fuzz-build     build every driver into build-fuzz/
@@ -200,13 +208,16 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	install -m 0644 deploy/nftables.conf $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf || \
 	    install -m 0644 deploy/smbaccel.conf $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf
+	install -d $(DESTDIR)$(MODULESLOADDIR)
+	install -m 0644 deploy/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
-	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
+	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf \
+	    $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf
 	-rmdir $(DESTDIR)$(PREFIX)/share/smbaccel 2>/dev/null
 
 clean:
