@@ -11,13 +11,13 @@ if (!exists("dir")) dir = "bench-results"
 if (!exists("out")) out = dir."/loss.png"
 f = dir."/plot-loss.dat"
 
-set terminal pngcairo size 1200, 430 font "sans,9"
+set terminal pngcairo size 1200, 430 font "sans,9" noenhanced
 set output out
 set datafile missing "NaN"
 set logscale xy
 set xrange [0.007:1.5]
 set yrange [0.02:20]
-set xtics ("0" 0.01, "0.1 %" 0.1, "1 %" 1)
+set xtics ("0" 0.01, "0.1 %%" 0.1, "1 %%" 1)
 set format y "%g"
 set grid xtics ytics mytics lc rgb "#dddddd"
 set xlabel "loss each way (20 ms round trip, 100 Mbit/s)"
