@@ -151,6 +151,8 @@ px_upstream_prepare(struct px_upstream *u, int fd,
 	const char *cc;
 
 	memset(u, 0, sizeof(*u));
+	if (dst->ss_family != AF_INET && dst->ss_family != AF_INET6)
+		return;		/* not TCP (the fuzz driver's AF_UNIX "server") */
 	lookup(dst, &ps);
 	read_sysctl(CC_AVAILABLE, avail, sizeof(avail));
 	cc = cc_target(ps.upstream_congestion, avail);
@@ -190,6 +192,8 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
 {
 	char snd[48], rcv[48];
 
+	if (u->setting[0] == '\0')
+		return;		/* not a TCP socket */
 	sock_cc(fd, u->got, sizeof(u->got));
 	/* a route's congctl replaces the algorithm at connect: ask again */
 	if (u->want[0] != '\0' && u->cc_errno == 0 &&
