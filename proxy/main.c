@@ -60,6 +60,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 		if (px_upstream_check(c, stderr) > 0) {	/* against the kernel */
+			pol_errors_free(&errs);
 			pol_free(c);
 			return 1;
 		}
