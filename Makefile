@@ -5,6 +5,7 @@
 #                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
 #   make bench      benchmarks (ratios against a direct run)
+#   make bench-tcp  the WAN emulator against TCP's textbook behaviour
 #   make fuzz       libFuzzer drivers for a set time each
 #   make install    DESTDIR / PREFIX honoured
 #   make SANITIZE=1 ASan + UBSan build
@@ -15,6 +16,7 @@ BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= /lib/systemd/system
+MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -54,7 +56,7 @@ COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
 # only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
-              proxy/conn.c proxy/side.c \
+              proxy/conn.c proxy/side.c proxy/upstream.c \
               proxy/relay.c proxy/coherence.c proxy/readahead.c \
               proxy/compound.c proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
               proxy/ledger.c proxy/buf.c proxy/log.c
@@ -71,6 +73,7 @@ UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
+WANLINK_SRC := tests/tools/wanlink.c
 
 # MIT Kerberos (libkrb5-dev): keytab API and krb5_c_decrypt (proxy/auth/keytab.c)
 CFLAGS_KRB5 := $(shell pkg-config --cflags krb5 2>/dev/null)
@@ -81,14 +84,15 @@ CPPFLAGS    += $(CFLAGS_NL) $(CFLAGS_KRB5)
 
 obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
-PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem
+PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem \
+         $(BIN)/wanlink
 ifneq ($(SANITIZE),1)
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
+.PHONY: all check unit integration demo bench bench-tcp fuzz install uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -114,6 +118,10 @@ $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 $(BIN)/wanem: $(call obj,$(WANEM_SRC))
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ -lev -lm
+
+$(BIN)/wanlink: $(call obj,$(WANLINK_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
 
@@ -141,6 +149,12 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
+
+# one TCP stream per link and congestion control through bin/wanlink,
+# against the Mathis estimate (docs/performance.md)
+bench-tcp: deps
+	$(MAKE) all
+	sh tests/bench/tcp $(BENCH_ARGS)
 
 # --- fuzzing (clang libFuzzer; tests/fuzz/) --------------------------------
 # make fuzz-build     build every driver into build-fuzz/
@@ -209,6 +223,8 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	install -m 0644 deploy/nftables.conf $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
 	test -e $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf || \
 	    install -m 0644 deploy/smbaccel.conf $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf
+	install -d $(DESTDIR)$(MODULESLOADDIR)
+	install -m 0644 deploy/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
@@ -216,7 +232,8 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
-	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
+	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf \
+	    $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf
 	-rmdir $(DESTDIR)$(PREFIX)/share/smbaccel 2>/dev/null
 
 clean:

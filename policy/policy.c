@@ -61,13 +61,14 @@ enum pol_type {
 enum pol_scope {
 	S_GLOBAL,       /* [global] only, field of struct pol_global */
 	S_SHARE,        /* any section, field of struct pol_share */
-	S_SERVER,       /* [global] or [//server/share], struct pol_server */
+	S_SERVER,       /* [global] and [//server/share], of struct pol_server */
 };
 
 #define F_RELOAD   0x01  /* a reload may change it */
 #define F_REQUIRED 0x02  /* must be given in [global] */
 #define F_HEX      0x04  /* printed in hex */
 #define F_ABSPATH  0x08  /* string: an absolute path when not empty */
+#define F_CCNAME   0x10  /* string: a congestion control name */
 
 struct setting {
 	const char *name;
@@ -127,9 +128,6 @@ static const struct setting settings[] = {
 	{ .name = "secrets", .type = T_STRING, GLOB(secrets),
 	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
 	  .max = POL_PATH_MAX },
-	{ .name = "keytab", .type = T_STRING, SERVER(keytab),
-	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
-	  .max = POL_PATH_MAX },
 	{ .name = "log_level", .type = T_ENUM, GLOB(log_level),
 	  .names = log_names, .flags = F_RELOAD, .def = "info" },
 	{ .name = "tproxy_mark", .type = T_INT, GLOB(tproxy_mark),
@@ -156,6 +154,19 @@ static const struct setting settings[] = {
 	  .flags = F_RELOAD, .def = "8M", .min = 64 * KIB, .max = 64 * MIB },
 	{ .name = "close_compound", .type = T_BOOL, SHARE(close_compound),
 	  .flags = F_RELOAD, .def = "yes" },
+
+	/* Kerberos keys of the server (proxy/auth/keytab.c) */
+	{ .name = "keytab", .type = T_STRING, SERVER(keytab),
+	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
+	  .max = POL_PATH_MAX },
+	/* the upstream socket (proxy/upstream.c); 0 sizes: autotuning */
+	{ .name = "upstream_congestion", .type = T_STRING,
+	  SERVER(upstream_congestion), .flags = F_RELOAD | F_CCNAME,
+	  .def = "auto", .min = 1, .max = POL_CC_MAX },
+	{ .name = "upstream_sndbuf", .type = T_SIZE, SERVER(upstream_sndbuf),
+	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
+	{ .name = "upstream_rcvbuf", .type = T_SIZE, SERVER(upstream_rcvbuf),
+	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))
@@ -176,7 +187,7 @@ struct section {
 	char *label;              /* the header text, for messages */
 	int line;
 	struct pol_share vals;    /* share-level values given here */
-	struct pol_server *srv;   /* per-server values, when any is given */
+	struct pol_server svals;  /* server-level values given here */
 	uint64_t seen;            /* bit i: settings[i] given here */
 	uint64_t set;             /* ... and its value is valid */
 	int key_line[NSET];       /* where seen */
@@ -186,7 +197,7 @@ struct pol_config {
 	char *name;
 	struct pol_global global;      /* defaults, then [global] */
 	struct pol_share share_def;    /* built-in share defaults */
-	struct pol_server server_def;  /* built-in per-server defaults */
+	struct pol_server server_def;  /* built-in server defaults */
 	struct section *sect;
 	size_t nsect, capsect;
 	int gsect;                     /* index of [global], -1 if none */
@@ -876,6 +887,14 @@ parse_value(const struct setting *st, const char *value, void *base,
 			    value);
 			return -1;
 		}
+		/* what the kernel's names are made of (tcp_cong.c) */
+		if ((st->flags & F_CCNAME) && strspn(value,
+		    "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
+			snprintf(why, whysz, "'%s' is not a congestion control "
+			    "name (auto, system, or an algorithm such as bbr "
+			    "or cubic)", value);
+			return -1;
+		}
 		memcpy(field(base, st), value, len + 1);
 		return 0;
 	case T_ADDR:
@@ -1226,15 +1245,9 @@ set_key(struct parser *ps, const char *name, const char *value)
 		return;
 	}
 	if (st->scope == S_SERVER && sec->kind == SK_SHARE) {
-		perr(ps, ps->line, "'%s' is a per-server setting: put it in "
-		    "[global] or a [//server/share] section, not in [%s]",
+		perr(ps, ps->line, "'%s' is a server setting, not allowed in "
+		    "[%s]: put it in [global] or a [//server/share] section",
 		    st->name, sec->label);
-		return;
-	}
-	if (st->scope == S_SERVER && sec->srv == NULL &&
-	    (sec->srv = calloc(1, sizeof(*sec->srv))) == NULL) {
-		perr(ps, ps->line, "out of memory");
-		ps->stop = true;
 		return;
 	}
 	if (sec->seen & (UINT64_C(1) << i)) {
@@ -1246,7 +1259,7 @@ set_key(struct parser *ps, const char *name, const char *value)
 	sec->seen |= UINT64_C(1) << i;
 	sec->key_line[i] = ps->line;
 	base = st->scope == S_GLOBAL ? (void *)&cfg->global :
-	    st->scope == S_SERVER ? (void *)sec->srv : (void *)&sec->vals;
+	    st->scope == S_SERVER ? (void *)&sec->svals : (void *)&sec->vals;
 	if (parse_value(st, value, base, why, sizeof(why)) == -1) {
 		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
 		return;
@@ -1307,46 +1320,6 @@ set_defaults(struct parser *ps)
 	return 0;
 }
 
-/* Two [//server/...] sections of one server may not give a per-server
- * setting two values: which share's would a session get? */
-static void
-check_servers(struct parser *ps)
-{
-	struct pol_config *cfg = ps->cfg;
-	const struct section *a, *b;
-	const struct setting *st;
-	size_t i, j, k;
-	char va[1024], vb[1024];
-
-	for (k = 0; k < NSET; k++) {
-		st = &settings[k];
-		if (st->scope != S_SERVER)
-			continue;
-		for (j = 0; j < cfg->nsect; j++) {
-			b = &cfg->sect[j];
-			if (b->kind != SK_UNC || b->dup ||
-			    !(b->set & (UINT64_C(1) << k)))
-				continue;
-			for (i = 0; i < j; i++) {
-				a = &cfg->sect[i];
-				if (a->kind != SK_UNC || a->dup ||
-				    !(a->set & (UINT64_C(1) << k)) ||
-				    strcasecmp(a->server, b->server) != 0)
-					continue;
-				fmt_value(st, a->srv, va, sizeof(va));
-				fmt_value(st, b->srv, vb, sizeof(vb));
-				if (strcmp(va, vb) != 0) {
-					perr(ps, b->key_line[k], "'%s' of server "
-					    "%s is already '%s' (line %d)",
-					    st->name, b->server, va,
-					    a->key_line[k]);
-					break;
-				}
-			}
-		}
-	}
-}
-
 /* Settings that are checked only once the whole file is read. */
 static void
 check_required(struct parser *ps, int nlines)
@@ -1372,7 +1345,49 @@ check_required(struct parser *ps, int nlines)
 	    !(g->seen & (UINT64_C(1) << ui)))
 		perr(ps, (g->seen & (UINT64_C(1) << mi)) ? g->key_line[mi] :
 		    g->line, "'upstream' is required with mode = forward");
-	check_servers(ps);
+}
+
+/*
+ * A server setting belongs to the server: the [//server/share] sections
+ * of one server that give it must give the same value.
+ */
+static void
+check_servers(struct parser *ps)
+{
+	const struct pol_config *cfg = ps->cfg;
+	const struct section *a, *b;
+	const struct setting *st;
+	char va[1024], vb[1024];
+	size_t i, j, k;
+
+	for (k = 0; k < NSET; k++) {
+		st = &settings[k];
+		if (st->scope != S_SERVER)
+			continue;
+		for (j = 0; j < cfg->nsect; j++) {
+			b = &cfg->sect[j];
+			if (b->kind != SK_UNC || b->dup ||
+			    !(b->set & (UINT64_C(1) << k)))
+				continue;
+			for (i = 0; i < j; i++) {
+				a = &cfg->sect[i];
+				if (a->kind != SK_UNC || a->dup ||
+				    !(a->set & (UINT64_C(1) << k)) ||
+				    strcasecmp(a->server, b->server) != 0)
+					continue;
+				if (value_equal(st, &a->svals, &b->svals))
+					break;
+				fmt_value(st, &a->svals, va, sizeof(va));
+				fmt_value(st, &b->svals, vb, sizeof(vb));
+				perr(ps, b->key_line[k], "'%s = %s' for server "
+				    "%s differs from '%s' on line %d ([%s]): a "
+				    "server setting must be the same in every "
+				    "section of that server", st->name, vb,
+				    b->server, va, a->key_line[k], a->label);
+				break;
+			}
+		}
+	}
 }
 
 static struct pol_config *
@@ -1411,8 +1426,10 @@ load_text(const char *text, size_t len, const char *name,
 		perr(&ps, ps.line, "out of memory");
 	else if (rc > 0 && rc != ps.first_syntax && !ps.stop)
 		perr(&ps, rc, "syntax error");  /* a rejection we missed */
-	if (!ps.stop)
+	if (!ps.stop) {
 		check_required(&ps, ps.line);
+		check_servers(&ps);
+	}
 	if (ps.nerr > 0)
 		goto fail;
 	return cfg;
@@ -1482,7 +1499,6 @@ pol_free(struct pol_config *cfg)
 		free(cfg->sect[i].server); cfg->sect[i].server = NULL;
 		free(cfg->sect[i].share); cfg->sect[i].share = NULL;
 		free(cfg->sect[i].label); cfg->sect[i].label = NULL;
-		free(cfg->sect[i].srv); cfg->sect[i].srv = NULL;
 	}
 	free(cfg->sect); cfg->sect = NULL;
 	free(cfg->name); cfg->name = NULL;
@@ -1559,96 +1575,118 @@ pol_share_lookup(const struct pol_config *cfg, const char *server,
 	lookup(cfg, server, share, out, NULL);
 }
 
-/* One per-server setting's value for server: the first [//server/...]
- * section that gives it, else [global], else the default.  *from gets the
- * section it came from (NULL for the default). */
-static const void *
-server_base(const struct pol_config *cfg, const char *server, size_t i,
+/* Server settings of sec (set ones only) over out. */
+static void
+overlay_server(struct pol_server *out, const struct section *sec,
     const struct section **from)
+{
+	const struct setting *st;
+	size_t i;
+
+	for (i = 0; sec != NULL && i < NSET; i++) {
+		st = &settings[i];
+		if (st->scope != S_SERVER || !(sec->set & (UINT64_C(1) << i)))
+			continue;
+		memcpy(field(out, st), cfield(&sec->svals, st), st->size);
+		if (from != NULL)
+			from[i] = sec;
+	}
+}
+
+/* pol_server_lookup(), also saying which section supplied each setting. */
+static bool
+lookup_server(const struct pol_config *cfg, const char *server,
+    struct pol_server *out, const struct section **from)
 {
 	const struct section *sec;
 	char canon[POL_HOST_MAX + 1], why[512];
 	enum pol_addr_kind kind;
-	size_t j;
+	uint64_t mask = 0;
+	size_t i;
 
 	if (server != NULL && check_host(server, canon, sizeof(canon), &kind,
 	    why, sizeof(why)) == 0)
 		server = canon;
-	for (j = 0; j < cfg->nsect && server != NULL; j++) {
-		sec = &cfg->sect[j];
-		if (sec->kind == SK_UNC && !sec->dup &&
-		    (sec->set & (UINT64_C(1) << i)) &&
-		    strcasecmp(sec->server, server) == 0) {
-			*from = sec;
-			return sec->srv;
-		}
+	*out = cfg->server_def;
+	overlay_server(out, cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] : NULL,
+	    from);
+	for (i = 0; i < cfg->nsect && server != NULL; i++) {
+		sec = &cfg->sect[i];
+		if (sec->kind != SK_UNC || sec->dup ||
+		    strcasecmp(sec->server, server) != 0)
+			continue;
+		overlay_server(out, sec, from);
+		mask |= sec->set;
 	}
-	if (cfg->gsect >= 0 &&
-	    (cfg->sect[cfg->gsect].set & (UINT64_C(1) << i))) {
-		*from = &cfg->sect[cfg->gsect];
-		return cfg->sect[cfg->gsect].srv;
-	}
-	*from = NULL;
-	return &cfg->server_def;
+	for (i = 0; i < NSET; i++)
+		if (settings[i].scope == S_SERVER &&
+		    (mask & (UINT64_C(1) << i)))
+			return true;
+	return false;
 }
 
 bool
 pol_server_lookup(const struct pol_config *cfg, const char *server,
     struct pol_server *out)
 {
-	const struct section *from;
-	const struct setting *st;
-	bool specific = false;
-	size_t i;
-
-	*out = cfg->server_def;
-	for (i = 0; i < NSET; i++) {
-		st = &settings[i];
-		if (st->scope != S_SERVER)
-			continue;
-		memcpy(field(out, st), cfield(server_base(cfg, server, i,
-		    &from), st), st->size);
-		if (from != NULL && from->kind == SK_UNC)
-			specific = true;
-	}
-	return specific;
+	return lookup_server(cfg, server, out, NULL);
 }
 
 const char *
 pol_keytab_path(const struct pol_config *cfg, size_t n)
 {
 	const struct setting *st = find_setting("keytab");
-	size_t k = (size_t)(st - settings), i, j, seen = 0;
-	const struct section *sec;
+	uint64_t bit = UINT64_C(1) << (size_t)(st - settings);
+	const struct section *sec, *o;
 	const char *p;
+	size_t i, j, seen = 0;
 	bool dup;
 
 	/* [global] first, then the server sections in file order */
 	for (i = 0; i <= cfg->nsect; i++) {
 		sec = i == 0 ? (cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] :
 		    NULL) : &cfg->sect[i - 1];
-		if (sec == NULL || sec->dup || sec->srv == NULL ||
-		    !(sec->set & (UINT64_C(1) << k)) ||
-		    (i > 0 && sec->kind != SK_UNC))
-			continue;
-		p = sec->srv->keytab;
-		if (*p == '\0')
+		if (sec == NULL || sec->dup || !(sec->set & bit) ||
+		    (i > 0 && sec->kind != SK_UNC) ||
+		    *(p = sec->svals.keytab) == '\0')
 			continue;
 		for (dup = false, j = 0; j < i && !dup; j++) {
-			const struct section *o = j == 0 ? (cfg->gsect >= 0 ?
-			    &cfg->sect[cfg->gsect] : NULL) : &cfg->sect[j - 1];
-
-			dup = o != NULL && !o->dup && o->srv != NULL &&
-			    (o->set & (UINT64_C(1) << k)) &&
+			o = j == 0 ? (cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] :
+			    NULL) : &cfg->sect[j - 1];
+			dup = o != NULL && !o->dup && (o->set & bit) &&
 			    (j == 0 || o->kind == SK_UNC) &&
-			    strcmp(o->srv->keytab, p) == 0;
+			    strcmp(o->svals.keytab, p) == 0;
 		}
-		if (dup)
-			continue;
-		if (seen++ == n)
+		if (!dup && seen++ == n)
 			return p;
 	}
 	return NULL;
+}
+
+bool
+pol_server_setting_at(const struct pol_config *cfg, size_t i,
+    const char **name, const char **section, int *line,
+    struct pol_server *vals)
+{
+	const struct section *sec;
+	size_t j, k;
+
+	for (j = 0; j < cfg->nsect; j++) {
+		sec = &cfg->sect[j];
+		if (sec->dup || (sec->kind != SK_GLOBAL && sec->kind != SK_UNC))
+			continue;
+		for (k = 0; k < NSET; k++) {
+			if (settings[k].scope != S_SERVER ||
+			    !(sec->set & (UINT64_C(1) << k)) || i-- > 0)
+				continue;
+			*name = settings[k].name;
+			*section = sec->label;
+			*line = sec->key_line[k];
+			*vals = sec->svals;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* ---- reload and dump -------------------------------------------------- */
@@ -1714,6 +1752,7 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 	const struct section *from[NSET];
 	const struct section *sec;
 	struct pol_share eff;
+	struct pol_server srv;
 	size_t i, j;
 
 	fprintf(fp, "; effective settings of %s\n\n[global]\n", cfg->name);
@@ -1722,22 +1761,18 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 			dump_setting(fp, &settings[i], &cfg->global,
 			    g != NULL && (g->set & (UINT64_C(1) << i)) ?
 			    g : NULL);
-	fprintf(fp, "; defaults for every server\n");
-	for (i = 0; i < NSET; i++) {
-		const struct section *sf;
-		const void *b;
-
-		if (settings[i].scope != S_SERVER)
-			continue;
-		b = server_base(cfg, NULL, i, &sf);
-		dump_setting(fp, &settings[i], b, sf);
-	}
 	memset(from, 0, sizeof(from));
 	lookup(cfg, NULL, NULL, &eff, from);
 	fprintf(fp, "; defaults for every share\n");
 	for (i = 0; i < NSET; i++)
 		if (settings[i].scope == S_SHARE)
 			dump_setting(fp, &settings[i], &eff, from[i]);
+	memset(from, 0, sizeof(from));
+	(void)lookup_server(cfg, NULL, &srv, from);
+	fprintf(fp, "; defaults for every server\n");
+	for (i = 0; i < NSET; i++)
+		if (settings[i].scope == S_SERVER)
+			dump_setting(fp, &settings[i], &srv, from[i]);
 	for (j = 0; j < cfg->nsect; j++) {
 		sec = &cfg->sect[j];
 		if (sec->dup || (sec->kind != SK_SHARE && sec->kind != SK_UNC))
@@ -1749,19 +1784,16 @@ pol_dump(const struct pol_config *cfg, FILE *fp)
 		} else {
 			fprintf(fp, "\n[//%s/%s]\n", sec->server, sec->share);
 			lookup(cfg, sec->server, sec->share, &eff, from);
-			for (i = 0; i < NSET; i++) {
-				const struct section *sf;
-				const void *b;
-
-				if (settings[i].scope != S_SERVER)
-					continue;
-				b = server_base(cfg, sec->server, i, &sf);
-				if (sf != NULL && sf->kind == SK_UNC)
-					dump_setting(fp, &settings[i], b, sf);
-			}
 		}
 		for (i = 0; i < NSET; i++)
 			if (settings[i].scope == S_SHARE)
 				dump_setting(fp, &settings[i], &eff, from[i]);
+		if (sec->kind != SK_UNC)
+			continue;
+		/* the server's settings, the same in each of its sections */
+		(void)lookup_server(cfg, sec->server, &srv, from);
+		for (i = 0; i < NSET; i++)
+			if (settings[i].scope == S_SERVER)
+				dump_setting(fp, &settings[i], &srv, from[i]);
 	}
 }

@@ -84,17 +84,6 @@ struct pol_global {
 	uint32_t drain_timeout_ms;
 };
 
-/*
- * Per-server settings: given in [global] (every server) or in a
- * [//server/share] section, where they apply to that server as a whole
- * (they are needed before any share is named: a session is set up before
- * its first TREE_CONNECT).  Two sections of one server may not give one
- * of them different values.
- */
-struct pol_server {
-	char keytab[POL_PATH_MAX + 1];    /* "" when none */
-};
-
 /* Effective per-share settings, as returned by pol_share_lookup(). */
 struct pol_share {
 	enum pol_gate write_behind;
@@ -106,6 +95,22 @@ struct pol_share {
 	uint32_t flush_max_age_ms;
 	bool close_compound;       /* a CLOSE goes up with its flush as one
 	                            * related compound */
+};
+
+/*
+ * Effective per-server settings (pol_server_lookup): the keytab that keys
+ * its Kerberos sessions and the upstream TCP socket smbaccel opens to it.
+ * Given in [global] (every server) or in a [//server/share] section, where
+ * they belong to the server, not the share (they are needed before any
+ * share is named: a session is set up before its first TREE_CONNECT).
+ */
+#define POL_CC_MAX 15           /* TCP_CA_NAME_MAX - 1 */
+struct pol_server {
+	char keytab[POL_PATH_MAX + 1];    /* Kerberos keys; "" when none */
+	char upstream_congestion[POL_CC_MAX + 1];  /* "auto", "system" or an
+	                                            * algorithm name */
+	uint64_t upstream_sndbuf;   /* bytes; 0: the kernel's autotuning */
+	uint64_t upstream_rcvbuf;
 };
 
 /*
@@ -148,17 +153,29 @@ void pol_share_lookup(const struct pol_config *cfg, const char *server,
     const char *share, struct pol_share *out);
 
 /*
- * Effective per-server settings of server (a name or an IP literal, ASCII
- * case-insensitive; NULL: none): from the [//server/...] sections of that
- * server, then [global].  Returns true when a section of that server gave
- * one of them (the caller may then prefer it over another name of the same
- * server).
+ * Effective per-server settings for upstream connections to `server`: an
+ * IP literal (any notation) or a host name, compared ASCII
+ * case-insensitively with the server of every [//server/share] section;
+ * NULL: [global] and built-in defaults only.  True when some
+ * [//server/share] section of that server gave one of them.  The sections
+ * of one server never disagree (checked at load).
  */
 bool pol_server_lookup(const struct pol_config *cfg, const char *server,
     struct pol_server *out);
-/* The distinct keytab paths of cfg ([global] first): i = 0, 1, ... until
- * NULL.  For loading them all at start and reload. */
+
+/*
+ * The i-th server setting given in the file (i from 0; false past the
+ * end), for checks against the kernel (smbaccel -t): the setting's name,
+ * the label of its section ("global", "//nas1/data"), its line, and the
+ * section's values (only the named field is meaningful).
+ */
+/* The distinct keytab paths of cfg ([global] first, then the server
+ * sections in file order): i = 0, 1, ... until NULL.  For loading them all
+ * at start and reload. */
 const char *pol_keytab_path(const struct pol_config *cfg, size_t i);
+bool pol_server_setting_at(const struct pol_config *cfg, size_t i,
+    const char **name, const char **section, int *line,
+    struct pol_server *vals);
 
 /*
  * Compare two configs before a reload swaps them.  Every global setting

@@ -285,6 +285,7 @@ conn_connected(struct px_conn *c)
 
 	ev_io_stop(px_rt.loop, &l->srv.wio);
 	(void)setsockopt(l->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	px_upstream_connected(&l->up, l->srv.fd, c->id);
 	conn_set_state(c, PX_CONN_RELAY);
 	ev_io_set(&l->srv.wio, l->srv.fd, EV_WRITE);
 	l->last_ms = l->opened_ms = px_now_ms();
@@ -440,6 +441,7 @@ conn_start_connect(struct px_conn *c)
 			    glob()->tproxy_mark);
 		warned = true;
 	}
+	px_upstream_prepare(&l->up, sfd, dst, c->id);
 	l->srv.fd = sfd;
 	l->opening = true;
 	ev_io_init(&l->srv.rio, side_read_cb, sfd, EV_READ);

@@ -269,9 +269,10 @@ conns_dump(FILE *f, bool json)
 	if (json)
 		fprintf(f, "{\"conns\":[");
 	else
-		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s "
-		    "%s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
-		    "OPAQUE", "C2S", "S2C", "ABSORBED", "AGE(s)", "NOTE");
+		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s"
+		    "%s %s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
+		    "OPAQUE", "C2S", "S2C", "ABSORBED", "AGE(s)",
+		    PX_UPSTREAM_HDR, "NOTE");
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
 		const char *st = px_conn_queued(c) ? "queued" :
@@ -281,13 +282,16 @@ conns_dump(FILE *f, bool json)
 		px_addr_str(&c->dst_addr, b, sizeof(b));
 		if (!json) {
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
-			    "%12llu %9llu %8.0f %s\n", (unsigned long long)c->id, a,
+			    "%12llu %9llu %8.0f", (unsigned long long)c->id, a,
 			    b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)px_link_of(c)->cli.bytes_in,
 			    (unsigned long long)px_link_of(c)->srv.bytes_in,
 			    (unsigned long long)c->absorbed,
-			    (now - px_link_of(c)->started_ms) / 1e3, conn_note(c));
+			    (now - px_link_of(c)->started_ms) / 1e3);
+			px_upstream_dump(f, &px_link_of(c)->up,
+			    px_link_of(c)->srv.fd, false);
+			fprintf(f, " %s\n", conn_note(c));
 			continue;
 		}
 		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
@@ -337,7 +341,10 @@ conns_dump(FILE *f, bool json)
 				    co_signs_name(s->srv_signs),
 				    session_alters(c, s));
 		}
-		fprintf(f, "],\"trees\":[");
+		fprintf(f, "]");
+		px_upstream_dump(f, &px_link_of(c)->up, px_link_of(c)->srv.fd,
+		    true);
+		fprintf(f, ",\"trees\":[");
 		{
 			struct px_tree *t;
 			bool tf = true;

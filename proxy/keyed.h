@@ -10,6 +10,7 @@
 #include "proxy/conn_state.h"
 
 int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
+int px_keyed_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
 void px_keyed_shutdown(void);
 void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
 void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);

@@ -21,6 +21,11 @@
 struct px_keyed {
 	bool have_chal;
 	struct px_ntlm_challenge chal;
+	/* Kerberos: the key of an AP-REP that came in a MORE_PROCESSING
+	 * response (SPNEGO's mechListMIC round), for the final response */
+	bool have_krb_key;
+	size_t krb_keylen;
+	uint8_t krb_key[PX_KRB_KEY_MAX];
 	struct px_smb_keys keys;
 	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
@@ -36,6 +41,8 @@ struct px_session {
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
 	const char *why_not;        /* why not keyed (static string) */
+	const char *auth;           /* mechanism of its SESSION_SETUP
+	                             * ("ntlmssp", "kerberos", ...), static */
 	enum co_signs srv_signs;    /* what the server signs (coalesce.h;
 	                             * learned by alter.c) */
 	uint8_t preauth[64];        /* 3.1.1 preauth integrity hash */

@@ -11,6 +11,7 @@
 
 #include "proxy/proxy.h"
 #include "proxy/daemon.h"
+#include "proxy/upstream.h"
 
 #define SMBACCEL_VERSION "0.1.0"
 
@@ -58,6 +59,11 @@ main(int argc, char **argv)
 		if (c == NULL) {
 			pol_errors_print(&errs, stderr);
 			pol_errors_free(&errs);
+			return 1;
+		}
+		if (px_upstream_check(c, stderr) > 0) {	/* against the kernel */
+			pol_errors_free(&errs);
+			pol_free(c);
 			return 1;
 		}
 		if (verbose)

@@ -11,6 +11,7 @@
 
 #include "proxy/proxy.h"
 #include "proxy/conn_state.h"
+#include "proxy/upstream.h"
 
 struct px_link;
 
@@ -56,6 +57,7 @@ struct px_link {
 	struct px_link *qnext;               /* FIFO of connections waiting */
 	struct px_link **qprev;              /* for max_connecting (NULL: not
 	                                      * in it) */
+	struct px_upstream up;               /* the upstream socket (upstream.c) */
 	double srv_rx_ms;                    /* last bytes from the server */
 	double srv_wait_ms;                  /* first watchdog tick that saw
 	                                      * requests outstanding upstream

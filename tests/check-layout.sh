@@ -30,7 +30,7 @@ layer() {
 	proxy/conn_state.h|proxy/relay.[ch]|proxy/coherence.[ch]|proxy/readahead.[ch]|\
 	proxy/compound.[ch]|proxy/writebehind.[ch]|proxy/alter.[ch]|proxy/emit.[ch]|\
 	proxy/keyed.[ch]) echo 2 ;;
-	proxy/conn.[ch]|proxy/side.[ch]) echo 3 ;;
+	proxy/conn.[ch]|proxy/side.[ch]|proxy/upstream.[ch]) echo 3 ;;
 	proxy/listener.h|proxy/listener.c|proxy/tproxy.h|proxy/tproxy.c|\
 	proxy/control.h|proxy/control.c) echo 4 ;;
 	proxy/daemon.h|proxy/daemon.c|proxy/main.c|proxy/smbaccelctl.c) echo 5 ;;

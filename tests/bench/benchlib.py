@@ -9,16 +9,21 @@
                                  upstream requests smbaccel sent between two
                                  `smbaccelctl stats --json` snapshots
     benchlib.py report OUTDIR    raw.csv (+ stats/*.json) -> results.csv,
-                                 table.md, plot-*.dat; the table to stdout
+                                 table.md, loss.md, plot-*.dat; the tables
+                                 to stdout
+    benchlib.py link LINK        the link's parameters, as shell assignments
 
-Sizes: every cell is sized so that its slowest run (the direct one, and
-haproxy, which cannot be faster) takes about MODE's time box on that link,
-from a simple latency model (per request: a fixed client/server cost, 1.3 x
-the round trip, the payload at the link rate), capped by MODE's maximum.
-Direct, smbaccel and haproxy runs of a cell use the same size, except in
-the seed cell (250,000 x 1 KiB writes) and r4kbig (4 KiB reads of a 64 MiB
-file): smbaccel writes or reads all of it, to show its steady state, while
-the direct and haproxy runs are time-boxed to a prefix of the same pattern.
+Sizes: every cell is sized so that its direct run (and haproxy, which
+cannot be faster) takes about MODE's time box on that link, from a simple
+latency model (per request: a fixed client/server cost, 1.3 x the round
+trip, the payload at the rate one CUBIC stream gets: the link rate, or on
+a lossy link the Mathis estimate MSS / (RTT x sqrt(p))), capped by MODE's
+maximum.  Every configuration of a cell moves the same bytes, except in
+the long cells (seed: 250,000 x 1 KiB writes; r4kbig: 4 KiB reads of a 64
+MiB file; w1mbig, r1mbig: 1 MiB writes and reads of 64 MiB): there
+smbaccel moves all of it (unless its own estimate exceeds 6 time boxes: a
+prefix then) to show its steady state, and the others a time-boxed prefix
+of the same pattern.
 """
 import csv
 import json
@@ -28,13 +33,16 @@ import sys
 KIB = 1024
 MIB = 1024 * 1024
 
-# name: (one-way delay ms, rate bit/s; 0 = no emulator)
+# name: (one-way delay ms, rate bit/s, loss each way; rate 0 = no emulator)
 LINKS = {
-    "loopback": (0, 0),
-    "2ms-100M": (1, 100e6),
-    "2ms-1G": (1, 1e9),
-    "20ms-100M": (10, 100e6),
-    "20ms-1G": (10, 1e9),
+    "lan": (0, 0, 0),
+    "2ms-100M": (1, 100e6, 0),
+    "2ms-1G": (1, 1e9, 0),
+    "20ms-100M": (10, 100e6, 0),
+    "20ms-1G": (10, 1e9, 0),
+    "20ms-100M-0.1pct": (10, 100e6, 0.001),
+    "20ms-100M-1pct": (10, 100e6, 0.01),
+    "50ms-50M-0.5pct": (25, 50e6, 0.005),
 }
 LINK_ORDER = list(LINKS)
 
@@ -49,10 +57,17 @@ WORKLOADS = {
     "mput": ("mput", 8 * KIB, "mput 8 KiB files"),
     "seed": ("write", 1 * KIB, "seed: 1 KiB writes"),
     "r4kbig": ("read", 4 * KIB, "read 4 KiB, long file"),
+    "w1mbig": ("write", 1 * MIB, "write 1 MiB, 64 MiB copy"),
+    "r1mbig": ("read", 1 * MIB, "read 1 MiB, 64 MiB copy"),
 }
 WORKLOAD_ORDER = list(WORKLOADS)
+LONG = ("seed", "r4kbig", "w1mbig", "r1mbig")
+CONFIGS = ("direct", "smbaccel", "cubic", "haproxy")
+CONFIG_LABEL = {"direct": "direct", "smbaccel": "smbaccel",
+                "cubic": "smbaccel cubic", "haproxy": "haproxy"}
+MSS = 1448
 
-# mode: time box (s), seed count, mput file count, per-workload byte caps
+# mode: time box (s), seed count, long-copy size, mput file count, caps
 MODES = {
     "full": dict(tbox=10.0, seed=250000, big=64 * MIB, files=500, step=64 * KIB, minfiles=10,
                  cap={"w1k": 64 * MIB, "w4k": 128 * MIB, "w64k": 512 * MIB,
@@ -60,23 +75,45 @@ MODES = {
     "quick": dict(tbox=2.0, seed=31250, big=16 * MIB, files=100, step=64 * KIB, minfiles=10,
                   cap={"w1k": 8 * MIB, "w4k": 16 * MIB, "w64k": 64 * MIB,
                        "w1m": 64 * MIB, "r4k": 16 * MIB, "r1m": 64 * MIB}),
-    "smoke": dict(tbox=0.3, seed=2000, big=1 * MIB, files=20, step=16 * KIB, minfiles=5,
+    "smoke": dict(tbox=0.3, seed=2000, big=2 * MIB, files=20, step=16 * KIB, minfiles=5,
                   cap={"w1k": 256 * KIB, "w4k": 512 * KIB, "w64k": 2 * MIB,
                        "w1m": 4 * MIB, "r4k": 512 * KIB, "r1m": 4 * MIB}),
 }
 SEED_STEP = 50          # seed-cell counts are multiples of 50 (50 KiB)
 
 
+def stream_bps(link):
+    """Bit/s one CUBIC stream gets on link: its rate, or on a lossy link the
+    Mathis et al. estimate MSS / (RTT sqrt(p)) (constant 1, between the
+    1.22 of the paper and what wanlink measures at 1 %); 0 on lan."""
+    delay_ms, rate, loss = LINKS[link]
+    if not rate:
+        return 0
+    if not loss:
+        return rate
+    rtt = 2 * delay_ms / 1000.0
+    return min(rate, MSS * 8 / (rtt * loss ** 0.5))
+
+
 def op_seconds(link, block, kind):
     """Estimated wall time of one direct synchronous request (or one file)."""
-    delay_ms, rate = LINKS[link]
+    delay_ms, rate, _ = LINKS[link]
     rtt = 2 * delay_ms / 1000.0
+    bps = stream_bps(link)
     if kind == "mput":
-        return 4e-3 + 4.2 * rtt + (block * 8 / rate if rate else 0)
+        return 4e-3 + 4.2 * rtt + (block * 8 / bps if bps else 0)
     t = 110e-6 + block / 400e6 + 1.3 * rtt
-    if rate:
-        t += block * 8 / rate
+    if bps:
+        t += block * 8 / bps
     return t
+
+
+def long_count(full, block, step, secs, bps):
+    """Blocks of a long cell that fit in secs at bps (0: unlimited)."""
+    if not bps:
+        return full
+    n = int(secs * bps / 8 / block) // step * step
+    return max(step, min(full, n))
 
 
 def plan(mode, link, wl, tbox=None):
@@ -85,34 +122,40 @@ def plan(mode, link, wl, tbox=None):
         m["tbox"] = float(tbox)
     kind, block, _ = WORKLOADS[wl]
     op = op_seconds(link, block, kind)
+    _, rate, _ = LINKS[link]
     if kind == "mput":
         n = max(m["minfiles"], min(m["files"], int(m["tbox"] / op) // 5 * 5))
         return dict(kind=kind, block=block, count=n, count_accel=n,
-                    est=round(n * op, 1))
-    if wl == "seed":
-        full = m["seed"]
-        n = int(2 * m["tbox"] / op) // SEED_STEP * SEED_STEP
-        n = max(SEED_STEP, min(full, n))
-        return dict(kind=kind, block=block, count=n, count_accel=full,
-                    est=round(n * op, 1))
-    step = max(1, m["step"] // block)       # sizes: multiples of 64 KiB (16 in smoke)
-    if wl == "r4kbig":
-        full = m["big"] // block
-        n = int(m["tbox"] / op) // step * step
+                    count_cubic=n, est=round(n * op, 1))
+    if wl in LONG:
+        if wl == "seed":
+            full, step, box = m["seed"], SEED_STEP, 2 * m["tbox"]
+        else:
+            full = m["big"] // block
+            step = max(1, m["step"] // block)
+            box = m["tbox"] if wl == "r4kbig" else 2 * m["tbox"]
+        n = int(box / op) // step * step
         n = max(step, min(full, n))
-        return dict(kind=kind, block=block, count=n, count_accel=full,
-                    est=round(n * op, 1))
+        # smbaccel: writes leave on its bbr socket (about the link rate);
+        # reads come from the server's CUBIC.  cubic: both at CUBIC's rate.
+        a_bps = 0.9 * rate if kind == "write" else stream_bps(link)
+        c_bps = stream_bps(link)
+        na = long_count(full, block, step, 6 * m["tbox"], a_bps)
+        nc = long_count(full, block, step, 2 * m["tbox"], c_bps)
+        return dict(kind=kind, block=block, count=n, count_accel=na,
+                    count_cubic=max(n, nc), est=round(n * op, 1))
+    step = max(1, m["step"] // block)       # sizes: multiples of 64 KiB (16 in smoke)
     n = int(m["tbox"] / op) // step * step
     n = max(step, min(m["cap"][wl] // block, n))
     return dict(kind=kind, block=block, count=n, count_accel=n,
-                est=round(n * op, 1))
+                count_cubic=n, est=round(n * op, 1))
 
 
 def cmd_plan(args):
     mode, link, wl = args[:3]
     p = plan(mode, link, wl, args[3] if len(args) > 3 else None)
-    delay_ms, rate = LINKS[link]
-    p.update(delay=delay_ms, rate=int(rate))
+    delay_ms, rate, loss = LINKS[link]
+    p.update(delay=delay_ms, rate=int(rate), loss=loss)
     for k, v in p.items():
         print("P_%s=%s" % (k, v))
 
@@ -123,10 +166,10 @@ def cmd_plan_all(args):
     for l in links.split(","):
         for w in wls.split(","):
             p = plan(mode, l, w, tbox)
-            delay_ms, rate = LINKS[l]
-            print("PLAN[%s/%s]='%s %d %d %d %s %d %d'" % (
+            delay_ms, rate, loss = LINKS[l]
+            print("PLAN[%s/%s]='%s %d %d %d %d %s %d %d %g'" % (
                 l, w, p["kind"], p["block"], p["count"], p["count_accel"],
-                p["est"], delay_ms, int(rate)))
+                p["count_cubic"], p["est"], delay_ms, int(rate), loss * 100))
 
 
 def load(path):
@@ -195,15 +238,16 @@ def cmd_report(args):
     for r in rows:
         cells.setdefault((r["link"], r["workload"]), {})[r["config"]] = r
 
-    fields = ["link", "rtt_ms", "rate_mbit", "workload", "block", "config",
-              "bytes", "seconds", "mbps", "ratio_direct", "ratio_link",
-              "ops", "client_cpu_us_per_op", "wall_us_per_op",
+    fields = ["link", "rtt_ms", "rate_mbit", "loss_pct", "workload", "block",
+              "config", "bytes", "seconds", "mbps", "ratio_direct",
+              "ratio_link", "ops", "client_cpu_us_per_op", "wall_us_per_op",
               "upstream_reqs", "upstream_reqs_per_mib", "proxy_cpu_s",
-              "proxy_cpu_s_per_gib", "proxy_peak_rss_kib", "data", "note"]
+              "proxy_cpu_s_per_gib", "proxy_peak_rss_kib", "wan_loss_drops",
+              "wan_queue_drops", "tun_drops", "data", "note"]
     res = []
     for (link, wl), cfgs in cells.items():
         direct = num(cfgs.get("direct", {}).get("mbps"))
-        for cfg in ("direct", "smbaccel", "haproxy"):
+        for cfg in CONFIGS:
             r = cfgs.get(cfg)
             if r is None:
                 continue
@@ -211,7 +255,7 @@ def cmd_report(args):
             ops, secs = num(r["ops"]), num(r["seconds"])
             rate = num(r["rate_mbit"])
             reqs = num(r["upstream_reqs"])
-            if r["config"] == "smbaccel" and r.get("stats"):
+            if cfg in ("smbaccel", "cubic") and r.get("stats"):
                 reqs = upstream_reqs(os.path.join(out, "stats", r["stats"] + "-before.json"),
                                      os.path.join(out, "stats", r["stats"] + "-after.json"),
                                      WORKLOADS.get(r["workload"], ("write",))[0])
@@ -226,7 +270,7 @@ def cmd_report(args):
             res.append(o)
     order = lambda o: (LINK_ORDER.index(o["link"]) if o["link"] in LINK_ORDER else 99,
                        WORKLOAD_ORDER.index(o["workload"]) if o["workload"] in WORKLOAD_ORDER else 99,
-                       ["direct", "smbaccel", "haproxy"].index(o["config"]))
+                       CONFIGS.index(o["config"]))
     res.sort(key=order)
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
@@ -234,64 +278,113 @@ def cmd_report(args):
         w.writerows(res)
 
     by = {(o["link"], o["workload"], o["config"]): o for o in res}
+
+    def g(r, k):
+        return num(r.get(k)) if r else None
+
     lines = []
-    lines.append("| link | workload | MiB (direct/accel) | direct MB/s | smbaccel MB/s | haproxy MB/s "
-                 "| accel / direct | haproxy / direct | accel / link | req/MiB direct → accel "
-                 "| accel CPU s/GiB | accel peak RSS MiB | client CPU µs/op d / a | wall µs/op d / a | data |")
-    lines.append("|" + "---|" * 15)
+    lines.append("| link | workload | MiB (direct / accel / cubic) | direct MB/s | smbaccel MB/s "
+                 "| smbaccel cubic MB/s | haproxy MB/s | accel / direct | cubic / direct "
+                 "| haproxy / direct | accel / link | cubic / link | req/MiB direct → accel "
+                 "| accel CPU s/GiB | accel peak RSS MiB | client CPU µs/op d / a "
+                 "| wall µs/op d / a | data |")
+    lines.append("|" + "---|" * 18)
     seen = []
     for o in res:
         key = (o["link"], o["workload"])
         if key in seen:
             continue
         seen.append(key)
-        d = by.get(key + ("direct",), {})
-        a = by.get(key + ("smbaccel",), {})
-        h = by.get(key + ("haproxy",), {})
-
-        def g(r, k):
-            return num(r.get(k)) if r else None
-        mib_d, mib_a = g(d, "bytes"), g(a, "bytes")
-        size = fmt(mib_d / MIB if mib_d else None)
-        if mib_a and mib_a != mib_d:
-            size += " / %s" % fmt(mib_a / MIB)
+        d, a, c, h = (by.get(key + (x,), {}) for x in CONFIGS)
+        sizes = []
+        for r in (d, a, c):
+            b = g(r, "bytes")
+            sizes.append(fmt(b / MIB) if b else "-")
+        if len(set(x for x in sizes if x != "-")) <= 1:
+            size = next((x for x in sizes if x != "-"), "-")
+        else:
+            size = " / ".join(sizes)
         rss = g(a, "proxy_peak_rss_kib")
-        datas = sorted({r.get("data", "-") for r in (d, a, h) if r})
-        data = "ok" if datas == ["ok"] else ",".join(
-            "%s:%s" % (c, r.get("data")) for c, r in (("direct", d), ("smbaccel", a), ("haproxy", h))
-            if r and r.get("data") != "ok")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s → %s | %s | %s | %s / %s | %s / %s | %s |" % (
+        got = [(x, r) for x, r in zip(CONFIGS, (d, a, c, h)) if r]
+        data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
+            "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
+        lines.append("| %s |" % " | ".join([
             o["link"], WORKLOADS.get(o["workload"], ("", 0, o["workload"]))[2], size,
-            fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(h, "mbps"), 2),
-            fmt(g(a, "ratio_direct"), 2), fmt(g(h, "ratio_direct"), 2),
-            fmt(g(a, "ratio_link"), 2),
-            fmt(g(d, "upstream_reqs_per_mib"), 0), fmt(g(a, "upstream_reqs_per_mib"), 1),
+            fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(c, "mbps"), 2),
+            fmt(g(h, "mbps"), 2),
+            fmt(g(a, "ratio_direct"), 2), fmt(g(c, "ratio_direct"), 2),
+            fmt(g(h, "ratio_direct"), 2),
+            fmt(g(a, "ratio_link"), 2), fmt(g(c, "ratio_link"), 2),
+            "%s → %s" % (fmt(g(d, "upstream_reqs_per_mib"), 0), fmt(g(a, "upstream_reqs_per_mib"), 1)),
             fmt(g(a, "proxy_cpu_s_per_gib"), 2), fmt(rss / 1024 if rss else None),
-            fmt(g(d, "client_cpu_us_per_op")), fmt(g(a, "client_cpu_us_per_op")),
-            fmt(g(d, "wall_us_per_op")), fmt(g(a, "wall_us_per_op")), data))
+            "%s / %s" % (fmt(g(d, "client_cpu_us_per_op")), fmt(g(a, "client_cpu_us_per_op"))),
+            "%s / %s" % (fmt(g(d, "wall_us_per_op")), fmt(g(a, "wall_us_per_op"))),
+            data]))
     table = "\n".join(lines) + "\n"
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table)
     sys.stdout.write(table)
 
+    # lossy links at a glance: large writes, small writes, large reads
+    lossy = [l for l in LINK_ORDER if l.startswith(("20ms-100M", "50ms"))
+             and any(o["link"] == l for o in res)]
+    lt = ["| link | workload | direct MB/s | smbaccel (bbr) MB/s | smbaccel cubic MB/s "
+          "| accel / link | cubic / link | accel / direct | cubic / direct |",
+          "|" + "---|" * 9]
+    for l in lossy:
+        for wl in ("w1mbig", "w1m", "seed", "r1mbig", "r1m"):
+            d, a, c = (by.get((l, wl, x), {}) for x in ("direct", "smbaccel", "cubic"))
+            if not (d or a or c):
+                continue
+            lt.append("| %s |" % " | ".join([
+                l, WORKLOADS[wl][2], fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2),
+                fmt(g(c, "mbps"), 2), fmt(g(a, "ratio_link"), 2), fmt(g(c, "ratio_link"), 2),
+                fmt(g(a, "ratio_direct"), 2), fmt(g(c, "ratio_direct"), 2)]))
+    with open(os.path.join(out, "loss.md"), "w") as f:
+        f.write("\n".join(lt) + "\n")
+    if lossy:
+        sys.stdout.write("\nLossy links (the long cells where they ran):\n\n" + "\n".join(lt) + "\n")
+
     # gnuplot data: per link, plot-LINK-w.dat (writes), plot-LINK-r.dat
-    # (reads) and plot-LINK-l.dat (the long seed and r4kbig cells), one line
-    # per block size: block direct smbaccel haproxy (MB/s)
+    # (reads) and plot-LINK-l.dat (the long cells), one line per block
+    # size: block direct smbaccel cubic haproxy (MB/s)
     links = [l for l in LINK_ORDER if any(o["link"] == l for o in res)]
     for l in links:
         for suffix, pts in (("w", ((1024, "w1k"), (4096, "w4k"), (65536, "w64k"), (1048576, "w1m"))),
                             ("r", ((4096, "r4k"), (1048576, "r1m"))),
-                            ("l", ((1024, "seed"), (4096, "r4kbig")))):
+                            ("l", ((1024, "seed"), (4096, "r4kbig"), (1048576, "w1mbig"),
+                                   (1048576, "r1mbig")))):
             with open(os.path.join(out, "plot-%s-%s.dat" % (l, suffix)), "w") as f:
-                f.write("# block direct smbaccel haproxy (MB/s)\n")
+                f.write("# block direct smbaccel cubic haproxy (MB/s)\n")
                 for blk, wl in pts:
                     vals = [str(blk)]
-                    for cfg in ("direct", "smbaccel", "haproxy"):
+                    for cfg in CONFIGS:
                         v = num(by.get((l, wl, cfg), {}).get("mbps"))
                         vals.append("NaN" if v is None or v <= 0 else "%.4f" % v)
                     f.write(" ".join(vals) + "\n")
+    # the loss chart: 20 ms / 100 Mbit/s at each loss rate
+    with open(os.path.join(out, "plot-loss.dat"), "w") as f:
+        f.write("# loss_pct then direct smbaccel cubic (MB/s) for w1mbig, seed, r1mbig\n")
+        for l in ("20ms-100M", "20ms-100M-0.1pct", "20ms-100M-1pct"):
+            if l not in links:
+                continue
+            vals = ["%g" % max(LINKS[l][2] * 100, 0.01)]
+            for wl in ("w1mbig", "seed", "r1mbig"):
+                for cfg in ("direct", "smbaccel", "cubic"):
+                    v = num(by.get((l, wl, cfg), {}).get("mbps"))
+                    vals.append("NaN" if v is None or v <= 0 else "%.4f" % v)
+            f.write(" ".join(vals) + "\n")
     with open(os.path.join(out, "links.txt"), "w") as f:
         f.write(" ".join(links) + "\n")
+    with open(os.path.join(out, "rates.txt"), "w") as f:
+        f.write(" ".join("%g" % (LINKS.get(l, (0, 0, 0))[1] / 8e6) for l in links) + "\n")
+
+
+def cmd_link(args):
+    """Shell assignments for one link: L_delay L_rate L_loss L_emulated."""
+    delay_ms, rate, loss = LINKS[args[0]]
+    print("L_delay=%s L_rate=%d L_loss=%g L_emulated=%s" % (
+        delay_ms, int(rate), loss * 100, "yes" if rate else "no"))
 
 
 def main():
@@ -300,7 +393,7 @@ def main():
         sys.exit(2)
     cmd, args = sys.argv[1], sys.argv[2:]
     {"plan": cmd_plan, "plan-all": cmd_plan_all, "reqs": cmd_reqs,
-     "report": cmd_report}[cmd](args)
+     "report": cmd_report, "link": cmd_link}[cmd](args)
 
 
 if __name__ == "__main__":

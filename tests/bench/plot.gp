@@ -1,12 +1,15 @@
 # plot.gp - throughput against block size, one panel per link.
 #
-#   gnuplot -e "dir='bench-results'; links='loopback 20ms-100M'; out='x.png'" tests/bench/plot.gp
+#   gnuplot -e "dir='bench-results'; links='lan 20ms-100M'; rates='0 12.5'; out='x.png'" tests/bench/plot.gp
 #
 # Reads DIR/plot-LINK-w.dat (writes), DIR/plot-LINK-r.dat (reads) and
-# DIR/plot-LINK-l.dat (smbaccel's long runs: seed, r4kbig), made by
-# `benchlib.py report`: columns block, direct, smbaccel, haproxy (MB/s).
+# DIR/plot-LINK-l.dat (the long cells: seed, r4kbig, w1mbig, r1mbig), made
+# by `benchlib.py report`: columns block, direct, smbaccel, smbaccel with
+# upstream_congestion = cubic, haproxy (MB/s).  rates: each link's rate in
+# MB/s (0: no emulator), in the order of links.
 if (!exists("dir")) dir = "bench-results"
-if (!exists("links")) links = "loopback"
+if (!exists("links")) links = "lan"
+if (!exists("rates")) rates = "0"
 if (!exists("out")) out = dir."/throughput.png"
 if (!exists("ttl")) ttl = "smbaccel: throughput against block size (smbdd, MB/s, log scales)"
 
@@ -24,25 +27,26 @@ set format y "%g"
 set grid xtics ytics mytics lc rgb "#dddddd"
 set xlabel "block size (bytes per client request)"
 set ylabel "MB/s"
-set key bottom right font "sans,8" spacing 0.9
+set key bottom right font "sans,7" spacing 0.85
 set multiplot layout rows, cols title ttl font "sans,11"
 
 do for [i = 1:n] {
 	lk = word(links, i)
+	rate = real(word(rates, i))
 	fw = dir."/plot-".lk."-w.dat"
 	fr = dir."/plot-".lk."-r.dat"
 	fl = dir."/plot-".lk."-l.dat"
-	# link rate in MB/s from the name (e.g. 20ms-100M), none on loopback
-	rate = strstrt(lk, "100M") ? 12.5 : (strstrt(lk, "1G") ? 125.0 : 0)
-	ltitle = (rate > 0) ? sprintf("%s (round trip %s, %g MB/s)", lk, lk[1:strstrt(lk, "-") - 1], rate) : lk." (no emulator)"
+	ltitle = (rate > 0) ? sprintf("%s (%g MB/s each way)", lk, rate) : lk." (veth, no emulator)"
 	set title ltitle font "sans,10"
 	plot fw u 1:2 w lp lw 2 pt 7 lc rgb "#d62728" t "direct write", \
 	     fw u 1:3 w lp lw 2 pt 5 lc rgb "#1f77b4" t "smbaccel write", \
-	     fw u 1:4 w lp lw 1 pt 9 lc rgb "#7f7f7f" t "haproxy write", \
+	     fw u 1:4 w lp lw 1 pt 13 lc rgb "#ff7f0e" t "smbaccel (cubic) write", \
+	     fw u 1:5 w lp lw 1 pt 9 lc rgb "#7f7f7f" t "haproxy write", \
 	     fr u 1:2 w lp lw 2 dt 2 pt 6 lc rgb "#d62728" t "direct read", \
 	     fr u 1:3 w lp lw 2 dt 2 pt 4 lc rgb "#1f77b4" t "smbaccel read", \
-	     fr u 1:4 w lp lw 1 dt 2 pt 8 lc rgb "#7f7f7f" t "haproxy read", \
-	     fl u 1:3 w p pt 3 ps 2 lc rgb "#2ca02c" t "smbaccel, long run (seed 1K writes, r4kbig 4K reads)", \
+	     fr u 1:4 w lp lw 1 dt 2 pt 12 lc rgb "#ff7f0e" t "smbaccel (cubic) read", \
+	     fr u 1:5 w lp lw 1 dt 2 pt 8 lc rgb "#7f7f7f" t "haproxy read", \
+	     fl u 1:3 w p pt 3 ps 2 lc rgb "#2ca02c" t "smbaccel, long runs (seed, r4kbig, 64 MiB copies)", \
 	     (rate > 0 ? rate : 1/0) w l lw 1 dt 3 lc rgb "black" t "link rate"
 }
 unset multiplot

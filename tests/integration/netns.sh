@@ -106,12 +106,12 @@ _ns_port_listening() {
 }
 
 # ns_start_smbd: a private smbd in NS_SERVER listening on $SERVER_IP:445
-# only, with the same configuration, shares, user, private directories and
+# only (NS_SMBD_INTERFACES: other addresses), with the same configuration, shares, user, private directories and
 # private mount namespace as lib.sh's start_smbd (write_smbd_conf,
 # launch_smbd).  Stopped by lib.sh's stop_smbd (pid file), from cleanup.
 ns_start_smbd() {
 	ensure_test_user
-	SMBD_NETBIOS=SMBACCELNS SMBD_INTERFACES=$SERVER_IP/24 SMBD_LISTEN_PORT=445 \
+	SMBD_NETBIOS=SMBACCELNS SMBD_INTERFACES=${NS_SMBD_INTERFACES:-$SERVER_IP/24} SMBD_LISTEN_PORT=445 \
 	    write_smbd_conf
 	launch_smbd "$NS_SERVER"
 	local n=200

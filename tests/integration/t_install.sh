@@ -3,8 +3,9 @@
 # test-timeout: 180
 # make install / uninstall into a DESTDIR, and the installed pieces:
 #  1. `make install DESTDIR=$T/root PREFIX=/usr` installs exactly: sbin/smbaccel,
-#     bin/smbaccelctl (0755), the three man pages, the systemd unit and the
-#     default policy (0644); nothing else;
+#     bin/smbaccelctl (0755), the three man pages, the systemd unit, the
+#     default policy and the modules-load.d entry for tcp_bbr (0644);
+#     nothing else;
 #  2. the unit has its paths filled in (ExecStart=/usr/sbin/smbaccel -c
 #     /etc/smbaccel/smbaccel.conf, no @...@ left), Type=notify, ExecReload
 #     with SIGHUP, TimeoutStopSec above drain_timeout's default;
@@ -33,6 +34,7 @@ make -s install DESTDIR="$D" PREFIX=/usr >"$T/install.log" 2>&1 ||
 expected="etc/smbaccel/smbaccel.conf 644
 lib/systemd/system/smbaccel.service 644
 usr/bin/smbaccelctl 755
+usr/lib/modules-load.d/smbaccel.conf 644
 usr/sbin/smbaccel 755
 usr/sbin/smbaccel-keytab 755
 usr/share/man/man5/smbaccel.conf.5 644

@@ -1000,8 +1000,12 @@ test_dump_roundtrip(void)
 	    "coalesce_size = 4M\n"
 	    "[//10.0.0.1/data]\n"
 	    "write_behind = always\n"
+	    "upstream_congestion = cubic\n"
+	    "upstream_sndbuf = 1M\n"
 	    "[//nas/logs]\n"
-	    "read_ahead_max = 100K\n";
+	    "read_ahead_max = 100K\n"
+	    "[//nas/other]\n"
+	    "upstream_rcvbuf = 2M\n";
 	struct pol_config *a, *b;
 	char *va, *vb, *buf = NULL;
 	size_t len = 0;
@@ -1033,6 +1037,18 @@ test_dump_roundtrip(void)
 	CU_ASSERT_EQUAL(s.write_behind, POL_GATE_ALWAYS);
 	CU_ASSERT_EQUAL(s.coalesce_size, 4 << 20);
 	CU_ASSERT_EQUAL(s.flush_idle_ms, 1500);
+	{
+		struct pol_server v;
+
+		CU_ASSERT_TRUE(pol_server_lookup(b, "10.0.0.1", &v));
+		CU_ASSERT_STRING_EQUAL(v.upstream_congestion, "cubic");
+		CU_ASSERT_EQUAL(v.upstream_sndbuf, 1 << 20);
+		CU_ASSERT_TRUE(pol_server_lookup(b, "nas", &v));
+		CU_ASSERT_STRING_EQUAL(v.upstream_congestion, "auto");
+		CU_ASSERT_EQUAL(v.upstream_rcvbuf, 2 << 20);
+		CU_ASSERT_FALSE(pol_server_lookup(b, "nas2", &v));
+		CU_ASSERT_EQUAL(v.upstream_rcvbuf, 0);
+	}
 	free(va);
 	free(vb);
 	pol_free(a);
@@ -1116,14 +1132,14 @@ test_keytab(void)
 	/* not in a [share NAME] section, absolute, one value per server */
 	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
 	    "mode = transparent\n[share data]\nkeytab = /k\n", 1, 5,
-	    "'keytab' is a per-server setting"));
+	    "'keytab' is a server setting, not allowed in [share data]"));
 	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
 	    "mode = transparent\nkeytab = k.keytab\n", 1, 4,
 	    "not an absolute path"));
 	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
 	    "mode = transparent\n[//nas/a]\nkeytab = /a\n[//NAS/b]\n"
-	    "keytab = /b\n", 1, 7, "'keytab' of server NAS is already '/a' "
-	    "(line 5)"));
+	    "keytab = /b\n", 1, 7, "'keytab = /b' for server NAS differs from "
+	    "'/a' on line 5"));
 	CU_ASSERT(fails("[global]\nlisten = 127.0.0.1:4445\n"
 	    "mode = transparent\nkeytab = /a\nkeytab = /b\n", 1, 5,
 	    "already set on line 4"));
@@ -1135,6 +1151,128 @@ test_keytab(void)
 	CU_ASSERT_STRING_EQUAL(sv.keytab, "");
 	CU_ASSERT_STRING_EQUAL(pol_keytab_path(cfg, 0), "/a");
 	CU_ASSERT_PTR_NULL(pol_keytab_path(cfg, 1));
+	pol_free(cfg);
+}
+
+/*
+ * Server settings (the upstream socket): [global] for every server, a
+ * [//server/share] section for its server whatever the share, never a
+ * [share NAME] section; the sections of one server must agree.
+ */
+static void
+test_server_settings(void)
+{
+	static const char text[] =
+	    "[global]\n"
+	    "listen = 127.0.0.1:4445\n"
+	    "upstream = nas1.example:445\n"
+	    "upstream_sndbuf = 4M\n"
+	    "[//198.51.100.2/data]\n"
+	    "upstream_congestion = cubic\n"
+	    "[//198.51.100.2/logs]\n"
+	    "upstream_congestion = cubic\n"
+	    "upstream_rcvbuf = 2M\n"
+	    "[//2001:DB8:0::1/x]\n"
+	    "upstream_congestion = reno\n"
+	    "[//nas1.example/y]\n"
+	    "upstream_congestion = system\n"
+	    "[share data]\n"
+	    "write_behind = always\n";
+	static const struct {
+		const char *server;
+		bool matched;
+		const char *cc;
+		uint64_t snd, rcv;
+	} rows[] = {
+		{ NULL, false, "auto", 4 << 20, 0 },
+		{ "198.51.100.2", true, "cubic", 4 << 20, 2 << 20 },
+		{ "203.0.113.9", false, "auto", 4 << 20, 0 },
+		{ "2001:db8::1", true, "reno", 4 << 20, 0 },
+		{ "2001:0db8:0:0::1", true, "reno", 4 << 20, 0 },
+		{ "NAS1.example", true, "system", 4 << 20, 0 },
+	};
+	static const struct { const char *line; const char *needle; } bad[] = {
+		{ "upstream_congestion = BBR", "'BBR' is not a congestion "
+		    "control name" },
+		{ "upstream_congestion = tcp-bbr", "not a congestion control" },
+		{ "upstream_congestion = ", "empty value" },
+		{ "upstream_congestion = abcdefghijklmnop",
+		    "longer than 15 characters" },
+		{ "upstream_sndbuf = 1G", "'1G' is above the maximum 512M" },
+		{ "upstream_rcvbuf = -1", "not a size" },
+		{ "upstream_rcvbuf = 1MB", "not a size" },
+	};
+	struct pol_config *cfg;
+	struct pol_server v;
+	const char *name, *section;
+	char t[512];
+	size_t i, n;
+	int line;
+
+	cfg = load_ok(G3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	CU_ASSERT_FALSE(pol_server_lookup(cfg, "10.0.0.1", &v));
+	CU_ASSERT_STRING_EQUAL(v.upstream_congestion, "auto");
+	CU_ASSERT_EQUAL(v.upstream_sndbuf, 0);
+	CU_ASSERT_EQUAL(v.upstream_rcvbuf, 0);
+	CU_ASSERT_FALSE(pol_server_setting_at(cfg, 0, &name, &section, &line,
+	    &v));
+	pol_free(cfg);
+
+	cfg = load_ok(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		CU_ASSERT_EQUAL(pol_server_lookup(cfg, rows[i].server, &v),
+		    rows[i].matched);
+		CU_ASSERT_STRING_EQUAL(v.upstream_congestion, rows[i].cc);
+		CU_ASSERT_EQUAL(v.upstream_sndbuf, rows[i].snd);
+		CU_ASSERT_EQUAL(v.upstream_rcvbuf, rows[i].rcv);
+	}
+	/* every server setting given, in file order, with its line */
+	for (n = 0; pol_server_setting_at(cfg, n, &name, &section, &line, &v);
+	    n++) {
+		if (n == 0) {
+			CU_ASSERT_STRING_EQUAL(name, "upstream_sndbuf");
+			CU_ASSERT_STRING_EQUAL(section, "global");
+			CU_ASSERT_EQUAL(line, 4);
+			CU_ASSERT_EQUAL(v.upstream_sndbuf, 4 << 20);
+		} else if (n == 3) {
+			CU_ASSERT_STRING_EQUAL(name, "upstream_rcvbuf");
+			CU_ASSERT_STRING_EQUAL(section, "//198.51.100.2/logs");
+			CU_ASSERT_EQUAL(line, 9);
+			CU_ASSERT_EQUAL(v.upstream_rcvbuf, 2 << 20);
+		} else if (n == 4) {
+			CU_ASSERT_STRING_EQUAL(v.upstream_congestion, "reno");
+			CU_ASSERT_EQUAL(line, 11);
+		}
+	}
+	CU_ASSERT_EQUAL(n, 6);
+	pol_free(cfg);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(t, sizeof(t), G3 "%s\n", bad[i].line);
+		CU_ASSERT(fails(t, 1, 4, bad[i].needle));
+		/* the same in a server's section */
+		snprintf(t, sizeof(t), G3 "[//nas/s]\n%s\n", bad[i].line);
+		CU_ASSERT(fails(t, 1, 5, bad[i].needle));
+	}
+	CU_ASSERT(fails(G3 "[share x]\nupstream_congestion = bbr\n", 1, 5,
+	    "'upstream_congestion' is a server setting, not allowed in "
+	    "[share x]: put it in [global] or a [//server/share] section"));
+	/* one server, two values: refused at the second */
+	CU_ASSERT(fails(G3 "[//nas/a]\nupstream_congestion = bbr\n"
+	    "[//NAS/b]\nupstream_congestion = cubic\n", 1, 7,
+	    "'upstream_congestion = cubic' for server NAS differs from 'bbr' "
+	    "on line 5 ([//nas/a])"));
+	CU_ASSERT(fails(G3 "[//10.0.0.1/a]\nupstream_sndbuf = 1M\n"
+	    "[//10.0.0.01/b]\n[//10.0.0.1/c]\nupstream_sndbuf = 1024K\n"
+	    "[//10.0.0.1/d]\nupstream_sndbuf = 2M\n", 0, 10,
+	    "differs from '1M' on line 5"));
+	/* the same value twice, and different servers, are fine */
+	cfg = load_ok(G3 "[//nas/a]\nupstream_congestion = bbr\n"
+	    "[//nas/b]\nupstream_congestion = bbr\n"
+	    "[//nas2/a]\nupstream_congestion = reno\n");
+	CU_ASSERT_PTR_NOT_NULL(cfg);
 	pol_free(cfg);
 }
 
@@ -1163,6 +1301,7 @@ ut_register_policy(void)
 		{ "reload diff", test_diff_reloadable },
 		{ "dump round trip", test_dump_roundtrip },
 		{ "keytab per server", test_keytab },
+		{ "server settings", test_server_settings },
 	};
 	CU_pSuite suite;
 	size_t i;

@@ -1,0 +1,385 @@
+/*
+ * upstream.c - the upstream TCP socket: congestion control and buffers
+ * from the server settings of the policy, what the kernel really gave,
+ * and TCP_INFO for smbaccelctl conns (DESIGN.md section 1, "the WAN leg";
+ * docs/smbaccel.conf.5, SERVER SETTINGS).
+ *
+ * smbaccel splits each TCP connection: the client's ends on the LAN, and
+ * across the WAN only this socket sends the client's data.  On a long
+ * lossy link its congestion control decides what writes get (loss-based
+ * CUBIC collapses at 1 % loss on a 20 ms link, bbr does not), so it is a
+ * per-server setting, and whatever the kernel does with it is logged and
+ * shown, never left silent: an algorithm the kernel refuses is a logged
+ * fallback here and an error at `smbaccel -t` (px_upstream_check), a
+ * buffer the kernel caps likewise.
+ *
+ * Only conn.c (where the socket is created and connected) and control.c
+ * (conns) call in here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>
+
+#include "proxy/upstream.h"
+
+#define CC_AVAILABLE "/proc/sys/net/ipv4/tcp_available_congestion_control"
+#define CC_ALLOWED   "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
+#define CC_DEFAULT   "/proc/sys/net/ipv4/tcp_congestion_control"
+
+/* One line of a /proc/sys file, without its newline; "" if unreadable. */
+static void
+read_sysctl(const char *path, char *buf, size_t len)
+{
+	FILE *f;
+	size_t n;
+
+	buf[0] = '\0';
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	if (fgets(buf, (int)len, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+}
+
+/* Is name one of the blank-separated words of list? */
+static bool
+in_list(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	for (p = list; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' ||
+		    p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * The algorithm to ask for under setting `want`: "" for none (system, or
+ * auto without bbr).
+ */
+static const char *
+cc_target(const char *want, const char *available)
+{
+	if (strcmp(want, "system") == 0)
+		return "";
+	if (strcmp(want, "auto") == 0)
+		return in_list(available, "bbr") ? "bbr" : "";
+	return want;
+}
+
+static void
+sock_cc(int fd, char *buf, size_t len)
+{
+	socklen_t l = (socklen_t)len;
+
+	buf[0] = '\0';
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &l) == -1)
+		snprintf(buf, len, "?");
+	buf[len - 1] = '\0';
+}
+
+/*
+ * Set SO_SNDBUF or SO_RCVBUF to want bytes: the FORCE option first (with
+ * CAP_NET_ADMIN it is not capped by net.core.wmem_max / rmem_max), then
+ * the plain one.  Returns what the kernel holds (it doubles the value for
+ * its bookkeeping, so that is 2 x want when granted), -1 on error.
+ */
+static int
+set_buf(int fd, bool snd, uint64_t want)
+{
+	int v = (int)want, got = -1;
+	socklen_t l = sizeof(got);
+
+	if (setsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUFFORCE : SO_RCVBUFFORCE,
+	    &v, sizeof(v)) == -1 &&
+	    setsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &v,
+	    sizeof(v)) == -1)
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &got,
+	    &l) == -1)
+		return -1;
+	return got;
+}
+
+/* The server name the policy knows dst by: its address, or in forward
+ * mode the upstream's host as written. */
+static void
+lookup(const struct sockaddr_storage *dst, struct pol_server *out)
+{
+	const struct pol_global *g = pol_global(px_rt.cfg);
+	char a[INET6_ADDRSTRLEN] = "";
+
+	if (dst->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)dst)->sin_addr,
+		    a, sizeof(a));
+	else if (dst->ss_family == AF_INET6)
+		inet_ntop(AF_INET6,
+		    &((const struct sockaddr_in6 *)dst)->sin6_addr, a, sizeof(a));
+	if (pol_server_lookup(px_rt.cfg, a[0] ? a : NULL, out))
+		return;
+	if (g->mode == POL_MODE_FORWARD && g->upstream.host[0] != '\0')
+		(void)pol_server_lookup(px_rt.cfg, g->upstream.host, out);
+}
+
+static void
+fmt_buf(char *buf, size_t len, uint64_t want, int got)
+{
+	if (want == 0)
+		snprintf(buf, len, "auto");
+	else
+		snprintf(buf, len, "%llu(got %d)", (unsigned long long)want,
+		    got / 2);
+}
+
+void
+px_upstream_prepare(struct px_upstream *u, int fd,
+    const struct sockaddr_storage *dst, uint64_t conn_id)
+{
+	struct pol_server ps;
+	char avail[256];
+	const char *cc;
+
+	memset(u, 0, sizeof(*u));
+	if (dst->ss_family != AF_INET && dst->ss_family != AF_INET6)
+		return;		/* not TCP (the fuzz driver's AF_UNIX "server") */
+	lookup(dst, &ps);
+	read_sysctl(CC_AVAILABLE, avail, sizeof(avail));
+	cc = cc_target(ps.upstream_congestion, avail);
+	snprintf(u->setting, sizeof(u->setting), "%s", ps.upstream_congestion);
+	snprintf(u->want, sizeof(u->want), "%s", cc);
+	u->sndbuf_want = ps.upstream_sndbuf;
+	u->rcvbuf_want = ps.upstream_rcvbuf;
+	if (strcmp(ps.upstream_congestion, "auto") == 0 && cc[0] == '\0') {
+		static bool said;
+
+		if (!said)
+			log_info("conn=%llu upstream_congestion auto: no bbr "
+			    "in this kernel (%s), upstream sockets keep the "
+			    "system default", (unsigned long long)conn_id,
+			    avail);
+		said = true;
+	}
+	if (cc[0] != '\0' && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc,
+	    (socklen_t)strlen(cc)) == -1)
+		u->cc_errno = errno;
+	/* both before connect: the receive buffer decides the window scale
+	 * offered in the SYN */
+	if (u->sndbuf_want != 0) {
+		u->sndbuf_got = set_buf(fd, true, u->sndbuf_want);
+		if (u->sndbuf_got < 0)
+			u->sndbuf_errno = errno;
+	}
+	if (u->rcvbuf_want != 0) {
+		u->rcvbuf_got = set_buf(fd, false, u->rcvbuf_want);
+		if (u->rcvbuf_got < 0)
+			u->rcvbuf_errno = errno;
+	}
+}
+
+void
+px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
+{
+	char snd[48], rcv[48];
+
+	if (u->setting[0] == '\0')
+		return;		/* not a TCP socket */
+	sock_cc(fd, u->got, sizeof(u->got));
+	/* a route's congctl replaces the algorithm at connect: ask again */
+	if (u->want[0] != '\0' && u->cc_errno == 0 &&
+	    strcmp(u->got, u->want) != 0) {
+		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, u->want,
+		    (socklen_t)strlen(u->want)) == -1)
+			u->cc_errno = errno;
+		sock_cc(fd, u->got, sizeof(u->got));
+	}
+	u->fallback = u->want[0] != '\0' && strcmp(u->got, u->want) != 0;
+	fmt_buf(snd, sizeof(snd), u->sndbuf_want, u->sndbuf_got);
+	fmt_buf(rcv, sizeof(rcv), u->rcvbuf_want, u->rcvbuf_got);
+	if (u->fallback) {
+		errno = u->cc_errno;
+		log_warnx("conn=%llu upstream congestion=%s fallback=yes "
+		    "upstream_congestion=%s refused by the kernel: %s "
+		    "sndbuf=%s rcvbuf=%s", (unsigned long long)conn_id, u->got,
+		    u->setting, u->cc_errno ? strerror(u->cc_errno) :
+		    "not applied", snd, rcv);
+	} else {
+		log_info("conn=%llu upstream congestion=%s%s sndbuf=%s "
+		    "rcvbuf=%s", (unsigned long long)conn_id, u->got,
+		    u->want[0] == '\0' ? " (system default)" : "", snd, rcv);
+	}
+	if (u->sndbuf_want != 0 && (u->sndbuf_got < 0 ||
+	    (uint64_t)u->sndbuf_got < 2 * u->sndbuf_want)) {
+		errno = u->sndbuf_errno;
+		log_warnx("conn=%llu upstream_sndbuf=%llu: the kernel gave "
+		    "%d%s%s (net.core.wmem_max caps it without "
+		    "CAP_NET_ADMIN)", (unsigned long long)conn_id,
+		    (unsigned long long)u->sndbuf_want, u->sndbuf_got < 0 ? 0 :
+		    u->sndbuf_got / 2, u->sndbuf_got < 0 ? ": " : "",
+		    u->sndbuf_got < 0 ? strerror(u->sndbuf_errno) : "");
+	}
+	if (u->rcvbuf_want != 0 && (u->rcvbuf_got < 0 ||
+	    (uint64_t)u->rcvbuf_got < 2 * u->rcvbuf_want)) {
+		log_warnx("conn=%llu upstream_rcvbuf=%llu: the kernel gave "
+		    "%d%s%s (net.core.rmem_max caps it without "
+		    "CAP_NET_ADMIN)", (unsigned long long)conn_id,
+		    (unsigned long long)u->rcvbuf_want, u->rcvbuf_got < 0 ? 0 :
+		    u->rcvbuf_got / 2, u->rcvbuf_got < 0 ? ": " : "",
+		    u->rcvbuf_got < 0 ? strerror(u->rcvbuf_errno) : "");
+	}
+}
+
+void
+px_upstream_dump(FILE *f, const struct px_upstream *u, int fd, bool json)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+	bool have;
+	char cc[PX_CC_LEN];
+
+	memset(&ti, 0, sizeof(ti));
+	have = fd >= 0 && u->got[0] != '\0' &&
+	    getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == 0;
+	if (have)
+		sock_cc(fd, cc, sizeof(cc));
+	if (!json) {
+		if (!have)
+			fprintf(f, " %-8s %7s %6s %7s", "-", "-", "-", "-");
+		else
+			fprintf(f, " %-8s %7.1f %6u %7u", cc,
+			    ti.tcpi_rtt / 1000.0, ti.tcpi_snd_cwnd,
+			    ti.tcpi_total_retrans);
+		return;
+	}
+	if (!have) {
+		fprintf(f, ",\"upstream_tcp\":null");
+		return;
+	}
+	fprintf(f, ",\"upstream_tcp\":{\"congestion\":\"%s\","
+	    "\"congestion_setting\":\"%s\",\"fallback\":%s,"
+	    "\"rtt_ms\":%.3f,\"rttvar_ms\":%.3f,\"min_rtt_ms\":%.3f,"
+	    "\"cwnd\":%u,\"ssthresh\":%u,\"mss\":%u,\"retrans\":%u,"
+	    "\"lost\":%u,\"unacked\":%u,\"bytes_sent\":%llu,"
+	    "\"bytes_retrans\":%llu,\"delivery_rate_bps\":%llu,"
+	    "\"sndbuf\":%llu,\"rcvbuf\":%llu}", cc, u->setting,
+	    u->fallback ? "true" : "false", ti.tcpi_rtt / 1000.0,
+	    ti.tcpi_rttvar / 1000.0, ti.tcpi_min_rtt / 1000.0,
+	    ti.tcpi_snd_cwnd, ti.tcpi_snd_ssthresh, ti.tcpi_snd_mss,
+	    ti.tcpi_total_retrans, ti.tcpi_lost, ti.tcpi_unacked,
+	    (unsigned long long)ti.tcpi_bytes_sent,
+	    (unsigned long long)ti.tcpi_bytes_retrans,
+	    (unsigned long long)ti.tcpi_delivery_rate * 8,
+	    (unsigned long long)u->sndbuf_want,
+	    (unsigned long long)u->rcvbuf_want);
+}
+
+/* ---- smbaccel -t -------------------------------------------------------- */
+
+/*
+ * Check one server setting given in the file against this kernel, as
+ * this process (which, run as the unit's ExecStartPre, has the daemon's
+ * capabilities and sandbox).  Returns the number of errors printed.
+ */
+static int
+check_one(const char *file, const char *name, const char *section, int line,
+    const struct pol_server *v, FILE *f)
+{
+	char avail[256], allowed[256], def[64];
+	const char *cc;
+	uint64_t want;
+	int fd, got, rc = 0;
+	bool snd;
+
+	read_sysctl(CC_AVAILABLE, avail, sizeof(avail));
+	if (strcmp(name, "upstream_congestion") == 0) {
+		read_sysctl(CC_ALLOWED, allowed, sizeof(allowed));
+		read_sysctl(CC_DEFAULT, def, sizeof(def));
+		cc = cc_target(v->upstream_congestion, avail);
+		if (strcmp(v->upstream_congestion, "auto") == 0 &&
+		    cc[0] == '\0') {
+			fprintf(f, "%s:%d: note: upstream_congestion = auto in "
+			    "[%s]: this kernel has no bbr (%s: %s), so upstream "
+			    "sockets keep the system default %s; load tcp_bbr "
+			    "(modprobe tcp_bbr; make install ships "
+			    "modules-load.d/smbaccel.conf for it)\n", file, line,
+			    section, CC_AVAILABLE, avail, def);
+			return 0;
+		}
+		if (cc[0] == '\0')
+			return 0;
+		if (!in_list(avail, cc)) {
+			fprintf(f, "%s:%d: upstream_congestion = %s in [%s]: "
+			    "this kernel has no congestion control '%s' (%s: "
+			    "%s); load its module (modprobe tcp_%s) or choose "
+			    "one of those, auto or system\n", file, line, cc,
+			    section, cc, CC_AVAILABLE, avail, cc);
+			return 1;
+		}
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			return 0;
+		if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc,
+		    (socklen_t)strlen(cc)) == -1) {
+			fprintf(f, "%s:%d: upstream_congestion = %s in [%s]: "
+			    "the kernel refuses it to smbaccel: %s (without "
+			    "CAP_NET_ADMIN only %s may be set: "
+			    "net.ipv4.tcp_allowed_congestion_control)\n", file,
+			    line, cc, section, strerror(errno), allowed);
+			rc = 1;
+		}
+		close(fd);
+		return rc;
+	}
+	snd = strcmp(name, "upstream_sndbuf") == 0;
+	want = snd ? v->upstream_sndbuf : v->upstream_rcvbuf;
+	if (want == 0 || (fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+	    0)) == -1)
+		return 0;
+	got = set_buf(fd, snd, want);
+	if (got < 0 || (uint64_t)got < 2 * want) {
+		read_sysctl(snd ? "/proc/sys/net/core/wmem_max" :
+		    "/proc/sys/net/core/rmem_max", def, sizeof(def));
+		fprintf(f, "%s:%d: %s = %llu in [%s]: the kernel gives smbaccel "
+		    "only %d bytes (net.core.%s = %s; SO_%sBUFFORCE, which is "
+		    "not capped, needs CAP_NET_ADMIN); raise net.core.%s or "
+		    "lower the value\n", file, line, name,
+		    (unsigned long long)want, section, got < 0 ? 0 : got / 2,
+		    snd ? "wmem_max" : "rmem_max", def, snd ? "SND" : "RCV",
+		    snd ? "wmem_max" : "rmem_max");
+		rc = 1;
+	}
+	close(fd);
+	return rc;
+}
+
+int
+px_upstream_check(const struct pol_config *cfg, FILE *f)
+{
+	const char *name, *section;
+	struct pol_server v;
+	size_t i;
+	int line, bad = 0;
+	bool cc_given = false;
+
+	for (i = 0; pol_server_setting_at(cfg, i, &name, &section, &line, &v);
+	    i++) {
+		if (strcmp(name, "upstream_congestion") == 0)
+			cc_given = true;
+		bad += check_one(pol_name(cfg), name, section, line, &v, f);
+	}
+	if (!cc_given) {	/* the built-in auto */
+		(void)pol_server_lookup(cfg, NULL, &v);
+		(void)check_one(pol_name(cfg), "upstream_congestion",
+		    "built-in default", 0, &v, f);
+	}
+	return bad;
+}

@@ -1,0 +1,46 @@
+/*
+ * upstream.h - the upstream socket (upstream.c): the per-server settings
+ * upstream_congestion, upstream_sndbuf and upstream_rcvbuf applied before
+ * the connect and checked once connected (what the kernel gave is logged
+ * and kept), TCP_INFO for smbaccelctl conns, and the kernel check of
+ * smbaccel -t.  For conn.c and the layers above it; no libev.
+ */
+#ifndef SMBACCEL_UPSTREAM_H
+#define SMBACCEL_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "proxy/proxy.h"
+
+/*
+ * What one upstream socket was asked for (server settings of the policy)
+ * and what the kernel gave it.  Filled by px_upstream_prepare() before the
+ * connect and px_upstream_connected() after it; shown by px_upstream_dump().
+ */
+#define PX_CC_LEN 16                /* TCP_CA_NAME_MAX */
+struct px_upstream {
+	char setting[PX_CC_LEN];    /* upstream_congestion as configured */
+	char want[PX_CC_LEN];       /* algorithm asked for, "" = none */
+	char got[PX_CC_LEN];        /* what the socket has once connected */
+	bool fallback;              /* want refused: got is something else */
+	int cc_errno;
+	uint64_t sndbuf_want, rcvbuf_want;  /* 0: autotuning */
+	int sndbuf_got, rcvbuf_got;         /* SO_SNDBUF/SO_RCVBUF read back */
+	int sndbuf_errno, rcvbuf_errno;
+};
+void px_upstream_prepare(struct px_upstream *u, int fd,
+    const struct sockaddr_storage *dst, uint64_t conn_id);
+void px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id);
+/* Congestion control, RTT, cwnd, retransmits (TCP_INFO) of fd: text
+ * columns (PX_UPSTREAM_HDR) or a JSON member ",\"upstream_tcp\":{...}". */
+#define PX_UPSTREAM_HDR " CC       RTT(ms)   CWND RETRANS"
+void px_upstream_dump(FILE *f, const struct px_upstream *u, int fd,
+    bool json);
+/* smbaccel -t: every server setting of cfg against this kernel; problems
+ * as "FILE:LINE: ..." lines on f; returns the number of errors. */
+int px_upstream_check(const struct pol_config *cfg, FILE *f);
+
+#endif
