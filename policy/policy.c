@@ -121,6 +121,12 @@ static const struct setting settings[] = {
 	  GLOB(write_behind_memory), .def = "256M", .min = MIB, .max = TIB },
 	{ .name = "read_ahead_memory", .type = T_SIZE,
 	  GLOB(read_ahead_memory), .def = "256M", .min = MIB, .max = TIB },
+	{ .name = "read_cache_memory", .type = T_SIZE,
+	  GLOB(read_cache_memory), .def = "256M", .min = MIB, .max = TIB },
+	{ .name = "read_cache_dir", .type = T_STRING, GLOB(read_cache_dir),
+	  .flags = F_ABSPATH, .def = "", .min = 0, .max = POL_PATH_MAX - 32 },
+	{ .name = "read_cache_disk", .type = T_SIZE, GLOB(read_cache_disk),
+	  .def = "1G", .min = MIB, .max = 64 * TIB },
 	{ .name = "secrets", .type = T_STRING, GLOB(secrets),
 	  .flags = F_RELOAD | F_ABSPATH, .def = "", .min = 0,
 	  .max = POL_PATH_MAX },
@@ -148,6 +154,11 @@ static const struct setting settings[] = {
 	  .min = MIB, .max = 16 * GIB },
 	{ .name = "read_ahead_max", .type = T_SIZE, SHARE(read_ahead_max),
 	  .flags = F_RELOAD, .def = "8M", .min = 64 * KIB, .max = 64 * MIB },
+	{ .name = "read_cache", .type = T_BOOL, SHARE(read_cache),
+	  .flags = F_RELOAD, .def = "on" },
+	{ .name = "read_cache_file_max", .type = T_SIZE,
+	  SHARE(read_cache_file_max), .flags = F_RELOAD, .def = "64M",
+	  .min = 64 * KIB, .max = GIB },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))
