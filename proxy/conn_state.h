@@ -92,6 +92,10 @@ struct px_conn {
 	uint64_t up_writes;
 	uint64_t up_write_bytes;
 	uint32_t proxy_inflight;             /* proxy requests in flight */
+	double dc_keep_until;                /* pooled ids are kept for
+	                                      * document fetches until then */
+	uint32_t dc_inflight;                /* document fetch chunks in
+	                                      * flight */
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */

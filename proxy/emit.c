@@ -76,10 +76,15 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 	 * connection to be quiet (force) */
 	if (!force && !co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window) && c->state == PX_CONN_RELAY &&
-	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT))
+	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT)) {
+		/* ... and a connection reading documents keeps them for its
+		 * next fetch for a while (doccache.c; DESIGN.md 5a) */
+		if (c->dc_keep_until > px_now_ms())
+			return;
 		for (o = c->led.opens; o; o = o->next)
 			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
 				return;
+	}
 	/*
 	 * Each run goes on one ECHO (a charge above the need is legal,
 	 * MS-SMB2 3.3.5.2.5).  Without multi-credit every id needs a request
@@ -253,6 +258,26 @@ px_emit_free(struct px_conn *c)
 		free(d);
 	}
 	c->delayed_tail = &c->delayed;
+}
+
+uint8_t *
+px_emit_read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
+    const uint8_t *data, uint32_t n, size_t *len)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 16 + (size_t)n + 8);
+
+	if (msg == NULL)
+		return NULL;
+	px_emit_rsp_hdr(&h, rq, status);
+	h.credit = credit;
+	if (status != NT_STATUS_SUCCESS) {
+		*len = px_smb2_error_rsp_encode(msg, 64 + 16 + 8, &h);
+		return msg;
+	}
+	*len = px_smb2_read_rsp_encode(msg, 64 + 16 + (size_t)n + 8, &h, data,
+	    n);
+	return msg;
 }
 
 void
