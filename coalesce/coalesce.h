@@ -10,7 +10,8 @@
  *    donated message ids and the credit bank (S - C);
  *  - the per-open write extent: one contiguous run of absorbed bytes;
  *  - the read-ahead chunk cache;
- *  - the signing rule: what may be altered in a session without its key.
+ *  - the signing rule: what may be altered in a session without its key;
+ *  - the document cache: whole files in chunks, validators, LRU, checksums.
  */
 #ifndef SMBACCEL_COALESCE_H
 #define SMBACCEL_COALESCE_H

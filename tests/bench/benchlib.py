@@ -49,7 +49,16 @@ WORKLOADS = {
     "mput": ("mput", 8 * KIB, "mput 8 KiB files"),
     "seed": ("write", 1 * KIB, "seed: 1 KiB writes"),
     "r4kbig": ("read", 4 * KIB, "read 4 KiB, long file"),
+    # documents and small files (tests/bench/docbench.sh): fixed sizes
+    "doc": ("read", 4 * KIB, "open a document (400 random 4 KiB reads, 8 MiB)"),
+    "docre": ("read", 4 * KIB, "reopen it"),
+    "docl": ("read", 4 * KIB, "open a document, R lease, leased"),
+    "doclre": ("read", 4 * KIB, "reopen it, R lease, leased"),
+    "mget": ("read", 8 * KIB, "mget 100 x 8 KiB"),
+    "save": ("write", 4 * KIB, "Office-style save, 1 MiB"),
+    "savel": ("write", 4 * KIB, "Office-style save, RWH lease, leased"),
 }
+DOC_WORKLOADS = ("doc", "docre", "docl", "doclre", "mget", "save", "savel")
 WORKLOAD_ORDER = list(WORKLOADS)
 
 # mode: time box (s), seed count, mput file count, per-workload byte caps
@@ -84,6 +93,11 @@ def plan(mode, link, wl, tbox=None):
     if tbox:
         m["tbox"] = float(tbox)
     kind, block, _ = WORKLOADS[wl]
+    if wl in DOC_WORKLOADS:
+        # docbench.sh sizes these itself (the issue's fixed workloads)
+        n = 100 if wl == "mget" else 400
+        return dict(kind=kind, block=block, count=n, count_accel=n,
+                    est=round(n * op_seconds(link, block, "read"), 1))
     op = op_seconds(link, block, kind)
     if kind == "mput":
         n = max(m["minfiles"], min(m["files"], int(m["tbox"] / op) // 5 * 5))
@@ -140,8 +154,8 @@ def load(path):
 def upstream_reqs(before, after, kind):
     """Upstream requests smbaccel sent between two stats snapshots:
     writes = its coalesced writes + client writes it forwarded; reads =
-    client READs not served from its cache (forwarded or widened) + its own
-    read-ahead fetches.  None when a snapshot is missing."""
+    client READs not served from its caches (forwarded or widened) + its own
+    read-ahead and document fetches.  None when a snapshot is missing."""
     a, b = load(before), load(after)
     if not a or not b:
         return None
@@ -151,7 +165,8 @@ def upstream_reqs(before, after, kind):
         y = a.get(sub, {}) if sub else a
         return int(x.get(key, 0)) - int(y.get(key, 0))
     if kind == "read":
-        n = d("READ", "commands") - d("ra_hits") + d("ra_fetches")
+        n = (d("READ", "commands") - d("ra_hits") - d("dc_hits") + d("ra_fetches") +
+             d("dc_fetches"))
     else:
         n = d("upstream_writes") + d("writes_forwarded")
     return n
