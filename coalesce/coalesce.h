@@ -402,6 +402,7 @@ struct co_dc_entry {
 	uint8_t **data;             /* per chunk, MEM only */
 	uint64_t *sum;              /* per chunk, MEM and DISK */
 	uint64_t mem;               /* bytes charged to the cache */
+	uint64_t stamp;             /* when last used (caller's clock) */
 	bool on_disk;               /* the store holds all of it */
 	bool persisting;            /* the store is writing it */
 	bool persist_failed;        /* ... and gave up */
@@ -445,7 +446,11 @@ void co_dc_drop(struct co_dcache *dc, struct co_dc_entry *e);
 /* Drop every entry whose key starts with prefix (a directory's entries);
  * returns how many. */
 size_t co_dc_drop_prefix(struct co_dcache *dc, const char *prefix);
-void co_dc_touch(struct co_dcache *dc, struct co_dc_entry *e);
+/* e is used at time now: most recently used. */
+void co_dc_touch(struct co_dcache *dc, struct co_dc_entry *e, uint64_t now);
+/* Bytes (memory and in flight) of the entries used at or after since:
+ * what readers hold now, which a new entry would have to evict. */
+uint64_t co_dc_recent(const struct co_dcache *dc, uint64_t since);
 uint32_t co_dc_chunk_len(const struct co_dc_entry *e, uint32_t idx);
 bool co_dc_complete(const struct co_dc_entry *e);
 

@@ -207,12 +207,31 @@ lru_push(struct co_dcache *dc, struct co_dc_entry *e)
 }
 
 void
-co_dc_touch(struct co_dcache *dc, struct co_dc_entry *e)
+co_dc_touch(struct co_dcache *dc, struct co_dc_entry *e, uint64_t now)
 {
+	e->stamp = now;
 	if (dc->lru_head == e)
 		return;
 	lru_unlink(dc, e);
 	lru_push(dc, e);
+}
+
+uint64_t
+co_dc_recent(const struct co_dcache *dc, uint64_t since)
+{
+	const struct co_dc_entry *e;
+	uint64_t n = 0;
+
+	/* the list is in order of use (entries made but never used are
+	 * skipped) */
+	for (e = dc->lru_head; e; e = e->lnext) {
+		if (e->stamp == 0)
+			continue;
+		if (e->stamp < since)
+			break;
+		n += e->mem + (uint64_t)e->inflight * CO_DC_CHUNK;
+	}
+	return n;
 }
 
 static uint64_t

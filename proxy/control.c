@@ -98,6 +98,7 @@ static const struct {
 	STAT("dc_kept_ids", dc_kept_ids),
 	STAT("dc_stored_bytes", dc_stored_bytes),
 	STAT("dc_started", dc_started),
+	STAT("dc_no_room", dc_no_room),
 	STAT("dc_attached", dc_attached),
 	STAT("dc_valid_ok", dc_valid_ok),
 	STAT("dc_bytes_now", dc_bytes_now),
@@ -206,9 +207,11 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->dc_fetch_ids,
 		    (unsigned long long)s->dc_kept_ids,
 		    (unsigned long long)s->dc_stored_bytes);
-		fprintf(f, "                   %llu files started, %llu opens "
-		    "served by a copy; in memory %llu bytes in %llu files, "
-		    "%llu evicted\n", (unsigned long long)s->dc_started,
+		fprintf(f, "                   %llu files started (%llu not: "
+		    "memory busy), %llu opens served by a copy; in memory %llu "
+		    "bytes in %llu files, %llu evicted\n",
+		    (unsigned long long)s->dc_started,
+		    (unsigned long long)s->dc_no_room,
 		    (unsigned long long)s->dc_attached,
 		    (unsigned long long)s->dc_bytes_now,
 		    (unsigned long long)s->dc_entries_now,

@@ -35,6 +35,7 @@
 #define DC_FETCH_MAX (1024 * 1024)    /* largest document fetch */
 #define DC_WIDEN_MAX (1024 * 1024)    /* largest widened miss */
 #define DC_KEEP_MS   1000.0           /* ids kept after the last read */
+#define DC_BUSY_MS   2000             /* a copy read this recently is busy */
 #define DC_KEY_MAX   1600
 /* Document fetch chunks in flight per connection: enough to fill any
  * link smbaccel is made for, and a bound on what one connection asks of
@@ -206,7 +207,7 @@ px_dc_opened(struct px_conn *c, struct px_open *o)
 	if (!dc_gate(t, o) || o->dcv.eof > t->policy.read_cache_file_max)
 		return;
 	o->dc_serial = e->serial;
-	co_dc_touch(&dcache, e);
+	co_dc_touch(&dcache, e, (uint64_t)px_now_ms());
 	px_stats.dc_attached++;
 	log_debug("conn=%llu share=%s file=%s served from its cached copy "
 	    "(%u of %u chunks)", (unsigned long long)c->id, t->share, o->name,
@@ -240,6 +241,13 @@ dc_start(struct px_conn *c, struct px_tree *t, struct px_open *o)
 		if (co_dc_compare(&e->v, &o->dcv) == CO_DC_SAME)
 			goto attach;
 		dc_drop(c, e, PX_DC_STALE);
+	}
+	/* no room beside what readers of the last moments hold: no copy
+	 * (each would evict the others' before they are read) */
+	if (co_dc_recent(&dcache, (uint64_t)px_now_ms() - DC_BUSY_MS) +
+	    o->dcv.eof > dcache.limit) {
+		px_stats.dc_no_room++;
+		return NULL;
 	}
 	if ((e = co_dc_create(&dcache, key, &o->dcv, NULL)) == NULL)
 		return NULL;
@@ -484,7 +492,7 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 	if (o->dc_first_mid == 0)
 		o->dc_first_mid = h->message_id;
 	keep_ids(c);
-	co_dc_touch(&dcache, e);
+	co_dc_touch(&dcache, e, (uint64_t)px_now_ms());
 	for (k = 0; k < 40; k++) {
 		look = co_dc_look(e, r->offset, r->length, &idx);
 		if (look != CO_DC_LOAD)

@@ -168,6 +168,7 @@ struct px_stats {
 	uint64_t dc_stored_bytes;     /* bytes that arrived into it */
 	uint64_t dc_attached;         /* opens served by an existing copy */
 	uint64_t dc_started;          /* copies started for random readers */
+	uint64_t dc_no_room;          /* ... not started: memory busy */
 	uint64_t dc_valid_ok;         /* CREATE answers that matched a copy */
 	uint64_t dc_valid_failed[CO_DC_NCAUSES];   /* ... that did not, why */
 	uint64_t dc_drops[PX_DC_NCAUSES];          /* copies dropped, why */

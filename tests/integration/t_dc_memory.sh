@@ -3,11 +3,14 @@
 # asan-options: quarantine_size_mb=8 (the test bounds RSS growth)
 # Issue 13 test 4: with read_cache_memory = 8M, 12 clients at once read 24
 # files of 2 MiB at random (smbdd -R, every byte checked): the document
-# cache never holds more than 8 MiB (dc_bytes_now sampled every 0.2 s)
+# cache never holds more than 8 MiB (dc_bytes_now sampled every 0.2 s),
+# evicting copies or starting none while the others are read
 # and the proxy's resident set grows by less than 8 MiB + 24 MiB (buffers
-# of the 12 connections, allocator slack).  The same run with the default
-# 256M must grow by more than 40 MiB (the 48 MiB of files are cached),
-# which shows the measurement can see what the bound prevents.
+# of the 12 connections, allocator slack; 48 MiB for the sanitized
+# daemon, whose shadow memory and quarantine grow with use).  The same
+# run with the default 256M must grow by more than that + 16 MiB (the 48
+# MiB of files are cached), which shows the measurement can see what the
+# bound prevents.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "the document cache"
@@ -48,18 +51,21 @@ run() {
 	for p in $pids; do wait "$p" 2>/dev/null; done
 	ls "$T"/bad* >/dev/null 2>&1 && fail "limit $limit: wrong bytes read: $(cat "$T"/bad* "$T"/r*.err | head -n 5)"
 	r1=$(proxy_rss_kb)
-	info "read_cache_memory = $limit: RSS $r0 -> $r1 KiB; cached at most $max bytes; $(stats_line dc_hits dc_evicted dc_entries_now dc_bytes_now)"
+	info "read_cache_memory = $limit: RSS $r0 -> $r1 KiB; cached at most $max bytes; $(stats_line dc_hits dc_started dc_no_room dc_evicted dc_entries_now dc_bytes_now)"
 	GROWTH=$((r1 - r0)) MAXC=$max
 }
 
+SLACK=24
+case $SMBACCEL in *bin-san*) SLACK=48 ;; esac
 run 8M
 g=$GROWTH m=$MAXC
-assert_ge 1 "$(stat_get dc_evicted)" "copies evicted for memory with read_cache_memory = 8M"
+# the bound acted: copies were evicted, or not started while others were read
+assert_ge 1 $(($(stat_get dc_evicted) + $(stat_get dc_no_room))) "copies evicted or not started for memory with read_cache_memory = 8M"
 [ "$m" -le $((8 * 1048576)) ] || fail "the cache held $m bytes, above read_cache_memory = 8M"
-[ "$g" -lt $(((8 + 24) * 1024)) ] || fail "RSS grew by $g KiB with read_cache_memory = 8M (bound 32 MiB)"
+[ "$g" -lt $(((8 + SLACK) * 1024)) ] || fail "RSS grew by $g KiB with read_cache_memory = 8M (bound $((8 + SLACK)) MiB)"
 run 256M
 info "control: RSS grew by $GROWTH KiB with 256M (cached at most $MAXC bytes); bounded run: $g KiB"
-[ "$GROWTH" -gt $((40 * 1024)) ] || fail "control run: RSS grew by only $GROWTH KiB with 256M; the bound above proves nothing"
+[ "$GROWTH" -gt $(((8 + SLACK + 16) * 1024)) ] || fail "control run: RSS grew by only $GROWTH KiB with 256M; the bound above proves nothing"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"
 info "PASS"

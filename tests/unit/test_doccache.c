@@ -301,13 +301,17 @@ test_memory_bound(void)
 			s0 = e[0]->serial;
 		/* f0 stays in use: touched before every new file */
 		if (i > 0 && co_dc_find(&dc, s0))
-			co_dc_touch(&dc, co_dc_find(&dc, s0));
+			co_dc_touch(&dc, co_dc_find(&dc, s0), 100 + i);
+		co_dc_touch(&dc, e[i], 100 + i);
 		CU_ASSERT(co_dc_room(&dc, e[i], 8 * CH));
 		co_dc_mark(e[i], 0, 8);
 		CU_ASSERT(co_dc_arrive(&dc, e[i], 0, 8 * CH, d, 8 * CH, &sf,
 		    &sn) >= 0);
 		CU_ASSERT(dc.mem <= limit);
 	}
+	/* what the readers of the last moments hold: f0 and f9 */
+	CU_ASSERT(co_dc_recent(&dc, 109) >= 2 * 8 * CH);
+	CU_ASSERT(co_dc_recent(&dc, 110) == 0);
 	/* two files' data fit: the newest and the one kept in use */
 	CU_ASSERT_PTR_NOT_NULL(co_dc_find(&dc, s0));
 	CU_ASSERT_PTR_NOT_NULL(co_dc_lookup(&dc, "f9"));
