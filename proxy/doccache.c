@@ -178,6 +178,16 @@ keep_ids(struct px_conn *c)
 
 /* ---- at CREATE ----------------------------------------------------------------------- */
 
+bool
+px_dc_wants_disk_id(struct px_conn *c, const struct px_session *s,
+    const struct px_tree *t, const struct smb2_create_req *cr)
+{
+	return dcache.nb != 0 && t->policy.read_cache &&
+	    t->policy.read_ahead != POL_GATE_OFF && !cr->has_qfid &&
+	    !(cr->create_options & FILE_DIRECTORY_FILE) &&
+	    px_may_rewrite(c, s);
+}
+
 void
 px_dc_opened(struct px_conn *c, struct px_open *o)
 {

@@ -9,6 +9,19 @@
 #include "proxy/conn_state.h"
 #include "proxy/emit.h"
 
+/*
+ * Should this CREATE (of session s on tree t, about to be forwarded) also
+ * ask for SMB2_CREATE_QUERY_ON_DISK_ID, so that the document cache can
+ * compare the on-disk file id too?  True for a file open (not a
+ * directory) on a share with read_cache and a read_ahead gate, in a
+ * session where requests may be rewritten (px_may_rewrite), when the
+ * client did not ask for it itself.  Not called yet: the CREATE-context
+ * facility of the leases work adds the context and strips it from the
+ * answer (after the ledger has seen it: on_create keeps the id in
+ * o->dcv) when this says so (docs/design.md "Known limits").
+ */
+bool px_dc_wants_disk_id(struct px_conn *c, const struct px_session *s,
+    const struct px_tree *t, const struct smb2_create_req *cr);
 /* Start (read_cache_memory, the store of read_cache_dir) and stop. */
 void px_dc_start(const struct pol_global *g);
 void px_dc_stop(void);

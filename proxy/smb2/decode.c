@@ -647,6 +647,8 @@ cctx_req(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 		out->has_durable = true;
 	else if (tag_is(name, nlen, "DHnC") || tag_is(name, nlen, "DH2C"))
 		out->has_reconnect = true;
+	else if (tag_is(name, nlen, "QFid"))
+		out->has_qfid = true;
 	return 0;
 }
 

@@ -348,6 +348,7 @@ struct smb2_create_req {
 	bool has_mxac;            /* MxAc context present */
 	bool has_durable;         /* DHnQ or DH2Q present */
 	bool has_reconnect;       /* DHnC or DH2C present */
+	bool has_qfid;            /* QFid present (2.2.13.2.9) */
 };
 int px_smb2_create_req_decode(const struct smb2_elem *e,
     struct smb2_create_req *out) PX_MUSTCHECK;

@@ -1036,6 +1036,14 @@ test_create_valid(void)
 	CU_ASSERT_TRUE(q.has_mxac);
 	CU_ASSERT_TRUE(q.has_durable);
 	CU_ASSERT_FALSE(q.has_reconnect);
+	CU_ASSERT_FALSE(q.has_qfid);
+	/* MxAc renamed QFid: the client asks for the on-disk id */
+	n = mk_create_req(b);
+	memcpy(b + 240, "QFid", 4);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&e, &q), 0);
+	CU_ASSERT_TRUE(q.has_qfid);
+	CU_ASSERT_FALSE(q.has_mxac);
 
 	/* DH2Q -> DH2C, empty name, no RqLs (renamed), GUID-named context */
 	n = mk_create_req(b);
