@@ -180,7 +180,9 @@ px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid)
 	struct px_prot pr = { false, false, sid };
 
 	if (s && s->keyed) {
-		if (s->encrypt || (t && (t->share_flags &
+		/* sealed where the server demands it, and where the client
+		 * chose to seal: its data must not cross the WAN in clear */
+		if (s->encrypt || s->client_seals || (t && (t->share_flags &
 		    SMB2_SHAREFLAG_ENCRYPT_DATA)))
 			pr.encrypt = c->led.cipher != 0;
 		else if (s->signing_required)

@@ -35,6 +35,8 @@ struct px_session {
 	bool guest;
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
+	bool client_seals;          /* its client sent a sealed request:
+	                             * smbaccel's own requests are sealed too */
 	const char *why_not;        /* why not keyed (static string) */
 	enum co_signs srv_signs;    /* what the server signs (coalesce.h;
 	                             * learned by alter.c) */

@@ -208,6 +208,9 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		}
 		c->cur_encrypted = true;
 		c->cur_enc_sid = s->id;
+		/* what smbaccel sends for this session travels sealed too
+		 * (fetches of read-ahead and the document cache) */
+		s->client_seals = true;
 		rc = client_smb2(c, plain, plen, frame, len);
 		c->cur_encrypted = false;
 		free(plain);
