@@ -27,7 +27,8 @@ cat "$T/bench.out"
 "$PY" - "$OUT/results.csv" <<'EOF' || fail "results.csv is incomplete or shows bad data"
 import csv, sys
 links = ["loopback", "20ms-100M"]
-wls = ["w1k", "w4k", "w64k", "w1m", "r4k", "r1m", "mput", "seed", "r4kbig"]
+wls = ["w1k", "w4k", "w64k", "w1m", "r4k", "r1m", "mput", "seed", "r4kbig",
+       "doc", "docre", "docl", "doclre", "mget", "save", "savel"]
 rows = list(csv.DictReader(open(sys.argv[1])))
 got = {(r["link"], r["workload"], r["config"]): r for r in rows}
 bad = 0
