@@ -578,6 +578,8 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 			}
 			replaced = replaced || rep;
+			/* a read of the client may wait for these chunks */
+			kick = true;
 		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
 		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX &&

@@ -13,6 +13,12 @@
 #     model while another client writes through the proxy (seen at once)
 #     and directly on smbd (seen at once through the break under leased,
 #     at the next open under always).
+# (3) dc_pipeline.py: two READs at once into a chunk not yet fetched: the
+#     second waits for the first's widened answer and is answered when it
+#     arrives (without the fix it waited up to 30 s for a timer).
+# (4) dc_kept.py: a connection that read one document opens the next at
+#     once: its first reads start fetches paid with the ids the connection
+#     kept (dc_kept_ids), across the CLOSE and the CREATE.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "the document cache"
@@ -68,6 +74,43 @@ for c in none:share:3.0 lease:dur:3.0 oplock2:dur:2.1 none:share:2.0.2; do
 	info "$c: reads served from the copy +$((h1 - h0))"
 	assert_ge 300 $((h1 - h0)) "$c: reads served from the document cache"
 done
+# (3) pipelined READs into a chunk that a widened READ is fetching, through
+# a second smbaccel whose server is 20 ms away (tests/tools/wanem), so that
+# the second READ always arrives while the first is out
+f=dc-pipe
+random_file "$T/$f.orig" 8
+out=$(smbc "$SMBD_PORT" SMB3_11 "put $T/$f.orig $f" 2>&1) || fail "cannot put $f: $out"
+WAN_PORT=$(free_port) P2_PORT=$(free_port)
+bg "$TOP/bin/wanem" -l "127.0.0.1:$WAN_PORT" -u "127.0.0.1:$SMBD_PORT" -d 10 -r 1000000000 \
+    > "$T/wanem.log" 2>&1
+wait_port "$WAN_PORT" 10 "$!" || fail "wanem did not start: $(cat "$T/wanem.log")"
+printf '[global]\nlisten = 127.0.0.1:%s\nupstream = 127.0.0.1:%s\nmode = forward\ncontrol_socket = %s\n[share share]\nwrite_behind = always\nread_ahead = always\n' \
+    "$P2_PORT" "$WAN_PORT" "$T/p2.sock" > "$T/p2.conf"
+bg "$SMBACCEL" -c "$T/p2.conf" -f > "$T/proxy2.log" 2>&1
+wait_port "$P2_PORT" 10 "$!" || fail "the second smbaccel did not start: $(tail -n 5 "$T/proxy2.log")"
+out=$(timeout 90 "$PY" "$TESTS_DIR/dc_pipeline.py" "$P2_PORT" "$f" "$T/$f.orig" 2>&1)
+rc=$?
+echo "$out" | sed "s/^/    pipeline: /"
+[ $rc -eq 0 ] || fail "pipelined reads (above)"
+w=$("$SMBACCELCTL" -s "$T/p2.sock" stats --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["dc_waits"])')
+info "pipelined reads: $w waited for a fetch in flight"
+assert_ge 15 "$w" "reads that waited for a fetch in flight (of 20 pipelined pairs)"
+
+# (4) ids kept for the next document
+random_file "$T/kx.orig" 2
+random_file "$T/ky.orig" 4
+for f in kx ky; do
+	out=$(smbc "$SMBD_PORT" SMB3_11 "put $T/$f.orig $f" 2>&1) || fail "cannot put $f: $out"
+done
+k0=$(stat_get dc_kept_ids)
+out=$(timeout 60 "$PY" "$TESTS_DIR/dc_kept.py" "$PROXY_PORT" kx "$T/kx.orig" ky "$T/ky.orig" 2>&1)
+rc=$?
+echo "$out" | sed "s/^/    kept: /"
+[ $rc -eq 0 ] || fail "reads of the second document (above)"
+k1=$(stat_get dc_kept_ids)
+info "second document: fetches paid with $((k1 - k0)) ids kept from the first"
+assert_ge 32 $((k1 - k0)) "ids kept from the first document that paid for fetches of the second"
+
 info "stats: $(stats_line dc_hits dc_waits dc_widened dc_fetches dc_valid_ok dc_valid_failed.last-write-time dc_valid_failed.creation-time dc_drops.write dc_drops.break dc_drops.stale ledger_errors)"
 # each reader's copy went for the write through the proxy; under leased
 # the direct write's break took the second; under always the reopen's
