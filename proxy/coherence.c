@@ -187,18 +187,18 @@ path_locked(struct px_conn *c, const struct px_open *n)
  */
 static void
 dc_changed_by(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e, const struct px_open *o)
+    const struct smb2_elem *e, const char *share, const char *name,
+    bool is_dir)
 {
-	const char *share = px_tree_share(c, o);
 	struct smb2_set_info_req si;
 	enum px_dc_cause why = PX_DC_SETINFO;
 	char *to;
 	bool replace;
 
-	if (o->name == NULL)
+	if (name == NULL)
 		return;
 	if (h->command == SMB2_WRITE) {
-		px_dc_changed(c, share, o->name, false, PX_DC_WRITE);
+		px_dc_changed(c, share, name, false, PX_DC_WRITE);
 		return;
 	}
 	if (px_smb2_set_info_req_decode(e, &si) == 0 &&
@@ -208,15 +208,26 @@ dc_changed_by(struct px_conn *c, const struct smb2_hdr *h,
 		else if (si.info_class == FILE_DISPOSITION_INFORMATION)
 			why = PX_DC_DELETE;
 	}
-	px_dc_changed(c, share, o->name, o->is_dir && why != PX_DC_SETINFO,
-	    why);
+	px_dc_changed(c, share, name, is_dir && why != PX_DC_SETINFO, why);
 	if (why == PX_DC_RENAME && (to = malloc(1024)) != NULL) {
 		if (px_smb2_rename_info_decode(si.buffer, si.buffer_len,
 		    &replace, to, 1024) == 0)
-			px_dc_changed(c, share, to, o->is_dir, PX_DC_RENAME);
+			px_dc_changed(c, share, to, is_dir, PX_DC_RENAME);
 		free(to);
 	}
 }
+
+/*
+ * The CREATE of a compound, for its related WRITE or SET_INFO (FileId all
+ * FF): no open exists yet, but the file they change is known by name.
+ * Elements are shown here in order; a request that is not related ends
+ * the chain.
+ */
+static struct {
+	bool valid;
+	char share[256];
+	char name[1024];
+} rel;
 
 void
 px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
@@ -225,10 +236,19 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_fileid fid;
 	struct px_open *o;
 
+	if (!(h->flags & SMB2_FLAGS_RELATED_OPERATIONS))
+		rel.valid = false;
 	switch (h->command) {
 	case SMB2_WRITE:
 	case SMB2_SET_INFO:
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    px_fileid_is_related(&fid) && rel.valid &&
+		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
+			ra_invalidate_path(c, rel.share, rel.name,
+			    h->command == SMB2_WRITE ? PX_RA_WRITE :
+			    PX_RA_SETINFO);
+			dc_changed_by(c, h, e, rel.share, rel.name, false);
+		} else if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    (o = px_open_find(&c->led, &fid)) != NULL) {
 			struct smb2_write_req w;
 
@@ -245,7 +265,8 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 				ra_invalidate_path(c, px_tree_share(c, o), o->name,
 				    h->command == SMB2_WRITE ? PX_RA_WRITE :
 				    PX_RA_SETINFO);
-			dc_changed_by(c, h, e, o);
+			dc_changed_by(c, h, e, px_tree_share(c, o), o->name,
+			    o->is_dir);
 		}
 		break;
 	case SMB2_LOCK:
@@ -273,8 +294,14 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		struct px_tree *t = px_tree_find(&c->led, h->session_id,
 		    h->tree_id);
 
-		if (cr && t && px_smb2_create_req_decode(e, cr) == 0 &&
-		    (cr->create_disposition == FILE_SUPERSEDE ||
+		bool ok = cr && t && px_smb2_create_req_decode(e, cr) == 0;
+
+		if (ok) {
+			rel.valid = true;
+			snprintf(rel.share, sizeof(rel.share), "%s", t->share);
+			snprintf(rel.name, sizeof(rel.name), "%s", cr->name);
+		}
+		if (ok && (cr->create_disposition == FILE_SUPERSEDE ||
 		    cr->create_disposition == FILE_OVERWRITE ||
 		    cr->create_disposition == FILE_OVERWRITE_IF ||
 		    (cr->create_options & FILE_DELETE_ON_CLOSE))) {

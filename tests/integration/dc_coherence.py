@@ -12,7 +12,9 @@ some running past the end), every byte compared with a local model.
   1. A reads: the document cache fetches the file.
   2. B writes 8 KiB through the proxy (another connection): A's next
      read of it, at once, has the new bytes (in lease modes after the
-     server's break).
+     server's break); again with B's write in a related compound CREATE +
+     WRITE + CLOSE (FileId all FF), which names the file only by its
+     CREATE.
   3. A closes and reopens and reads (a copy again); then B writes 8 KiB
      directly to smbd (SMBD_PORT, bypassing the proxy): in lease modes
      the server breaks A and A's next read has the new bytes at once; with
@@ -24,7 +26,10 @@ import os
 import random
 import sys
 
-from wb_smb import Client, OPLOCK_II, LEASE_R, GENERIC_READ, GENERIC_WRITE, FILE_OPEN, lease_key
+import struct
+
+from wb_smb import (Client, Response, HDR, CLOSE, FLAG_RELATED, OPLOCK_II, LEASE_R, GENERIC_READ,
+                    GENERIC_WRITE, FILE_OPEN, lease_key)
 
 port, sport, dialect, mode, path, local, seed = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
                                                  sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7]))
@@ -89,6 +94,50 @@ def write_b(b_port, off, what):
     print("B: wrote 8 KiB at %d %s" % (off, what))
 
 
+def compound_write_b(b_port, off, what):
+    """B writes 8 KiB as one related compound CREATE + WRITE + CLOSE (FileId
+    all FF in the WRITE and the CLOSE), as Windows clients do."""
+    b = Client(b_port, dialect, share=share)
+    parts = []
+
+    def grab(cmd, body, **kw):
+        parts.append((cmd, body, kw.get("charge", 0 if b.dialect == 0x0202 else 1)))
+        return 0
+    send, b.send = b.send, grab
+    b.create_req(path, access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN)
+    d = os.urandom(8 * KB)
+    b.write_req(b"\xff" * 16, off, d)
+    b.send(CLOSE, struct.pack("<HHI16s", 24, 0, 0, b"\xff" * 16))
+    b.send = send
+    msg, mids = b"", []
+    for i, (cmd, body, charge) in enumerate(parts):
+        elem = HDR.pack(b"\xfeSMB", 64, charge, 0, cmd, 32, FLAG_RELATED if i else 0, 0,
+                        b.next_id, 0xFEFF, b.tid, b.sid, b"\0" * 16) + body
+        mids.append(b.next_id)
+        b.next_id += max(charge, 1)
+        if i < len(parts) - 1:
+            elem += b"\0" * (-len(elem) % 8)
+            elem = elem[:20] + struct.pack("<I", len(elem)) + elem[24:]
+        msg += elem
+    b.nb.send_packet(msg)
+    got = {}
+    while len(got) < len(mids):
+        raw = b.nb.recv_packet(30).get_trailer()
+        o = 0
+        while True:
+            r = Response(raw[o:])
+            if r.mid in mids and not (r.status == 0x103 and r.flags & 2):
+                got[r.mid] = r.status
+            if not r.next:
+                break
+            o += r.next
+    if any(got[m] != 0 for m in mids):
+        die("%s: B's compound: statuses %r" % (what, [hex(got[m]) for m in mids]))
+    model[off:off + len(d)] = d
+    b.logoff()
+    print("B: wrote 8 KiB at %d %s" % (off, what))
+
+
 def await_break(lkey, what):
     n = a.wait_notification(timeout=10)
     if n is None:
@@ -115,6 +164,17 @@ check(fa, off1, 8 * KB, "B's write through the proxy, read at once")
 random_reads(fa, 100, "after B's write through the proxy")
 a.close(fa)
 print("A: sees the write through the proxy at once")
+
+# 2b: the same as one related compound CREATE + WRITE + CLOSE
+fa, key = open_a()
+random_reads(fa, 200, "open before the compound")
+offc = rnd.randrange(0, max(1, size - 8 * KB))
+compound_write_b(port, offc, "through the proxy in a related compound")
+if mode != "none":
+    await_break(key, "compound write through the proxy")
+check(fa, offc, 8 * KB, "B's compound write through the proxy, read at once")
+a.close(fa)
+print("A: sees the compound write through the proxy at once")
 
 # 3: a write on the server, bypassing the proxy
 fa, key = open_a()
