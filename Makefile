@@ -52,14 +52,16 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/keytab.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
+              coalesce/doccache.c \
               coalesce/signing.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
 # only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c proxy/upstream.c \
               proxy/relay.c proxy/coherence.c proxy/readahead.c \
-              proxy/compound.c proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
-              proxy/ledger.c proxy/buf.c proxy/log.c
+              proxy/doccache.c proxy/compound.c \
+              proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
+              proxy/ledger.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c
@@ -67,8 +69,8 @@ CTL_SRC    := proxy/smbaccelctl.c
 UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
               tests/unit/test_policy.c tests/unit/test_ledger.c \
               tests/unit/test_coalesce.c tests/unit/test_crypto.c \
-              tests/unit/test_krb5.c
-UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
+              tests/unit/test_krb5.c tests/unit/test_doccache.c
+UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/docstore.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c

@@ -10,7 +10,8 @@
  *    donated message ids and the credit bank (S - C);
  *  - the per-open write extent: one contiguous run of absorbed bytes;
  *  - the read-ahead chunk cache;
- *  - the signing rule: what may be altered in a session without its key.
+ *  - the signing rule: what may be altered in a session without its key;
+ *  - the document cache: whole files in chunks, validators, LRU, checksums.
  */
 #ifndef SMBACCEL_COALESCE_H
 #define SMBACCEL_COALESCE_H
@@ -345,5 +346,175 @@ enum co_alter {
  */
 bool co_may_alter(enum co_alter what, enum co_signs session,
     bool server_signs_all);
+
+/* ---- document cache (DESIGN.md section 5a) ------------------------------------ */
+
+/*
+ * Whole files (up to read_cache_file_max) fetched for random readers and
+ * kept after CLOSE, keyed by server, share and path.  A file is split in
+ * chunks of CO_DC_CHUNK bytes (one credit's worth, so a chunk is what one
+ * donated id pays for); each chunk is absent, in flight, in memory, or
+ * only in the on-disk store (its checksum known).  Entries are found by
+ * key (at CREATE) and by serial (everywhere else: an open or a fetch in
+ * flight keeps the serial, never a pointer, so a dropped entry simply is
+ * not found any more).  Memory (data and bookkeeping) is bounded by the
+ * cache's limit: the least recently used entries give their memory back
+ * (an entry the store holds keeps its index, chunks turn DISK; any other
+ * is dropped).  Nothing here does I/O; proxy/docstore.c writes and reads
+ * the store, proxy/doccache.c drives the cache from the wire.
+ */
+#define CO_DC_CHUNK (64 * 1024)
+
+/* What the CREATE answer said of the file; the cache is valid only for an
+ * open whose answer says the same (close-to-open consistency). */
+struct co_dc_valid {
+	uint64_t creation;          /* CreationTime */
+	uint64_t last_write;        /* LastWriteTime */
+	uint64_t change;            /* ChangeTime */
+	uint64_t eof;               /* EndOfFile */
+	bool has_disk_id;           /* SMB2_CREATE_QUERY_ON_DISK_ID answered */
+	uint8_t disk_id[32];        /* DiskFileId, VolumeId, Reserved */
+};
+
+/* Why a cached copy does not match an open (the first field that
+ * differs, in this order). */
+enum co_dc_cause {
+	CO_DC_SAME = 0,
+	CO_DC_CREATION,
+	CO_DC_WRITE,
+	CO_DC_CHANGE,
+	CO_DC_SIZE,
+	CO_DC_FILE_ID,
+	CO_DC_NCAUSES
+};
+/* The disk id is compared only when both sides have one. */
+enum co_dc_cause co_dc_compare(const struct co_dc_valid *cached,
+    const struct co_dc_valid *now);
+const char *co_dc_cause_name(enum co_dc_cause c);
+
+enum co_dc_state {
+	CO_DC_ABSENT = 0,
+	CO_DC_INFLIGHT,             /* a READ for it is on its way */
+	CO_DC_MEM,                  /* data here */
+	CO_DC_DISK,                 /* only in the store; sum known */
+};
+
+struct co_dc_entry {
+	struct co_dc_entry *knext;  /* key hash chain */
+	struct co_dc_entry *snext;  /* serial hash chain */
+	struct co_dc_entry *lprev;  /* LRU list, head = most recent */
+	struct co_dc_entry *lnext;
+	char *key;
+	uint64_t khash;             /* co_sum64 of the key: the store's name */
+	uint64_t serial;            /* never reused */
+	struct co_dc_valid v;
+	uint32_t nchunks;
+	uint32_t present;           /* chunks MEM or DISK */
+	uint32_t inflight;
+	uint32_t cursor;            /* where the next fetch plan starts */
+	uint8_t *state;             /* per chunk, enum co_dc_state */
+	uint8_t **data;             /* per chunk, MEM only */
+	uint64_t *sum;              /* per chunk, MEM and DISK */
+	uint64_t mem;               /* bytes charged to the cache */
+	uint64_t stamp;             /* when last used (caller's clock) */
+	bool on_disk;               /* the store holds all of it */
+	bool persisting;            /* the store is writing it */
+	bool persist_failed;        /* ... and gave up */
+};
+
+struct co_dcache {
+	struct co_dc_entry **kb;    /* buckets by key hash */
+	struct co_dc_entry **sb;    /* buckets by serial */
+	size_t nb;                  /* power of two */
+	struct co_dc_entry *lru_head, *lru_tail;
+	size_t nentries;
+	uint64_t mem, limit;
+	uint64_t next_serial;
+	uint64_t evicted;           /* entries dropped for memory */
+	uint64_t released;          /* chunks turned back to DISK for memory */
+	/* an entry is about to be freed: the store forgets a file it was
+	 * writing for it, and (not evicted: dropped as stale) its copy */
+	void (*on_drop)(void *arg, struct co_dc_entry *e, bool evicted);
+	void *on_drop_arg;
+};
+
+/* 64-bit checksum of a chunk or a store header (not cryptographic: it
+ * catches torn and corrupted store files). */
+uint64_t co_sum64(const void *p, size_t n);
+
+int co_dc_init(struct co_dcache *dc, uint64_t limit) CO_MUSTCHECK;
+void co_dc_free(struct co_dcache *dc);
+/* A new limit; entries are evicted down to it. */
+void co_dc_set_limit(struct co_dcache *dc, uint64_t limit);
+struct co_dc_entry *co_dc_lookup(struct co_dcache *dc, const char *key);
+struct co_dc_entry *co_dc_find(struct co_dcache *dc, uint64_t serial);
+/*
+ * A new, empty entry for key (there must be none) describing a file of
+ * v->eof bytes; NULL if the file is empty, its bookkeeping does not fit
+ * the limit, or on OOM.  disk: every chunk is DISK with sums[i] (an entry
+ * read back from the store).
+ */
+struct co_dc_entry *co_dc_create(struct co_dcache *dc, const char *key,
+    const struct co_dc_valid *v, const uint64_t *sums);
+void co_dc_drop(struct co_dcache *dc, struct co_dc_entry *e);
+/* Drop every entry whose key starts with prefix (a directory's entries);
+ * returns how many. */
+size_t co_dc_drop_prefix(struct co_dcache *dc, const char *prefix);
+/* e is used at time now: most recently used. */
+void co_dc_touch(struct co_dcache *dc, struct co_dc_entry *e, uint64_t now);
+/* Bytes (memory and in flight) of the entries used at or after since:
+ * what readers hold now, which a new entry would have to evict. */
+uint64_t co_dc_recent(const struct co_dcache *dc, uint64_t since);
+uint32_t co_dc_chunk_len(const struct co_dc_entry *e, uint32_t idx);
+bool co_dc_complete(const struct co_dc_entry *e);
+
+enum co_dc_look {
+	CO_DC_MISS = 0,             /* some chunk absent */
+	CO_DC_HIT,                  /* every byte in memory (or past EOF) */
+	CO_DC_WAIT,                 /* nothing absent, some in flight */
+	CO_DC_LOAD,                 /* chunk *idx must be read from the store */
+};
+enum co_dc_look co_dc_look(const struct co_dc_entry *e, uint64_t off,
+    uint32_t len, uint32_t *idx);
+/*
+ * Answer a HIT the way the server would (MS-SMB2 3.3.5.12): up to len
+ * bytes into buf, *status SUCCESS, or END_OF_FILE at or past the end or
+ * below minimum (then *n is 0).
+ */
+void co_dc_copy(const struct co_dc_entry *e, uint64_t off, uint32_t len,
+    uint32_t minimum, uint8_t *buf, uint32_t *n, uint32_t *status);
+/* The next run of at most max absent chunks to fetch, from the cursor on
+ * (wrapping); 0 when none.  Does not mark them. */
+uint32_t co_dc_plan(const struct co_dc_entry *e, uint32_t max,
+    uint32_t *first);
+/* Could n more bytes be charged to e (evicting others if needed)? */
+bool co_dc_room(struct co_dcache *dc, const struct co_dc_entry *e,
+    uint64_t n);
+/* Chunks [first, first+n) are being fetched (absent ones turn INFLIGHT);
+ * the cursor moves past them. */
+void co_dc_mark(struct co_dc_entry *e, uint32_t first, uint32_t n);
+/*
+ * A READ of [off, off+asked) (off chunk aligned) came back with got bytes:
+ * every chunk it covers whole (or up to EOF) that is not yet in memory is
+ * stored, others of the range turn ABSENT again.  Returns the number
+ * stored, or -1 when the answer is shorter than the file the entry
+ * describes (the file changed: the caller drops the entry).  *first and
+ * *n get the range of chunks stored (for the store).
+ */
+int co_dc_arrive(struct co_dcache *dc, struct co_dc_entry *e, uint64_t off,
+    uint32_t asked, const uint8_t *data, uint32_t got, uint32_t *first,
+    uint32_t *n);
+/* A fetch of [off, off+asked) failed: its in-flight chunks turn ABSENT. */
+void co_dc_fail(struct co_dc_entry *e, uint64_t off, uint32_t asked);
+/* Does data (read back from the store) carry chunk idx's checksum? */
+bool co_dc_verify(const struct co_dc_entry *e, uint32_t idx,
+    const uint8_t *data, uint32_t len);
+/* Chunk idx (DISK) read back and verified: into memory, giving back (to
+ * DISK) e's own chunks outside [keep_lo, keep_hi] if memory is short.  -1
+ * when no memory can be had (it stays DISK). */
+int co_dc_fill(struct co_dcache *dc, struct co_dc_entry *e, uint32_t idx,
+    const uint8_t *data, uint32_t keep_lo, uint32_t keep_hi) CO_MUSTCHECK;
+/* The store lost its copy: DISK chunks turn ABSENT. */
+void co_dc_forget_disk(struct co_dcache *dc, struct co_dc_entry *e);
 
 #endif

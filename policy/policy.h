@@ -77,6 +77,9 @@ struct pol_global {
 	uint64_t queue_limit;             /* per side of a connection */
 	uint64_t write_behind_memory;
 	uint64_t read_ahead_memory;
+	uint64_t read_cache_memory;       /* document cache, in memory */
+	char read_cache_dir[POL_PATH_MAX + 1]; /* its store; "" = none */
+	uint64_t read_cache_disk;         /* ... bounded to this */
 	char secrets[POL_PATH_MAX + 1];   /* "" when none */
 	enum pol_log_level log_level;
 	uint32_t tproxy_mark;
@@ -91,6 +94,8 @@ struct pol_share {
 	uint64_t coalesce_size;
 	uint64_t write_behind_per_open;
 	uint64_t read_ahead_max;
+	bool read_cache;                  /* the document cache (section 5a) */
+	uint64_t read_cache_file_max;     /* largest file it fetches whole */
 	uint32_t flush_idle_ms;
 	uint32_t flush_max_age_ms;
 	bool close_compound;       /* a CLOSE goes up with its flush as one

@@ -6,9 +6,11 @@
  * LOCK, FLUSH or SET_INFO of a file, or a QUERY_DIRECTORY of its
  * directory, waits until other connections have flushed what they buffer
  * of it), the invalidation of every read cache of a path that a request
- * changes (write, SET_INFO, overwriting CREATE, delete-on-close), and
- * byte-range locks, which stop write absorption on every open of the
- * file.  Only clients that bypass this smbaccel can see stale data.
+ * changes (write, SET_INFO, overwriting CREATE, delete-on-close) and of
+ * the document cache's copy of it (doccache.c: also a rename's target,
+ * and what lies below a directory renamed or deleted), and byte-range
+ * locks, which stop write absorption on every open of the file.  Only
+ * clients that bypass this smbaccel can see stale data.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
+#include "proxy/doccache.h"
 #include "proxy/writebehind.h"
 #include "proxy/emit.h"
 
@@ -177,6 +180,55 @@ path_locked(struct px_conn *c, const struct px_open *n)
 	return false;
 }
 
+/*
+ * A WRITE or SET_INFO on o reaches the server: the document cache's copy
+ * of o's file goes; a rename's target is overwritten (or created), and a
+ * directory renamed or deleted takes every copy below it.
+ */
+static void
+dc_changed_by(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, const char *share, const char *name,
+    bool is_dir)
+{
+	struct smb2_set_info_req si;
+	enum px_dc_cause why = PX_DC_SETINFO;
+	char *to;
+	bool replace;
+
+	if (name == NULL)
+		return;
+	if (h->command == SMB2_WRITE) {
+		px_dc_changed(c, share, name, false, PX_DC_WRITE);
+		return;
+	}
+	if (px_smb2_set_info_req_decode(e, &si) == 0 &&
+	    si.info_type == SMB2_0_INFO_FILE) {
+		if (si.info_class == FILE_RENAME_INFORMATION)
+			why = PX_DC_RENAME;
+		else if (si.info_class == FILE_DISPOSITION_INFORMATION)
+			why = PX_DC_DELETE;
+	}
+	px_dc_changed(c, share, name, is_dir && why != PX_DC_SETINFO, why);
+	if (why == PX_DC_RENAME && (to = malloc(1024)) != NULL) {
+		if (px_smb2_rename_info_decode(si.buffer, si.buffer_len,
+		    &replace, to, 1024) == 0)
+			px_dc_changed(c, share, to, is_dir, PX_DC_RENAME);
+		free(to);
+	}
+}
+
+/*
+ * The CREATE of a compound, for its related WRITE or SET_INFO (FileId all
+ * FF): no open exists yet, but the file they change is known by name.
+ * Elements are shown here in order; a request that is not related ends
+ * the chain.
+ */
+static struct {
+	bool valid;
+	char share[256];
+	char name[1024];
+} rel;
+
 void
 px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
@@ -184,10 +236,19 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_fileid fid;
 	struct px_open *o;
 
+	if (!(h->flags & SMB2_FLAGS_RELATED_OPERATIONS))
+		rel.valid = false;
 	switch (h->command) {
 	case SMB2_WRITE:
 	case SMB2_SET_INFO:
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    px_fileid_is_related(&fid) && rel.valid &&
+		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
+			ra_invalidate_path(c, rel.share, rel.name,
+			    h->command == SMB2_WRITE ? PX_RA_WRITE :
+			    PX_RA_SETINFO);
+			dc_changed_by(c, h, e, rel.share, rel.name, false);
+		} else if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    (o = px_open_find(&c->led, &fid)) != NULL) {
 			struct smb2_write_req w;
 
@@ -204,6 +265,8 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 				ra_invalidate_path(c, px_tree_share(c, o), o->name,
 				    h->command == SMB2_WRITE ? PX_RA_WRITE :
 				    PX_RA_SETINFO);
+			dc_changed_by(c, h, e, px_tree_share(c, o), o->name,
+			    o->is_dir);
 		}
 		break;
 	case SMB2_LOCK:
@@ -214,6 +277,16 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			    PX_RA_CLOSE);
 			if (h->command == SMB2_LOCK && o->name)
 				lock_path(c, px_tree_share(c, o), o->name);
+			/* a lock means coordination with writers: under leased
+			 * the lease still protects the copy, under always it
+			 * goes (a CLOSE keeps it: that is the point) */
+			if (h->command == SMB2_LOCK) {
+				struct px_tree *t = px_tree_find(&c->led,
+				    o->session_id, o->tree_id);
+
+				if (t && t->policy.read_ahead == POL_GATE_ALWAYS)
+					px_dc_open_lost(o, PX_DC_LOCK);
+			}
 		}
 		break;
 	case SMB2_CREATE: {
@@ -221,12 +294,24 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		struct px_tree *t = px_tree_find(&c->led, h->session_id,
 		    h->tree_id);
 
-		if (cr && t && px_smb2_create_req_decode(e, cr) == 0 &&
-		    (cr->create_disposition == FILE_SUPERSEDE ||
+		bool ok = cr && t && px_smb2_create_req_decode(e, cr) == 0;
+
+		if (ok) {
+			rel.valid = true;
+			snprintf(rel.share, sizeof(rel.share), "%s", t->share);
+			snprintf(rel.name, sizeof(rel.name), "%s", cr->name);
+		}
+		if (ok && (cr->create_disposition == FILE_SUPERSEDE ||
 		    cr->create_disposition == FILE_OVERWRITE ||
 		    cr->create_disposition == FILE_OVERWRITE_IF ||
-		    (cr->create_options & FILE_DELETE_ON_CLOSE)))
+		    (cr->create_options & FILE_DELETE_ON_CLOSE))) {
+			bool del = cr->create_options & FILE_DELETE_ON_CLOSE;
+
 			ra_invalidate_path(c, t->share, cr->name, PX_RA_SETINFO);
+			px_dc_changed(c, t->share, cr->name, del &&
+			    (cr->create_options & FILE_DIRECTORY_FILE),
+			    del ? PX_DC_DELETE : PX_DC_OVERWRITE);
+		}
 		free(cr);
 		break;
 	}
@@ -290,4 +375,6 @@ px_coh_opened(struct px_conn *c, struct px_open *o)
 	/* opened after another handle locked the file */
 	if (!o->locked)
 		o->locked = path_locked(c, o);
+	/* a cached copy of the file: valid for this open? */
+	px_dc_opened(c, o);
 }

@@ -17,7 +17,8 @@ void px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 bool px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e);
 /* A CREATE answer made o: it inherits the locks other opens of its file
- * hold (through this smbaccel). */
+ * hold (through this smbaccel), and the document cache validates its copy
+ * of the file against the answer. */
 void px_coh_opened(struct px_conn *c, struct px_open *o);
 /* Wake connections whose stalled frame waits on other connections. */
 void px_coh_kick_waiters(struct px_conn *c);

@@ -99,6 +99,10 @@ struct px_conn {
 	uint32_t ids_wanted;                 /* proxy requests waiting for a
 	                                      * pool id: leftovers are kept
 	                                      * from ECHOs (emit.c) */
+	double dc_keep_until;                /* pooled ids are kept for
+	                                      * document fetches until then */
+	uint32_t dc_inflight;                /* document fetch chunks in
+	                                      * flight */
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "proxy/alter.h"
+#include "proxy/doccache.h"
 #include "proxy/conn.h"
 #include "proxy/control.h"
 
@@ -91,6 +92,31 @@ static const struct {
 	STAT("ra_fetch_bytes", ra_fetch_bytes),
 	STAT("ra_bytes_now", ra_bytes_now),
 	STAT("ra_window_max", ra_window_max),
+	STAT("dc_hits", dc_hits),
+	STAT("dc_served_bytes", dc_served_bytes),
+	STAT("dc_waits", dc_waits),
+	STAT("dc_widened", dc_widened),
+	STAT("dc_misses", dc_misses),
+	STAT("dc_fetches", dc_fetches),
+	STAT("dc_fetch_bytes", dc_fetch_bytes),
+	STAT("dc_fetch_ids", dc_fetch_ids),
+	STAT("dc_kept_ids", dc_kept_ids),
+	STAT("dc_stored_bytes", dc_stored_bytes),
+	STAT("dc_started", dc_started),
+	STAT("dc_no_room", dc_no_room),
+	STAT("dc_attached", dc_attached),
+	STAT("dc_valid_ok", dc_valid_ok),
+	STAT("dc_bytes_now", dc_bytes_now),
+	STAT("dc_entries_now", dc_entries_now),
+	STAT("dc_evicted", dc_evicted),
+	STAT("ds_files", ds_files),
+	STAT("ds_bytes", ds_bytes),
+	STAT("ds_writes", ds_writes),
+	STAT("ds_loads", ds_loads),
+	STAT("ds_chunk_reads", ds_chunk_reads),
+	STAT("ds_corrupt", ds_corrupt),
+	STAT("ds_evicted", ds_evicted),
+	STAT("ds_errors", ds_errors),
 	STAT("sessions_keyed", sessions_keyed),
 	STAT("sessions_unkeyed", sessions_unkeyed),
 	STAT("signed_out", signed_out),
@@ -104,6 +130,8 @@ static const struct {
 static const char *flush_name(int i) { return co_flush_cause_name(i); }
 static const char *cmp_name(int i) { return px_cmp_decline_name(i); }
 static const char *ra_name(int i) { return px_ra_cause_name(i); }
+static const char *dc_name(int i) { return px_dc_cause_name(i); }
+static const char *valid_name(int i) { return co_dc_cause_name(i); }
 static const char *opaque_name(int i) { return px_opaque_reason_name(i); }
 static const char *close_name(int i) { return px_close_reason_name(i); }
 static const char *
@@ -184,6 +212,51 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->ra_fetch_bytes,
 		    (unsigned long long)s->ra_bytes_now,
 		    (unsigned long long)s->ra_window_max);
+		fprintf(f, "document cache     %llu reads served (%llu bytes), "
+		    "%llu waited, %llu misses widened, %llu forwarded; %llu "
+		    "fetches (%llu bytes asked, %llu ids, %llu of them kept "
+		    "from earlier requests), %llu bytes stored\n",
+		    (unsigned long long)s->dc_hits,
+		    (unsigned long long)s->dc_served_bytes,
+		    (unsigned long long)s->dc_waits,
+		    (unsigned long long)s->dc_widened,
+		    (unsigned long long)s->dc_misses,
+		    (unsigned long long)s->dc_fetches,
+		    (unsigned long long)s->dc_fetch_bytes,
+		    (unsigned long long)s->dc_fetch_ids,
+		    (unsigned long long)s->dc_kept_ids,
+		    (unsigned long long)s->dc_stored_bytes);
+		fprintf(f, "                   %llu files started (%llu not: "
+		    "memory busy), %llu opens served by a copy; in memory %llu "
+		    "bytes in %llu files, %llu evicted\n",
+		    (unsigned long long)s->dc_started,
+		    (unsigned long long)s->dc_no_room,
+		    (unsigned long long)s->dc_attached,
+		    (unsigned long long)s->dc_bytes_now,
+		    (unsigned long long)s->dc_entries_now,
+		    (unsigned long long)s->dc_evicted);
+		fprintf(f, "validations        %llu passed, failed:",
+		    (unsigned long long)s->dc_valid_ok);
+		for (i = 1; i < CO_DC_NCAUSES; i++)
+			if (s->dc_valid_failed[i])
+				fprintf(f, " %s=%llu", co_dc_cause_name(i),
+				    (unsigned long long)s->dc_valid_failed[i]);
+		fprintf(f, "\ncopies dropped    ");
+		for (i = 0; i < PX_DC_NCAUSES; i++)
+			if (s->dc_drops[i])
+				fprintf(f, " %s=%llu", px_dc_cause_name(i),
+				    (unsigned long long)s->dc_drops[i]);
+		fprintf(f, "\ndisk store         %llu files, %llu bytes; %llu "
+		    "written, %llu read back (%llu chunks), %llu corrupt, %llu "
+		    "evicted, %llu I/O errors\n",
+		    (unsigned long long)s->ds_files,
+		    (unsigned long long)s->ds_bytes,
+		    (unsigned long long)s->ds_writes,
+		    (unsigned long long)s->ds_loads,
+		    (unsigned long long)s->ds_chunk_reads,
+		    (unsigned long long)s->ds_corrupt,
+		    (unsigned long long)s->ds_evicted,
+		    (unsigned long long)s->ds_errors);
 		fprintf(f, "invalidations     ");
 		for (i = 0; i < PX_RA_NCAUSES; i++)
 			if (s->ra_invalidations[i])
@@ -219,6 +292,9 @@ stats_dump(FILE *f, bool json)
 	fprintf(f, "\"upstream_write_mean\":%.0f,", mean);
 	json_counts(f, "ra_invalidations", ra_name, s->ra_invalidations,
 	    0, PX_RA_NCAUSES);
+	json_counts(f, "dc_valid_failed", valid_name, s->dc_valid_failed, 1,
+	    CO_DC_NCAUSES);
+	json_counts(f, "dc_drops", dc_name, s->dc_drops, 0, PX_DC_NCAUSES);
 	json_counts(f, "flush_causes", flush_name, s->flushes, 0,
 	    CO_FLUSH_NCAUSES);
 	json_counts(f, "closes_not_compounded", cmp_name, s->cmp_declined, 0,

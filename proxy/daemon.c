@@ -17,6 +17,7 @@
 #include "proxy/conn.h"
 #include "proxy/control.h"
 #include "proxy/daemon.h"
+#include "proxy/doccache.h"
 #include "proxy/keyed.h"
 #include "proxy/listener.h"
 #include "proxy/tproxy.h"
@@ -225,6 +226,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		log_warnx("cannot use the keytab, exiting");
 		return 1;
 	}
+	px_dc_start(g);
 	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
 	px_conn_init(&conn_hooks);
@@ -260,6 +262,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	ev_run(px_rt.loop, 0);
 	px_control_stop();
 	px_tproxy_teardown();
+	px_dc_stop();
 	log_info("smbaccel stopped");
 	pol_free(px_rt.cfg);
 	px_rt.cfg = NULL;

@@ -78,8 +78,10 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 	    c->led.window) && c->state == PX_CONN_RELAY &&
 	    !px_rt.stopping && px_relay_ops->connected(c, PX_CLIENT)) {
 		/* a proxy request waits for an id (a handle to close after
-		 * a failed compound, compound.c): the relay hands it one */
-		if (c->ids_wanted)
+		 * a failed compound, compound.c): the relay hands it one;
+		 * and a connection reading documents keeps them for its
+		 * next fetch for a while (doccache.c; DESIGN.md 5a) */
+		if (c->ids_wanted || c->dc_keep_until > px_now_ms())
 			return;
 		for (o = c->led.opens; o; o = o->next)
 			if (o->ra.seq && o->ra.chunks && !o->ra.eof_known)
@@ -180,7 +182,9 @@ px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid)
 	struct px_prot pr = { false, false, sid };
 
 	if (s && s->keyed) {
-		if (s->encrypt || (t && (t->share_flags &
+		/* sealed where the server demands it, and where the client
+		 * chose to seal: its data must not cross the WAN in clear */
+		if (s->encrypt || s->client_seals || (t && (t->share_flags &
 		    SMB2_SHAREFLAG_ENCRYPT_DATA)))
 			pr.encrypt = c->led.cipher != 0;
 		else if (s->signing_required)
@@ -258,6 +262,26 @@ px_emit_free(struct px_conn *c)
 		free(d);
 	}
 	c->delayed_tail = &c->delayed;
+}
+
+uint8_t *
+px_emit_read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
+    const uint8_t *data, uint32_t n, size_t *len)
+{
+	struct smb2_hdr_out h;
+	uint8_t *msg = malloc(64 + 16 + (size_t)n + 8);
+
+	if (msg == NULL)
+		return NULL;
+	px_emit_rsp_hdr(&h, rq, status);
+	h.credit = credit;
+	if (status != NT_STATUS_SUCCESS) {
+		*len = px_smb2_error_rsp_encode(msg, 64 + 16 + 8, &h);
+		return msg;
+	}
+	*len = px_smb2_read_rsp_encode(msg, 64 + 16 + (size_t)n + 8, &h, data,
+	    n);
+	return msg;
 }
 
 void

@@ -49,6 +49,10 @@ int px_emit_delay(struct px_conn *c, uint8_t *msg, size_t len,
 /* Send the delayed responses the bank can now pay for. */
 void px_emit_send_delayed(struct px_conn *c);
 void px_emit_free(struct px_conn *c);
+/* A READ answer to rq with n bytes of data, or an error answer when
+ * status is not SUCCESS (malloc'd, *len set; NULL on OOM). */
+uint8_t *px_emit_read_rsp(const struct smb2_hdr *rq, uint16_t credit,
+    uint32_t status, const uint8_t *data, uint32_t n, size_t *len);
 /* Header of a response answering rq. */
 void px_emit_rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq,
     uint32_t status);

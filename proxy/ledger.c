@@ -548,6 +548,12 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
 	o->size_hint = cr.end_of_file;
+	o->dcv.creation = cr.creation_time;
+	o->dcv.last_write = cr.last_write_time;
+	o->dcv.change = cr.change_time;
+	o->dcv.eof = cr.end_of_file;
+	o->dcv.has_disk_id = cr.has_disk_id;
+	memcpy(o->dcv.disk_id, cr.disk_id, sizeof(o->dcv.disk_id));
 	o->is_dir = (cr.file_attributes & 0x10) != 0 ||  /* ATTRIBUTE_DIRECTORY */
 	    (p->u.create.create_options & FILE_DIRECTORY_FILE) != 0;
 	if (cr.has_mxac && cr.mxac_status == NT_STATUS_SUCCESS)

@@ -40,6 +40,8 @@ struct px_session {
 	bool guest;
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
+	bool client_seals;          /* its client sent a sealed request:
+	                             * smbaccel's own requests are sealed too */
 	const char *why_not;        /* why not keyed (static string) */
 	const char *auth;           /* mechanism of its SESSION_SETUP
 	                             * ("ntlmssp", "kerberos", ...), static */
@@ -107,6 +109,9 @@ struct px_pending {
 			uint32_t gen;           /* read-ahead generation */
 			uint32_t client_len;    /* widened read: what the */
 			uint32_t client_min;    /* client asked for */
+			uint64_t client_off;    /* ... and where */
+			uint64_t dc_serial;     /* document-cache entry fed */
+			bool doc;               /* ... by this READ */
 			bool widened;
 			bool prot_sign;         /* the request was signed */
 			bool prot_encrypt;      /* ... or sealed */
@@ -137,6 +142,11 @@ struct px_open {
 	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
 	struct co_ra ra;            /* read-ahead cache */
 	uint64_t size_hint;         /* EndOfFile at CREATE, grown by writes */
+	/* document cache (doccache.c) */
+	struct co_dc_valid dcv;     /* what the CREATE answer said */
+	uint64_t dc_serial;         /* the cached copy it reads, 0 = none */
+	uint64_t dc_first_mid;      /* its first READ through the copy */
+	bool dc_stale;              /* dcv no longer describes the file */
 	bool is_dir;                /* a directory (attributes or options) */
 	bool locked;                /* a LOCK was seen on this file */
 	bool breaking;

@@ -123,6 +123,13 @@ enum px_cmp_decline {
 	PX_CMP_NDECLINES
 };
 const char *px_cmp_decline_name(enum px_cmp_decline d);
+/* Why a document-cache copy was dropped (DESIGN.md section 5a). */
+enum px_dc_cause {
+	PX_DC_WRITE = 0, PX_DC_SETINFO, PX_DC_RENAME, PX_DC_DELETE,
+	PX_DC_OVERWRITE, PX_DC_BREAK, PX_DC_LOCK, PX_DC_STALE, PX_DC_SHORT,
+	PX_DC_CORRUPT, PX_DC_NCAUSES
+};
+const char *px_dc_cause_name(enum px_dc_cause c);
 
 struct px_stats {
 	uint64_t conns_total;
@@ -165,6 +172,36 @@ struct px_stats {
 	uint64_t ra_bytes_now;
 	uint64_t ra_window_max;
 	uint64_t ra_invalidations[PX_RA_NCAUSES];
+	/* document cache (doccache.c, docstore.c; DESIGN.md section 5a) */
+	uint64_t dc_hits;             /* reads served from it */
+	uint64_t dc_served_bytes;
+	uint64_t dc_waits;            /* reads that waited for a fetch */
+	uint64_t dc_widened;          /* misses widened to whole chunks */
+	uint64_t dc_misses;           /* misses forwarded as they came */
+	uint64_t dc_fetches;          /* its own upstream READs */
+	uint64_t dc_fetch_bytes;      /* bytes they and widened misses asked */
+	uint64_t dc_fetch_ids;        /* pooled ids they spent */
+	uint64_t dc_kept_ids;         /* ... of them ids the connection had
+	                               * kept from before the open's first read */
+	uint64_t dc_stored_bytes;     /* bytes that arrived into it */
+	uint64_t dc_attached;         /* opens served by an existing copy */
+	uint64_t dc_started;          /* copies started for random readers */
+	uint64_t dc_no_room;          /* ... not started: memory busy */
+	uint64_t dc_valid_ok;         /* CREATE answers that matched a copy */
+	uint64_t dc_valid_failed[CO_DC_NCAUSES];   /* ... that did not, why */
+	uint64_t dc_drops[PX_DC_NCAUSES];          /* copies dropped, why */
+	uint64_t dc_bytes_now;        /* memory held (data and bookkeeping) */
+	uint64_t dc_entries_now;
+	uint64_t dc_evicted;          /* copies dropped for memory */
+	/* its on-disk store */
+	uint64_t ds_files;
+	uint64_t ds_bytes;
+	uint64_t ds_writes;           /* copies written */
+	uint64_t ds_loads;            /* copies read back at an open */
+	uint64_t ds_chunk_reads;
+	uint64_t ds_corrupt;          /* copies found corrupt (discarded) */
+	uint64_t ds_evicted;          /* copies removed for read_cache_disk */
+	uint64_t ds_errors;           /* I/O errors */
 	/* keyed sessions */
 	uint64_t sessions_keyed;
 	uint64_t sessions_unkeyed;      /* signed/sealed sessions without key */

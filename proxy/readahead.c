@@ -8,12 +8,15 @@
  * the client asked, re-signed or re-sealed in keyed sessions), the
  * pipelined multi-credit fetches ahead of a sequential reader paid with
  * the ids of the reads it served, and the arrival of those fetches.
- * Buffered writes of the same file always go first (writebehind.c).
+ * Random readers, and any reader of a file with a valid cached copy, are
+ * the document cache's (doccache.c), asked first.  Buffered writes of the
+ * same file always go first (writebehind.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "proxy/readahead.h"
+#include "proxy/doccache.h"
 #include "proxy/writebehind.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
@@ -35,6 +38,10 @@ px_ra_cause_name(enum px_ra_cause c)
 void
 px_ra_drop(struct px_open *o, enum px_ra_cause why)
 {
+	/* a break takes the document cache's copy too (under leased the
+	 * server breaks before another client may change the file) */
+	if (why == PX_RA_BREAK)
+		px_dc_open_lost(o, PX_DC_BREAK);
 	if (o->ra.chunks == NULL && !o->ra.eof_known && !o->ra.seq)
 		return;
 	if (o->ra.chunks || o->ra.eof_known)
@@ -139,27 +146,6 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	}
 }
 
-/* Build a READ response (or END_OF_FILE error) answering rq. */
-static uint8_t *
-read_rsp(const struct smb2_hdr *rq, uint16_t credit, uint32_t status,
-    const uint8_t *data, uint32_t n, size_t *len)
-{
-	struct smb2_hdr_out h;
-	uint8_t *msg = malloc(64 + 16 + (size_t)n + 8);
-
-	if (msg == NULL)
-		return NULL;
-	px_emit_rsp_hdr(&h, rq, status);
-	h.credit = credit;
-	if (status != NT_STATUS_SUCCESS) {
-		*len = px_smb2_error_rsp_encode(msg, 64 + 16 + 8, &h);
-		return msg;
-	}
-	*len = px_smb2_read_rsp_encode(msg, 64 + 16 + (size_t)n + 8, &h, data,
-	    n);
-	return msg;
-}
-
 /*
  * A standalone READ: serve it from the read-ahead cache, make it wait for a
  * fetch in flight, widen it, or forward it.
@@ -199,6 +185,19 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		return PX_AB_FORWARD;
 	charge = px_large_mtu(c) ? h->credit_charge : 1;
 
+	/* random readers and files with a cached copy: the document cache */
+	{
+		bool mine;
+		enum px_absorb ar = px_dc_read(c, h, e, msg, mlen, s, t, o, &r,
+		    &mine);
+
+		if (mine) {
+			if (o->ra.chunks)
+				px_ra_drop(o, PX_RA_RANDOM);
+			return ar;
+		}
+	}
+
 	look = co_ra_lookup(&o->ra, r.offset, r.length);
 	if (look == CO_RA_WAIT) {
 		c->stall = PX_STALL_READ;
@@ -225,7 +224,7 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		co_ra_serve(&o->ra, r.offset, r.length, r.minimum_count, buf, &n,
 		    &st);
 		px_stats.ra_bytes_now -= before - o->ra.bytes;
-		rsp = read_rsp(h, 0, st, buf, n, &rlen);
+		rsp = px_emit_read_rsp(h, 0, st, buf, n, &rlen);
 		free(buf);
 		if (rsp == NULL)
 			return PX_AB_FAIL;
@@ -277,6 +276,7 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		p->u.io.offset = r.offset;
 		p->u.io.length = RA_WIDEN;
 		p->u.io.client_len = r.length;
+		p->u.io.client_off = r.offset;
 		p->u.io.client_min = r.minimum_count;
 		p->u.io.open = o;
 		p->u.io.gen = o->ra.gen;
@@ -321,11 +321,26 @@ ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
 		px_stats.ra_window_max = o->ra.window;
 }
 
+bool
+px_ra_read_waits(struct px_conn *c, const struct smb2_fileid *fid,
+    uint64_t off, uint32_t len)
+{
+	struct px_open *o = px_open_find(&c->led, fid);
+
+	return o != NULL && (co_ra_lookup(&o->ra, off, len) == CO_RA_WAIT ||
+	    px_dc_read_waits(o, off, len));
+}
+
 void
 px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
 	struct px_open *o;
+
+	if (p->u.io.doc) {
+		px_dc_fetch_done(c, h, e, p);
+		return;
+	}
 
 	ra_arrived(c, h, e, p);
 	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL)
@@ -345,8 +360,20 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 	size_t mlen;
 	int rc;
 
+	uint64_t skip;
+
 	*replaced = false;
-	if (h->status == NT_STATUS_END_OF_FILE) {
+	if (p->u.io.doc && (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_read_rsp_decode(e, &rr) == -1)) {
+		/* an error, or END_OF_FILE where the copy expects bytes: the
+		 * client gets the server's answer as it came */
+		px_dc_widened_data(c, p, h->status == NT_STATUS_SUCCESS ?
+		    NT_STATUS_INVALID_PARAMETER : h->status, NULL, 0);
+		return 0;
+	}
+	if (p->u.io.doc)
+		o = NULL;       /* the copy is fed below, not the open's cache */
+	else if (h->status == NT_STATUS_END_OF_FILE) {
 		if (o) {
 			uint64_t before = o->ra.bytes;
 
@@ -356,26 +383,35 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 		}
 		return 0;
 	}
-	if (h->status != NT_STATUS_SUCCESS ||
-	    px_smb2_read_rsp_decode(e, &rr) == -1) {
+	if (!p->u.io.doc && (h->status != NT_STATUS_SUCCESS ||
+	    px_smb2_read_rsp_decode(e, &rr) == -1)) {
 		if (o)
 			px_ra_drop(o, PX_RA_ERROR);
 		return 0;   /* forwarded as it came */
 	}
 	if (prot->sign && !px_session_keyed(c, h->session_id))
 		return px_alter_signed_answer(c, h);  /* cannot be cut back */
-	if (o) {
+	if (p->u.io.doc)
+		px_dc_widened_data(c, p, NT_STATUS_SUCCESS, rr.data, rr.data_len);
+	else if (o) {
 		uint64_t before = o->ra.bytes;
 
 		(void)co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, true,
 		    rr.data, rr.data_len);
 		px_stats.ra_bytes_now -= before - o->ra.bytes;
 	}
-	n = rr.data_len < p->u.io.client_len ? rr.data_len : p->u.io.client_len;
+	/* what the client asked for: from client_off (the widened read may
+	 * start before it, at its chunk) */
+	skip = p->u.io.client_off - p->u.io.offset;
+	if (skip > rr.data_len)
+		skip = rr.data_len;
+	n = rr.data_len - (uint32_t)skip < p->u.io.client_len ?
+	    rr.data_len - (uint32_t)skip : p->u.io.client_len;
 	st = (n == 0 || n < p->u.io.client_min) ? NT_STATUS_END_OF_FILE :
 	    NT_STATUS_SUCCESS;
 	rq = *h;
-	msg = read_rsp(&rq, h->credit, st, rr.data, st ? 0 : n, &mlen);
+	msg = px_emit_read_rsp(&rq, h->credit, st, rr.data + skip,
+	    st ? 0 : n, &mlen);
 	if (msg == NULL)
 		return -1;
 	/* keep the server's header fields (flags, async id, ...) */

@@ -14,7 +14,11 @@ void px_ra_drop(struct px_open *o, enum px_ra_cause why);
  * flight, widened, or to be forwarded. */
 enum px_absorb px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, const uint8_t *msg, size_t mlen);
-/* A read-ahead fetch answered: cache it, fetch further. */
+/* Would the read of fid covering [off, off+len) wait for a fetch in
+ * flight (read-ahead or document cache)? */
+bool px_ra_read_waits(struct px_conn *c, const struct smb2_fileid *fid,
+    uint64_t off, uint32_t len);
+/* A read-ahead or document fetch answered: cache it, fetch further. */
 void px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p);
 /* The answer to a widened client READ: feed the cache, answer the client

@@ -29,6 +29,7 @@
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/compound.h"
+#include "proxy/doccache.h"
 #include "proxy/writebehind.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
@@ -104,7 +105,10 @@ must_wait(struct px_conn *c, const struct smb2_hdr *h,
 			return true;
 		}
 	}
-	if (px_relay_quiet(c))
+	/* what could be observed is what was written: pooled ids and the
+	 * proxy's own READs in flight are not (DESIGN.md 5a: ids kept for
+	 * document fetches survive the next CREATE) */
+	if (px_wb_settled(c))
 		return false;
 	px_wb_flush_all(c, CO_FLUSH_OBSERVE);
 	c->stall = PX_STALL_CONN_IDLE;
@@ -143,9 +147,8 @@ px_relay_stall_cleared(struct px_conn *c)
 		ok = c->delayed == NULL;
 		break;
 	case PX_STALL_READ:
-		o = px_open_find(&c->led, &c->stall_fid);
-		ok = o == NULL || co_ra_lookup(&o->ra, c->stall_off,
-		    c->stall_len) != CO_RA_WAIT;
+		ok = !px_ra_read_waits(c, &c->stall_fid, c->stall_off,
+		    c->stall_len);
 		break;
 	}
 	if (ok)
@@ -206,6 +209,9 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		}
 		c->cur_encrypted = true;
 		c->cur_enc_sid = s->id;
+		/* what smbaccel sends for this session travels sealed too
+		 * (fetches of read-ahead and the document cache) */
+		s->client_seals = true;
 		rc = client_smb2(c, plain, plen, frame, len);
 		c->cur_encrypted = false;
 		free(plain);
@@ -346,6 +352,11 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			px_stats.writes_forwarded++;
 		off += h.elem_len;
 	}
+	/* pooled ids kept back (for read-ahead, for documents) must not fall
+	 * behind the client's front by more than the hoard bound */
+	if (c->led.pool.count && co_pool_over_bound(&c->led.pool,
+	    c->led.cr.client_next, c->led.window))
+		px_emit_spend_pool(c, false);
 	return px_relay_ops->send_frame(c, PX_SERVER, frame, len) == 0 ? PX_RC_DONE :
 	    PX_RC_CLOSE;
 }
@@ -406,7 +417,9 @@ px_relay_server_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 	    h.message_id == SMB2_NOTIFY_MESSAGE_ID)
 		return false;
 	p = px_pending_find(&c->led, h.message_id);
-	if (p == NULL || p->origin != PX_ORIGIN_CLIENT)
+	/* an answer to a widened READ is cut back: it must be whole */
+	if (p == NULL || p->origin != PX_ORIGIN_CLIENT ||
+	    (p->command == SMB2_READ && p->u.io.widened))
 		return false;
 	e.hdr = msg;
 	e.len = mlen;
@@ -603,6 +616,8 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 			}
 			replaced = replaced || rep;
+			/* a read of the client may wait for these chunks */
+			kick = true;
 		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
 		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX &&
@@ -653,13 +668,16 @@ px_relay_quiet(const struct px_conn *c)
 double
 px_relay_timer(struct px_conn *c, double now_ms)
 {
-	return px_wb_timer(c, now_ms);
+	double t = px_wb_timer(c, now_ms), d = px_dc_timer(c, now_ms);
+
+	return t == 0 || (d != 0 && d < t) ? d : t;
 }
 
 void
 px_relay_free(struct px_conn *c)
 {
 	px_cmp_free(c);
+	px_dc_free(c);
 	px_wb_free(c);
 	px_emit_free(c);
 	px_coh_kick_waiters(c);

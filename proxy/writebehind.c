@@ -39,6 +39,19 @@ px_wb_busy(const struct px_open *o)
 }
 
 bool
+px_wb_settled(const struct px_conn *c)
+{
+	const struct px_open *o;
+
+	if (c->delayed)
+		return false;
+	for (o = c->led.opens; o; o = o->next)
+		if (px_wb_busy(o))
+			return false;
+	return true;
+}
+
+bool
 px_wb_quiet(const struct px_conn *c)
 {
 	const struct px_open *o;

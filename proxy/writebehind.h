@@ -13,6 +13,9 @@ bool px_wb_busy(const struct px_open *o);
 /* No open of o's file (o included) on c has data buffered or in flight. */
 bool px_wb_file_idle(struct px_conn *c, const struct px_open *o);
 bool px_wb_quiet(const struct px_conn *c);
+/* Nothing written is buffered or unacknowledged (pooled ids and the
+ * proxy's READs may be): what a request could observe is settled. */
+bool px_wb_settled(const struct px_conn *c);
 void px_wb_flush_open(struct px_conn *c, struct px_open *o,
     enum co_flush_cause cause);
 /* Flush every open of c naming the same file as o (o included). */

@@ -647,6 +647,8 @@ cctx_req(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 		out->has_durable = true;
 	else if (tag_is(name, nlen, "DHnC") || tag_is(name, nlen, "DH2C"))
 		out->has_reconnect = true;
+	else if (tag_is(name, nlen, "QFid"))
+		out->has_qfid = true;
 	return 0;
 }
 
@@ -672,6 +674,14 @@ cctx_rsp(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 			out->has_mxac = true;
 			out->mxac_status = px_get_u32(data);
 			out->maximal_access = px_get_u32(data + 4);
+		}
+	} else if (tag_is(name, nlen, "QFid")) {
+		/* 2.2.14.2.9: DiskFileId, VolumeId, Reserved (32 bytes) */
+		if (dlen != 32)
+			return -1;
+		if (!out->has_disk_id) {
+			out->has_disk_id = true;
+			memcpy(out->disk_id, data, 32);
 		}
 	}
 	return 0;
@@ -731,7 +741,11 @@ px_smb2_create_rsp_decode(const struct smb2_elem *e,
 	out->oplock_level = px_rd_u8(&r);
 	out->flags = px_rd_u8(&r);
 	out->create_action = px_rd_u32(&r);
-	px_rd_skip(&r, 4 * 8 + 8);              /* four times, AllocationSize */
+	out->creation_time = px_rd_u64(&r);
+	out->last_access_time = px_rd_u64(&r);
+	out->last_write_time = px_rd_u64(&r);
+	out->change_time = px_rd_u64(&r);
+	px_rd_skip(&r, 8);                      /* AllocationSize */
 	out->end_of_file = px_rd_u64(&r);
 	out->file_attributes = px_rd_u32(&r);
 	px_rd_skip(&r, 4);                      /* Reserved2 */
@@ -1010,6 +1024,30 @@ px_smb2_set_info_req_decode(const struct smb2_elem *e,
 fail:
 	memset(out, 0, sizeof(*out));
 	return -1;
+}
+
+/*
+ * MS-FSCC 2.4.37.2: ReplaceIfExists (1), Reserved (7), RootDirectory (8,
+ * zero in SMB2), FileNameLength (4), FileName.  The name must lie inside
+ * the buffer and be valid UTF-16.
+ */
+int
+px_smb2_rename_info_decode(const uint8_t *buf, uint32_t len, bool *replace,
+    char *name, size_t cap)
+{
+	uint32_t nlen;
+
+	if (buf == NULL || len < 20 || cap == 0)
+		return -1;
+	*replace = buf[0] != 0;
+	nlen = px_get_u32(buf + 16);
+	if (nlen % 2 != 0 || nlen > len - 20)
+		return -1;
+	if (nlen == 0) {
+		name[0] = '\0';
+		return 0;
+	}
+	return px_utf16le_to_utf8(buf + 20, nlen, name, cap);
 }
 
 /* ---- StructureSize table -------------------------------------------------- */

@@ -348,6 +348,7 @@ struct smb2_create_req {
 	bool has_mxac;            /* MxAc context present */
 	bool has_durable;         /* DHnQ or DH2Q present */
 	bool has_reconnect;       /* DHnC or DH2C present */
+	bool has_qfid;            /* QFid present (2.2.13.2.9) */
 };
 int px_smb2_create_req_decode(const struct smb2_elem *e,
     struct smb2_create_req *out) PX_MUSTCHECK;
@@ -356,6 +357,10 @@ struct smb2_create_rsp {
 	uint8_t oplock_level;
 	uint8_t flags;
 	uint32_t create_action;
+	uint64_t creation_time;     /* FILETIME, as the server sent them */
+	uint64_t last_access_time;
+	uint64_t last_write_time;
+	uint64_t change_time;
 	uint64_t end_of_file;
 	uint32_t file_attributes;
 	struct smb2_fileid file_id;
@@ -365,6 +370,8 @@ struct smb2_create_rsp {
 	bool has_mxac;            /* MxAc response context */
 	uint32_t mxac_status;
 	uint32_t maximal_access;
+	bool has_disk_id;         /* QFid response context (2.2.14.2.9) */
+	uint8_t disk_id[32];      /* DiskFileId, VolumeId, Reserved */
 };
 int px_smb2_create_rsp_decode(const struct smb2_elem *e,
     struct smb2_create_rsp *out) PX_MUSTCHECK;
@@ -483,6 +490,11 @@ struct smb2_set_info_req {
 };
 int px_smb2_set_info_req_decode(const struct smb2_elem *e,
     struct smb2_set_info_req *out) PX_MUSTCHECK;
+/* The target of a FileRenameInformation buffer (MS-FSCC 2.4.37.2, the
+ * SMB2 form): ReplaceIfExists and the new name relative to the share, as
+ * UTF-8. */
+int px_smb2_rename_info_decode(const uint8_t *buf, uint32_t len,
+    bool *replace, char *name, size_t cap) PX_MUSTCHECK;
 
 /* Check the StructureSize of a request or response element against the
  * table of MS-SMB2 (responses with an error status use 9).  0 or -1. */

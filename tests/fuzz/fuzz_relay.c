@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "proxy/conn.h"
+#include "proxy/doccache.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -61,6 +62,7 @@ static const char policy[] =
     "queue_limit = 256K\n"
     "write_behind_memory = 1M\n"
     "read_ahead_memory = 1M\n"
+    "read_cache_memory = 2M\n"
     "log_level = error\n"
     "write_behind = always\n"
     "read_ahead = always\n"
@@ -100,6 +102,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		pol_errors_print(&errs, stderr);
 		abort();
 	}
+	/* the document cache too (no store: no file I/O) */
+	px_dc_start(pol_global(px_rt.cfg));
 	/* An abstract AF_UNIX name, zero-padded to the length the daemon
 	 * passes to connect() for a non-IPv4 address (sizeof sockaddr_in6). */
 	memset(&dst, 0, sizeof(dst));

@@ -18,6 +18,12 @@
  * of two, so a block written at the wrong offset, two blocks swapped, or a
  * stale block is caught by read, whatever BLOCK and order were used.
  *
+ * With -R SIZE (read or verify), the file is SIZE bytes of that pattern
+ * and COUNT reads go to seeded random offsets instead (aligned to -a,
+ * default BLOCK; -V: every read's length random in 1..BLOCK, offsets
+ * then byte-aligned by default): what an application opening a document
+ * does.  Reads past the end must come back short, exactly at SIZE.
+ *
  * Exit status: 0 ok, 1 libsmbclient/system error, 2 usage, 3 data mismatch
  * (wrong byte, unexpected EOF, wrong size).  The last line on stdout is
  *   bytes=N seconds=S MBps=M ops=N cpu_user=U cpu_sys=Y cpu_per_op_us=Z
@@ -69,6 +75,9 @@ struct dd_opts {
 	const char	*proto_min;
 	const char	*proto_max;
 	bool		 random_order;
+	uint64_t	 rand_size;	/* -R: random offsets in a file this big */
+	uint64_t	 align;		/* -a */
+	bool		 vary;		/* -V */
 	bool		 quiet;
 	bool		 progress;
 	bool		 strict_close;
@@ -126,6 +135,10 @@ usage(void)
 	    "  -p port        TCP port (alternative to host:port in the URL)\n"
 	    "  -s seed        pattern seed (default 1)\n"
 	    "  -r             random block order (seeded permutation)\n"
+	    "  -R size        read: COUNT reads at seeded random offsets of a\n"
+	    "                 file of size bytes (short only at its end)\n"
+	    "  -a align       -R: offsets aligned to this (default BLOCK, 1 with -V)\n"
+	    "  -V             -R: read lengths random in 1..BLOCK\n"
 	    "  -m [MIN:]MAX   client max (and min) protocol, e.g. SMB2_02, SMB3_11\n"
 	    "  -n             read: do not verify the data\n"
 	    "  -f             write: after close, stat the file and check its size\n"
@@ -446,7 +459,7 @@ parse_args(int argc, char **argv)
 	argv++;
 
 	/* Options may come before or after the positional arguments. */
-	while ((c = getopt(argc, argv, "U:W:p:s:rm:nfkPqD:T:G:t:o:h")) != -1) {
+	while ((c = getopt(argc, argv, "U:W:p:s:rR:a:Vm:nfkPqD:T:G:t:o:h")) != -1) {
 		switch (c) {
 		case 'U':
 			parse_userpass(optarg);
@@ -465,6 +478,19 @@ parse_args(int argc, char **argv)
 			break;
 		case 'r':
 			opt.random_order = true;
+			break;
+		case 'R':
+			if (parse_size(optarg, &opt.rand_size) == -1 ||
+			    opt.rand_size == 0)
+				die(EX_USAGE, "bad size '%s'", optarg);
+			break;
+		case 'a':
+			if (parse_size(optarg, &opt.align) == -1 ||
+			    opt.align == 0)
+				die(EX_USAGE, "bad alignment '%s'", optarg);
+			break;
+		case 'V':
+			opt.vary = true;
 			break;
 		case 'm':
 			if ((colon = strchr(optarg, ':')) != NULL) {
@@ -531,6 +557,60 @@ parse_args(int argc, char **argv)
 		die(EX_USAGE, "bad COUNT '%s'", argv[optind + 2]);
 	if (opt.count != 0 && opt.block > (uint64_t)INT64_MAX / opt.count)
 		die(EX_USAGE, "BLOCK*COUNT too large");
+	if (opt.rand_size && (opt.mode == DD_WRITE || opt.random_order))
+		die(EX_USAGE, "-R is for read and verify, without -r");
+	if (opt.align == 0)
+		opt.align = opt.vary ? 1 : opt.block;
+}
+
+/*
+ * -R: COUNT reads at seeded offsets (and lengths, -V) of a file of
+ * rand_size bytes, each checked against the pattern; a read that runs
+ * past the end must stop exactly there.  Returns the bytes read.
+ */
+static uint64_t
+random_reads(SMBCFILE *f)
+{
+	uint64_t state = opt.seed ^ 0xD0C5EEDULL, i, bytes = 0;
+	uint64_t slots = (opt.rand_size + opt.align - 1) / opt.align;
+
+	for (i = 0; i < opt.count; i++) {
+		uint64_t off, want, len = opt.block;
+		size_t done = 0;
+
+		state += 0x9E3779B97F4A7C15ULL;
+		off = mix64(1, state) % slots * opt.align;
+		if (opt.vary)
+			len = 1 + mix64(2, state) % opt.block;
+		want = off + len <= opt.rand_size ? len : opt.rand_size - off;
+		if (smbc_getFunctionLseek(ctx)(ctx, f, (off_t)off, SEEK_SET) ==
+		    (off_t)-1)
+			die(EX_ERR, "lseek to offset %" PRIu64 ": %s", off,
+			    strerror(errno));
+		while (done < len) {
+			ssize_t n = smbc_getFunctionRead(ctx)(ctx, f,
+			    iobuf + done, len - done);
+
+			if (n < 0)
+				die(EX_ERR, "read at offset %" PRIu64 ": %s",
+				    off + done, strerror(errno));
+			if (n == 0)
+				break;
+			done += (size_t)n;
+		}
+		if (done != want)
+			die(EX_MISMATCH, "read of %" PRIu64 " bytes at offset %"
+			    PRIu64 " returned %zu, expected %" PRIu64
+			    " (file of %" PRIu64 ")", len, off, done, want,
+			    opt.rand_size);
+		if (!opt.no_verify || opt.mode == DD_VERIFY) {
+			pattern_fill(wantbuf, off, done, opt.seed);
+			if (memcmp(iobuf, wantbuf, done) != 0)
+				mismatch(iobuf, wantbuf, done, off);
+		}
+		bytes += done;
+	}
+	return bytes;
 }
 
 
@@ -782,7 +862,8 @@ main(int argc, char **argv)
 	t_open = t0 - t_open;
 
 	if (opt.mode == DD_VERIFY) {
-		uint64_t want_size = opt.block * opt.count;
+		uint64_t want_size = opt.rand_size ? opt.rand_size :
+		    opt.block * opt.count;
 
 		if (smbc_getFunctionFstat(ctx)(ctx, f, &st) < 0)
 			die(EX_ERR, "fstat %s: %s", opt.url, strerror(errno));
@@ -793,7 +874,9 @@ main(int argc, char **argv)
 
 	memset(&prog, 0, sizeof(prog));
 	prog.start = prog.last = t0;
-	for (i = 0; i < opt.count; i++) {
+	if (opt.rand_size)
+		bytes = random_reads(f);
+	for (i = 0; i < opt.count && !opt.rand_size; i++) {
 		uint64_t blk = sequential ? i : order[i];
 		uint64_t off = blk * opt.block;
 

@@ -23,6 +23,7 @@ main(void)
 	ut_register_coalesce();
 	ut_register_crypto();
 	ut_register_krb5();
+	ut_register_doccache();
 	CU_basic_set_mode(CU_BRM_NORMAL);
 	CU_basic_run_tests();
 	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -130,6 +130,8 @@ expect_defaults(const struct pol_share *s)
 	CU_ASSERT_EQUAL(s->write_behind_per_open, 64 * 1024 * 1024);
 	CU_ASSERT_EQUAL(s->read_ahead_max, 8 * 1024 * 1024);
 	CU_ASSERT_TRUE(s->close_compound);
+	CU_ASSERT_EQUAL(s->read_cache, true);
+	CU_ASSERT_EQUAL(s->read_cache_file_max, 64 * 1024 * 1024);
 }
 
 static void
@@ -143,6 +145,9 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_EQUAL(g->queue_limit, 4 * 1024 * 1024);
 	CU_ASSERT_EQUAL(g->write_behind_memory, 256ULL * 1024 * 1024);
 	CU_ASSERT_EQUAL(g->read_ahead_memory, 256ULL * 1024 * 1024);
+	CU_ASSERT_EQUAL(g->read_cache_memory, 256ULL * 1024 * 1024);
+	CU_ASSERT_STRING_EQUAL(g->read_cache_dir, "");
+	CU_ASSERT_EQUAL(g->read_cache_disk, 1024ULL * 1024 * 1024);
 	CU_ASSERT_STRING_EQUAL(g->secrets, "");
 	CU_ASSERT_EQUAL(g->log_level, POL_LOG_INFO);
 	CU_ASSERT_EQUAL(g->tproxy_mark, 1);
@@ -557,6 +562,12 @@ test_bad_values(void)
 		{ "secrets = secrets.txt", "not an absolute path" },
 		{ "drain_timeout = 0", "below the minimum 1s" },
 		{ "write_behind_memory = 2T", "above the maximum 1T" },
+		{ "read_cache = sometimes", "not a boolean" },
+		{ "read_cache_file_max = 2G", "above the maximum 1G" },
+		{ "read_cache_file_max = 4K", "below the minimum 64K" },
+		{ "read_cache_memory = 512K", "below the minimum 1M" },
+		{ "read_cache_dir = var/cache/smbaccel", "not an absolute path" },
+		{ "read_cache_disk = 65T", "above the maximum 64T" },
 	};
 	/* listen is replaced, so these are line 2 */
 	static const struct { const char *value, *needle; } addrs[] = {
@@ -1004,6 +1015,8 @@ test_dump_roundtrip(void)
 	    "upstream_sndbuf = 1M\n"
 	    "[//nas/logs]\n"
 	    "read_ahead_max = 100K\n"
+	    "read_cache = off\n"
+	    "read_cache_file_max = 8M\n"
 	    "[//nas/other]\n"
 	    "upstream_rcvbuf = 2M\n";
 	struct pol_config *a, *b;
@@ -1049,6 +1062,10 @@ test_dump_roundtrip(void)
 		CU_ASSERT_FALSE(pol_server_lookup(b, "nas2", &v));
 		CU_ASSERT_EQUAL(v.upstream_rcvbuf, 0);
 	}
+	CU_ASSERT_EQUAL(s.read_cache, true);
+	pol_share_lookup(b, "nas", "logs", &s);
+	CU_ASSERT_EQUAL(s.read_cache, false);
+	CU_ASSERT_EQUAL(s.read_cache_file_max, 8 << 20);
 	free(va);
 	free(vb);
 	pol_free(a);

@@ -292,6 +292,10 @@ mk_create_rsp(uint8_t *b)
 	p[2] = SMB2_OPLOCK_LEVEL_LEASE;
 	p[3] = 0;
 	px_put_u32(p + 4, 2);
+	px_put_u64(p + 8, 0x01D9000000000001ULL);     /* CreationTime */
+	px_put_u64(p + 16, 0x01D9000000000002ULL);    /* LastAccessTime */
+	px_put_u64(p + 24, 0x01D9000000000003ULL);    /* LastWriteTime */
+	px_put_u64(p + 32, 0x01D9000000000004ULL);    /* ChangeTime */
 	px_put_u64(p + 40, 4096);
 	px_put_u64(p + 48, 12345);
 	px_put_u32(p + 56, 0x20);
@@ -1015,6 +1019,7 @@ test_create_valid(void)
 	struct smb2_create_req q;
 	struct smb2_create_rsp r;
 	size_t n;
+	int i;
 
 	elem_of(&e, b, mk_create_req(b));
 	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&e, &q), 0);
@@ -1031,6 +1036,14 @@ test_create_valid(void)
 	CU_ASSERT_TRUE(q.has_mxac);
 	CU_ASSERT_TRUE(q.has_durable);
 	CU_ASSERT_FALSE(q.has_reconnect);
+	CU_ASSERT_FALSE(q.has_qfid);
+	/* MxAc renamed QFid: the client asks for the on-disk id */
+	n = mk_create_req(b);
+	memcpy(b + 240, "QFid", 4);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&e, &q), 0);
+	CU_ASSERT_TRUE(q.has_qfid);
+	CU_ASSERT_FALSE(q.has_mxac);
 
 	/* DH2Q -> DH2C, empty name, no RqLs (renamed), GUID-named context */
 	n = mk_create_req(b);
@@ -1073,6 +1086,58 @@ test_create_valid(void)
 	CU_ASSERT_TRUE(r.has_lease);
 	CU_ASSERT_EQUAL(memcmp(r.lease_key, LEASE_KEY, 16), 0);
 	CU_ASSERT_EQUAL(r.lease_state, SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+	CU_ASSERT_EQUAL(r.creation_time, 0x01D9000000000001ULL);
+	CU_ASSERT_EQUAL(r.last_access_time, 0x01D9000000000002ULL);
+	CU_ASSERT_EQUAL(r.last_write_time, 0x01D9000000000003ULL);
+	CU_ASSERT_EQUAL(r.change_time, 0x01D9000000000004ULL);
+	CU_ASSERT_FALSE(r.has_disk_id);
+
+	/* QFid instead of RqLs: the on-disk id; a wrong length is refused */
+	n = mk_create_rsp(b);
+	put_cctx(b + 184, 0, "QFid", 32);
+	for (i = 0; i < 32; i++)
+		b[208 + i] = (uint8_t)(0xA0 + i);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_rsp_decode(&e, &r), 0);
+	CU_ASSERT_TRUE(r.has_disk_id);
+	CU_ASSERT_FALSE(r.has_lease);
+	CU_ASSERT_EQUAL(r.disk_id[0], 0xA0);
+	CU_ASSERT_EQUAL(r.disk_id[31], 0xA0 + 31);
+	put_cctx(b + 184, 0, "QFid", 24);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_decode(&e, &r), -1);
+}
+
+/* MS-FSCC 2.4.37.2, the SMB2 form of FileRenameInformation. */
+static void
+test_rename_info(void)
+{
+	uint8_t b[64];
+	char name[32];
+	bool replace = false;
+
+	memset(b, 0, sizeof(b));
+	b[0] = 1;
+	px_put_u32(b + 16, 10);
+	memcpy(b + 20, "d\0i\0r\0\\\0x\0", 10);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name,
+	    sizeof(name)), 0);
+	CU_ASSERT_TRUE(replace);
+	CU_ASSERT_STRING_EQUAL(name, "dir\\x");
+	/* the name must lie inside the buffer, in whole code units */
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 29, &replace, name,
+	    sizeof(name)), -1);
+	px_put_u32(b + 16, 9);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name,
+	    sizeof(name)), -1);
+	px_put_u32(b + 16, 0xFFFFFFF0u);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name,
+	    sizeof(name)), -1);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 19, &replace, name,
+	    sizeof(name)), -1);
+	/* too long for the caller's buffer */
+	px_put_u32(b + 16, 10);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name, 3),
+	    -1);
 }
 
 static void
@@ -2016,6 +2081,7 @@ ut_register_wire(void)
 	CU_add_test(s, "negotiate valid", test_negotiate_valid);
 	CU_add_test(s, "session/tree connect valid", test_session_tcon_valid);
 	CU_add_test(s, "create valid", test_create_valid);
+	CU_add_test(s, "rename info", test_rename_info);
 	CU_add_test(s, "close/flush/read/write/set_info valid", test_io_valid);
 	CU_add_test(s, "oplock break kinds", test_oplock_break_kinds);
 	CU_add_test(s, "truncated at every length",

@@ -9,5 +9,6 @@ void ut_register_ledger(void);
 void ut_register_coalesce(void);
 void ut_register_crypto(void);
 void ut_register_krb5(void);
+void ut_register_doccache(void);
 
 #endif

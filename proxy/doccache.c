@@ -1,0 +1,727 @@
+/*
+ * doccache.c - document-cache glue (DESIGN.md section 5a) over the pure
+ * cache of coalesce/doccache.c and the on-disk store of docstore.c.
+ *
+ * Owns: which opens a cached copy may serve (the read gate of
+ * read_ahead, read_cache, read_cache_file_max, and the CREATE answer's
+ * CreationTime, LastWriteTime, ChangeTime and EndOfFile against those the
+ * copy was fetched under: close-to-open consistency), the start of a copy
+ * for a random reader, the reads it answers, the misses it widens to whole
+ * chunks within their own credit charge, the fetches of the rest of the
+ * file paid with pooled ids, their arrival, and every reason a copy is
+ * dropped.  Buffered writes of the same file always go first
+ * (writebehind.c).
+ *
+ * Funding (DESIGN.md section 3): a READ answered from a copy donates its
+ * ids, and each id pays for one more 64 KiB chunk; a miss is widened
+ * within its own charge.  So a random reader on a fresh connection
+ * bootstraps the fetch of its file one chunk per read.  A connection
+ * that reads documents also keeps pooled ids back from ECHOs for
+ * DC_KEEP_MS after its last such read (emit.c), within the hoard bound,
+ * so the first read of its next document starts as many fetches at once
+ * as it holds ids; once unused they are spent (px_dc_timer).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+
+#include "proxy/doccache.h"
+#include "proxy/writebehind.h"
+#include "proxy/alter.h"
+#include "proxy/emit.h"
+#include "proxy/docstore.h"
+
+#define DC_FETCH_MAX (1024 * 1024)    /* largest document fetch */
+#define DC_WIDEN_MAX (1024 * 1024)    /* largest widened miss */
+#define DC_KEEP_MS   1000.0           /* ids kept after the last read */
+#define DC_BUSY_MS   2000             /* a copy read this recently is busy */
+#define DC_KEY_MAX   1600
+/* Document fetch chunks in flight per connection: enough to fill any
+ * link smbaccel is made for, and a bound on what one connection asks of
+ * its server at once (the hoard bound alone would allow 512 ids). */
+#define DC_INFLIGHT_MAX 128
+
+static struct co_dcache dcache;
+
+static const char *const dc_cause_names[PX_DC_NCAUSES] = {
+	"write", "setinfo", "rename", "delete", "overwrite", "break", "lock",
+	"stale", "short", "corrupt",
+};
+
+const char *
+px_dc_cause_name(enum px_dc_cause c)
+{
+	return (unsigned int)c < PX_DC_NCAUSES ? dc_cause_names[c] : "?";
+}
+
+static void
+gauges(void)
+{
+	px_stats.dc_bytes_now = dcache.mem;
+	px_stats.dc_entries_now = dcache.nentries;
+	px_stats.dc_evicted = dcache.evicted;
+}
+
+void
+px_dc_start(const struct pol_global *g)
+{
+	if (co_dc_init(&dcache, g->read_cache_memory) == -1) {
+		log_warnx("document cache: no memory: off");
+		return;
+	}
+	if (px_ds_open(g->read_cache_dir, g->read_cache_disk, &dcache) == -1)
+		log_warnx("document cache: running without its store");
+}
+
+void
+px_dc_stop(void)
+{
+	px_ds_close();
+	co_dc_free(&dcache);
+	gauges();
+}
+
+/* ---- keys, gates ------------------------------------------------------------------ */
+
+/* "server|share|path", share and path folded to lower case (SMB names
+ * are case-insensitive), no leading separator, '/' as '\'. */
+static bool
+dc_key(const struct px_conn *c, const char *share, const char *name,
+    char *buf, size_t len)
+{
+	char a[64];
+	size_t n;
+	int k;
+
+	px_addr_str(&c->dst_addr, a, sizeof(a));
+	k = snprintf(buf, len, "%s|", a);
+	if (k < 0 || (size_t)k >= len)
+		return false;
+	n = (size_t)k;
+	for (; *share && n + 2 < len; share++)
+		buf[n++] = (char)(*share >= 'A' && *share <= 'Z' ? *share + 32 :
+		    *share);
+	buf[n++] = '|';
+	while (*name == '\\' || *name == '/')
+		name++;
+	for (; *name && n + 1 < len; name++) {
+		char ch = *name == '/' ? '\\' : *name;
+
+		buf[n++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
+	}
+	if (*name || *share)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+static bool
+same_server(const struct px_conn *a, const struct px_conn *b)
+{
+	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
+		return false;
+	return memcmp(&a->dst_addr, &b->dst_addr,
+	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0;
+}
+
+/* The read gate (read_ahead) and read_cache, for one open. */
+static bool
+dc_gate(const struct px_tree *t, const struct px_open *o)
+{
+	if (!t->policy.read_cache || o->is_dir || !px_open_read_access(o))
+		return false;
+	switch (t->policy.read_ahead) {
+	case POL_GATE_ALWAYS:
+		return true;
+	case POL_GATE_LEASED:
+		return px_open_read_caching(o);
+	default:
+		return false;
+	}
+}
+
+/* Connections waiting for a fetch re-decide (the copy changed). */
+static void
+kick_readers(struct px_conn *c)
+{
+	struct px_conn *x, *next;
+
+	for (x = px_rt.conns; x; x = next) {
+		next = x->next;
+		if (x != c && x->stall == PX_STALL_READ &&
+		    x->state != PX_CONN_CLOSED)
+			px_relay_ops->kick(x);
+	}
+}
+
+static void
+dc_drop(struct px_conn *c, struct co_dc_entry *e, enum px_dc_cause why)
+{
+	px_stats.dc_drops[why]++;
+	co_dc_drop(&dcache, e);     /* the store's copy goes with it */
+	gauges();
+	kick_readers(c);
+}
+
+static void
+keep_ids(struct px_conn *c)
+{
+	double now = px_now_ms();
+	bool arm = c->dc_keep_until <= now;
+
+	c->dc_keep_until = now + DC_KEEP_MS;
+	if (arm)
+		px_relay_ops->arm_timer(c);
+}
+
+/* ---- at CREATE ----------------------------------------------------------------------- */
+
+bool
+px_dc_wants_disk_id(struct px_conn *c, const struct px_session *s,
+    const struct px_tree *t, const struct smb2_create_req *cr)
+{
+	return dcache.nb != 0 && t->policy.read_cache &&
+	    t->policy.read_ahead != POL_GATE_OFF && !cr->has_qfid &&
+	    !(cr->create_options & FILE_DIRECTORY_FILE) &&
+	    px_may_rewrite(c, s);
+}
+
+void
+px_dc_opened(struct px_conn *c, struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	char key[DC_KEY_MAX];
+	struct co_dc_entry *e;
+	enum co_dc_cause why;
+
+	if (dcache.nb == 0 || t == NULL || !t->policy.read_cache ||
+	    o->is_dir || o->name == NULL ||
+	    !dc_key(c, t->share, o->name, key, sizeof(key)))
+		return;
+	if ((e = co_dc_lookup(&dcache, key)) == NULL &&
+	    (e = px_ds_load(&dcache, key)) == NULL)
+		return;
+	gauges();
+	why = co_dc_compare(&e->v, &o->dcv);
+	if (why != CO_DC_SAME) {
+		px_stats.dc_valid_failed[why]++;
+		log_info("conn=%llu share=%s file=%s cached copy is stale "
+		    "(%s differs): dropped", (unsigned long long)c->id,
+		    t->share, o->name, co_dc_cause_name(why));
+		dc_drop(c, e, PX_DC_STALE);
+		return;
+	}
+	px_stats.dc_valid_ok++;
+	if (!dc_gate(t, o) || o->dcv.eof > t->policy.read_cache_file_max)
+		return;
+	o->dc_serial = e->serial;
+	co_dc_touch(&dcache, e, (uint64_t)px_now_ms());
+	px_stats.dc_attached++;
+	log_debug("conn=%llu share=%s file=%s served from its cached copy "
+	    "(%u of %u chunks)", (unsigned long long)c->id, t->share, o->name,
+	    e->present, e->nchunks);
+}
+
+/* A read that does not continue the previous one (or a first read past
+ * the start): the reader is not sequential. */
+static bool
+random_read(const struct px_open *o, const struct smb2_read_req *r)
+{
+	if (o->ra.nreads == 0)
+		return r->offset != 0;
+	return r->offset != o->ra.next_expected;
+}
+
+/* A copy for o's file, made from what o's CREATE answer said. */
+static struct co_dc_entry *
+dc_start(struct px_conn *c, struct px_tree *t, struct px_open *o)
+{
+	char key[DC_KEY_MAX];
+	struct co_dc_entry *e;
+
+	if (o->dc_stale || o->name == NULL || o->dcv.eof == 0 ||
+	    o->dcv.eof > t->policy.read_cache_file_max ||
+	    o->size_hint != o->dcv.eof ||
+	    !dc_key(c, t->share, o->name, key, sizeof(key)))
+		return NULL;
+	if ((e = co_dc_lookup(&dcache, key)) != NULL) {
+		/* another open's copy: the same file, or a stale one */
+		if (co_dc_compare(&e->v, &o->dcv) == CO_DC_SAME)
+			goto attach;
+		dc_drop(c, e, PX_DC_STALE);
+	}
+	/* no room beside what readers of the last moments hold: no copy
+	 * (each would evict the others' before they are read) */
+	if (co_dc_recent(&dcache, (uint64_t)px_now_ms() - DC_BUSY_MS) +
+	    o->dcv.eof > dcache.limit) {
+		px_stats.dc_no_room++;
+		return NULL;
+	}
+	if ((e = co_dc_create(&dcache, key, &o->dcv, NULL)) == NULL)
+		return NULL;
+	px_stats.dc_started++;
+	log_debug("conn=%llu share=%s file=%s random reader: fetching its "
+	    "%llu bytes", (unsigned long long)c->id, t->share, o->name,
+	    (unsigned long long)o->dcv.eof);
+attach:
+	o->dc_serial = e->serial;
+	gauges();
+	return e;
+}
+
+/* ---- fetching ------------------------------------------------------------------------ */
+
+/*
+ * Fetch absent chunks of o's copy with pooled ids, pipelined, a
+ * contiguous run of ids as one READ's CreditCharge (one id per 64 KiB
+ * chunk; at 2.0.2 one id, one chunk).
+ */
+static void
+dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
+{
+	const struct px_open *x;
+
+	if (c->state != PX_CONN_RELAY || !px_relay_ops->connected(c, PX_SERVER) ||
+	    o->closed || o->breaking || c->led.max_read < CO_DC_CHUNK)
+		return;
+	/* buffered write-behind data has first claim on the ids */
+	for (x = c->led.opens; x; x = x->next)
+		if (x->wb.len)
+			return;
+	/* never overtake a write of the same file in flight */
+	if (!px_wb_file_idle(c, o))
+		return;
+	for (;;) {
+		uint64_t run = co_pool_first_run(&c->led.pool), lo, off, took;
+		uint32_t maxc, n, first, len;
+		uint8_t msg[64 + 49 + 8];
+		struct smb2_hdr_out h;
+		struct px_pending *p;
+		struct px_prot prot;
+		size_t sz;
+
+		if (run == 0)
+			return;
+		maxc = px_large_mtu(c) ? (uint32_t)(run < 0xFFFF ? run : 0xFFFF) : 1;
+		if (maxc > c->led.max_read / CO_DC_CHUNK)
+			maxc = c->led.max_read / CO_DC_CHUNK;
+		if (maxc > DC_FETCH_MAX / CO_DC_CHUNK)
+			maxc = DC_FETCH_MAX / CO_DC_CHUNK;
+		if (c->dc_inflight >= DC_INFLIGHT_MAX)
+			return;
+		if (maxc > DC_INFLIGHT_MAX - c->dc_inflight)
+			maxc = DC_INFLIGHT_MAX - c->dc_inflight;
+		if ((n = co_dc_plan(e, maxc, &first)) == 0)
+			return;
+		if (!co_dc_room(&dcache, e, (uint64_t)n * CO_DC_CHUNK))
+			return;
+		took = co_pool_take_run(&c->led.pool, px_large_mtu(c) ? n : 1,
+		    &lo);
+		off = (uint64_t)first * CO_DC_CHUNK;
+		len = (uint32_t)(e->v.eof - off < (uint64_t)n * CO_DC_CHUNK ?
+		    e->v.eof - off : (uint64_t)n * CO_DC_CHUNK);
+		memset(&h, 0, sizeof(h));
+		h.command = SMB2_READ;
+		h.credit_charge = px_large_mtu(c) ? (uint16_t)took : 1;
+		h.credit = 1;
+		h.message_id = lo;
+		h.tree_id = o->tree_id;
+		h.session_id = o->session_id;
+		sz = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
+		    len, 0);
+		prot = px_emit_prot(c, o->session_id, o->tree_id);
+		if (sz == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, sz) ==
+		    -1 || (p = px_emit_pending(c, lo, SMB2_READ,
+		    h.credit_charge)) == NULL) {
+			log_warnx("conn=%llu document fetch request failed",
+			    (unsigned long long)c->id);
+			return;
+		}
+		co_dc_mark(e, first, n);
+		c->dc_inflight += n;
+		p->fid = o->fid;
+		p->u.io.offset = off;
+		p->u.io.length = len;
+		p->u.io.open = o;
+		p->u.io.doc = true;
+		p->u.io.dc_serial = e->serial;
+		px_stats.dc_fetches++;
+		px_stats.dc_fetch_bytes += len;
+		px_stats.dc_fetch_ids += took;
+		if (lo < o->dc_first_mid)
+			px_stats.dc_kept_ids += o->dc_first_mid - lo < took ?
+			    o->dc_first_mid - lo : took;
+		px_stats.pool_ids_now = c->led.pool.count;
+	}
+}
+
+/* Data for [off, off+asked) of copy e arrived (got bytes). */
+static void
+dc_store(struct px_conn *c, struct co_dc_entry *e, uint64_t off,
+    uint32_t asked, const uint8_t *data, uint32_t got)
+{
+	uint32_t first, n;
+	uint64_t before = dcache.mem;
+	int k = co_dc_arrive(&dcache, e, off, asked, data, got, &first, &n);
+
+	if (k < 0) {
+		log_info("conn=%llu cached copy of %s: the server has fewer "
+		    "bytes than its CREATE answer said (the file changed): "
+		    "dropped", (unsigned long long)c->id, e->key);
+		dc_drop(c, e, PX_DC_SHORT);
+		return;
+	}
+	if (k > 0) {
+		px_stats.dc_stored_bytes += dcache.mem > before ?
+		    dcache.mem - before : 0;
+		if (n)
+			(void)px_ds_put(e, first, n);
+	}
+	gauges();
+}
+
+void
+px_dc_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *el, struct px_pending *p)
+{
+	struct co_dc_entry *e = co_dc_find(&dcache, p->u.io.dc_serial);
+	struct smb2_read_rsp rr;
+	struct px_open *o;
+	uint32_t nch = (p->u.io.length + CO_DC_CHUNK - 1) / CO_DC_CHUNK;
+
+	c->dc_inflight = c->dc_inflight > nch ? c->dc_inflight - nch : 0;
+	if (e != NULL) {
+		if (h->status == NT_STATUS_SUCCESS &&
+		    px_smb2_read_rsp_decode(el, &rr) == 0)
+			dc_store(c, e, p->u.io.offset, p->u.io.length, rr.data,
+			    rr.data_len);
+		else if (h->status == NT_STATUS_END_OF_FILE)
+			dc_store(c, e, p->u.io.offset, p->u.io.length, NULL, 0);
+		else {
+			/* FILE_CLOSED after the client's CLOSE, and the like:
+			 * what is here stays, the rest is absent again */
+			co_dc_fail(e, p->u.io.offset, p->u.io.length);
+			log_debug("conn=%llu document fetch %s+%u: status "
+			    "0x%08x", (unsigned long long)c->id, e->key,
+			    p->u.io.length, h->status);
+		}
+	}
+	kick_readers(c);
+	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL &&
+	    o->dc_serial == p->u.io.dc_serial &&
+	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
+		dc_plan(c, o, e);
+}
+
+void
+px_dc_widened_data(struct px_conn *c, const struct px_pending *p,
+    uint32_t status, const uint8_t *data, uint32_t got)
+{
+	struct co_dc_entry *e = co_dc_find(&dcache, p->u.io.dc_serial);
+	struct px_open *o;
+
+	if (e == NULL)
+		return;
+	if (status == NT_STATUS_SUCCESS)
+		dc_store(c, e, p->u.io.offset, p->u.io.length, data, got);
+	else if (status == NT_STATUS_END_OF_FILE)
+		dc_store(c, e, p->u.io.offset, p->u.io.length, NULL, 0);
+	else
+		co_dc_fail(e, p->u.io.offset, p->u.io.length);
+	kick_readers(c);
+	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL &&
+	    o->dc_serial == p->u.io.dc_serial &&
+	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
+		dc_plan(c, o, e);
+}
+
+/* ---- reads -------------------------------------------------------------------------- */
+
+bool
+px_dc_read_waits(const struct px_open *o, uint64_t off, uint32_t len)
+{
+	struct co_dc_entry *e;
+	uint32_t idx;
+
+	return o->dc_serial && (e = co_dc_find(&dcache, o->dc_serial)) != NULL &&
+	    co_dc_look(e, off, len, &idx) == CO_DC_WAIT;
+}
+
+/* Read chunk idx of e back from the store; -1: e was dropped. */
+static int
+dc_load(struct px_conn *c, struct co_dc_entry *e, uint32_t idx,
+    const struct smb2_read_req *r)
+{
+	uint8_t *buf = malloc(CO_DC_CHUNK);
+	uint64_t end = r->offset + r->length;
+	uint32_t lo = (uint32_t)(r->offset / CO_DC_CHUNK);
+	uint32_t hi = (uint32_t)((end > e->v.eof ? e->v.eof : end) - 1) /
+	    CO_DC_CHUNK;
+	int rc;
+
+	if (buf == NULL)
+		return 0;
+	if (px_ds_read(e, idx, buf) == -1) {
+		/* logged by the store; a copy that fails a check is never
+		 * served, whatever of it was read before */
+		free(buf);
+		dc_drop(c, e, PX_DC_CORRUPT);
+		return -1;
+	}
+	rc = co_dc_fill(&dcache, e, idx, buf, lo, (uint32_t)hi);
+	free(buf);
+	gauges();
+	return rc == 0 ? 0 : 1;
+}
+
+enum px_absorb
+px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *el, const uint8_t *msg, size_t mlen,
+    struct px_session *s, struct px_tree *t, struct px_open *o,
+    const struct smb2_read_req *r, bool *mine)
+{
+	struct co_dc_entry *e = NULL;
+	enum co_dc_look look;
+	uint64_t charge = px_large_mtu(c) ? h->credit_charge : 1;
+	uint32_t idx, lo, hi, k;
+	uint64_t a, w, cap, end;
+
+	*mine = false;
+	if (dcache.nb == 0 || !t->policy.read_cache)
+		return PX_AB_FORWARD;
+	if (o->dc_serial && (e = co_dc_find(&dcache, o->dc_serial)) == NULL)
+		o->dc_serial = 0;       /* dropped meanwhile */
+	if (e == NULL) {
+		if (!random_read(o, r) || !dc_gate(t, o) ||
+		    (e = dc_start(c, t, o)) == NULL)
+			return PX_AB_FORWARD;
+	}
+	*mine = true;
+	if (o->dc_first_mid == 0)
+		o->dc_first_mid = h->message_id;
+	keep_ids(c);
+	co_dc_touch(&dcache, e, (uint64_t)px_now_ms());
+	for (k = 0; k < 40; k++) {
+		look = co_dc_look(e, r->offset, r->length, &idx);
+		if (look != CO_DC_LOAD)
+			break;
+		switch (dc_load(c, e, idx, r)) {
+		case -1:
+			o->dc_serial = 0;
+			return PX_AB_FORWARD;
+		case 1:
+			px_stats.dc_misses++;
+			return PX_AB_FORWARD;   /* no memory for it now */
+		default:
+			break;
+		}
+	}
+	if (look == CO_DC_LOAD)
+		return PX_AB_FORWARD;
+	if (look == CO_DC_WAIT) {
+		c->stall = PX_STALL_READ;
+		c->stall_fid = o->fid;
+		c->stall_off = r->offset;
+		c->stall_len = r->length;
+		px_stats.dc_waits++;
+		return PX_AB_STALL;
+	}
+	if (look == CO_DC_HIT) {
+		uint8_t *buf = malloc(r->length ? r->length : 1), *rsp;
+		uint32_t n, st;
+		size_t rlen;
+
+		if (buf == NULL)
+			return PX_AB_FAIL;
+		if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+			free(buf);
+			px_emit_spend_pool(c, false);
+			return PX_AB_FORWARD;
+		}
+		co_dc_copy(e, r->offset, r->length, r->minimum_count, buf, &n,
+		    &st);
+		rsp = px_emit_read_rsp(h, 0, st, buf, n, &rlen);
+		free(buf);
+		if (rsp == NULL)
+			return PX_AB_FAIL;
+		if (h->message_id + charge > c->led.cr.client_next)
+			c->led.cr.client_next = h->message_id + charge;
+		c->led.cr.client_outstanding++;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.dc_hits++;
+		px_stats.dc_served_bytes += n;
+		if (px_wb_answer(c, h->credit, rsp, rlen) == -1)
+			return PX_AB_FAIL;
+		dc_plan(c, o, e);
+		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+		    c->led.window))
+			px_emit_spend_pool(c, false);
+		return PX_AB_DONE;
+	}
+
+	/* a miss: widen it to the whole chunks it touches, within its own
+	 * credit charge; the answer is cut back to what the client asked */
+	end = r->offset + r->length < e->v.eof ? r->offset + r->length :
+	    e->v.eof;
+	lo = (uint32_t)(r->offset / CO_DC_CHUNK);
+	hi = (uint32_t)((end - 1) / CO_DC_CHUNK);
+	a = (uint64_t)lo * CO_DC_CHUNK;
+	w = (uint64_t)(hi - lo + 1) * CO_DC_CHUNK;
+	if (a + w > e->v.eof)
+		w = e->v.eof - a;
+	cap = px_large_mtu(c) ? charge * CO_DC_CHUNK : CO_DC_CHUNK;
+	if (w > cap || w > c->led.max_read || w > DC_WIDEN_MAX ||
+	    r->flags != 0 || !px_may_rewrite(c, s) ||
+	    !co_dc_room(&dcache, e, w)) {
+		px_stats.dc_misses++;
+		dc_plan(c, o, e);
+		return PX_AB_FORWARD;
+	}
+	{
+		uint8_t *copy = malloc(mlen);
+		struct px_pending *p;
+		struct smb2_fileid related;
+		struct px_prot up = c->cur_prot;
+
+		if (copy == NULL)
+			return PX_AB_FAIL;
+		memcpy(copy, msg, mlen);
+		px_put_u32(copy + SMB2_HDR_LEN + 4, (uint32_t)w);  /* Length */
+		px_put_u64(copy + SMB2_HDR_LEN + 8, a);            /* Offset */
+		memset(&related, 0xFF, sizeof(related));
+		p = px_ledger_client_request(&c->led, h, el, false, &related);
+		/* the rewritten request is re-signed or re-sealed */
+		if (p == NULL ||
+		    px_emit_protected(c, PX_SERVER, &up, copy, mlen) == -1) {
+			free(copy);
+			return PX_AB_FAIL;
+		}
+		free(copy);
+		co_dc_mark(e, lo, hi - lo + 1);
+		p->u.io.prot_sign = up.sign;
+		p->u.io.prot_encrypt = up.encrypt;
+		p->u.io.widened = true;
+		p->u.io.doc = true;
+		p->u.io.dc_serial = e->serial;
+		p->u.io.offset = a;
+		p->u.io.length = (uint32_t)w;
+		p->u.io.client_off = r->offset;
+		p->u.io.client_len = r->length;
+		p->u.io.client_min = r->minimum_count;
+		p->u.io.open = o;
+		px_stats.requests[SMB2_READ]++;
+		px_stats.dc_widened++;
+		px_stats.dc_fetch_bytes += w;
+	}
+	dc_plan(c, o, e);
+	return PX_AB_DONE;
+}
+
+/* ---- what drops a copy ------------------------------------------------------------- */
+
+void
+px_dc_changed(struct px_conn *c, const char *share, const char *name,
+    bool dir, enum px_dc_cause why)
+{
+	char key[DC_KEY_MAX];
+	struct co_dc_entry *e;
+	struct px_conn *x;
+	size_t nlen;
+
+	if (dcache.nb == 0 || name == NULL ||
+	    !dc_key(c, share, name, key, sizeof(key)))
+		return;
+	if ((e = co_dc_lookup(&dcache, key)) != NULL)
+		dc_drop(c, e, why);
+	else
+		px_ds_remove_key(key);
+	if (dir) {
+		size_t kl = strlen(key), k;
+
+		if (kl + 2 < sizeof(key) && key[kl - 1] != '|') {
+			key[kl] = '\\';
+			key[kl + 1] = '\0';
+		}
+		if ((k = co_dc_drop_prefix(&dcache, key)) > 0) {
+			px_stats.dc_drops[why] += k;
+			gauges();
+			kick_readers(c);
+		}
+	}
+	/* opens of it, through this smbaccel: their CREATE answer is no
+	 * longer what the file is */
+	while (*name == '\\' || *name == '/')
+		name++;
+	nlen = strlen(name);
+	for (x = px_rt.conns; x; x = x->next) {
+		struct px_open *o;
+
+		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next) {
+			const char *on = o->name;
+
+			if (on == NULL)
+				continue;
+			while (*on == '\\' || *on == '/')
+				on++;
+			if (strcasecmp(px_tree_share(x, o), share) != 0)
+				continue;
+			if (strcasecmp(on, name) == 0 ||
+			    (dir && (nlen == 0 || (strncasecmp(on, name, nlen) ==
+			    0 && on[nlen] == '\\')))) {
+				o->dc_stale = true;
+				o->dc_serial = 0;
+			}
+		}
+	}
+}
+
+void
+px_dc_open_lost(struct px_open *o, enum px_dc_cause why)
+{
+	struct co_dc_entry *e;
+
+	/* what the server may let others change now */
+	o->dc_stale = true;
+	if (o->dc_serial && (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
+		dc_drop(NULL, e, why);
+	o->dc_serial = 0;
+}
+
+double
+px_dc_timer(struct px_conn *c, double now_ms)
+{
+	if (c->dc_keep_until == 0)
+		return 0;
+	if (now_ms < c->dc_keep_until)
+		return c->led.pool.count ? c->dc_keep_until : 0;
+	c->dc_keep_until = 0;
+	if (c->led.pool.count)
+		px_emit_spend_pool(c, false);
+	return 0;
+}
+
+void
+px_dc_free(struct px_conn *c)
+{
+	size_t i;
+	bool any = false;
+
+	if (dcache.nb == 0)
+		return;
+	for (i = 0; i < c->led.tab_cap; i++) {
+		struct px_pending *p = c->led.tab[i];
+		struct co_dc_entry *e;
+
+		if (p == NULL || p->command != SMB2_READ || !p->u.io.doc ||
+		    (e = co_dc_find(&dcache, p->u.io.dc_serial)) == NULL)
+			continue;
+		co_dc_fail(e, p->u.io.offset, p->u.io.length);
+		any = true;
+	}
+	if (any)
+		kick_readers(c);
+}

@@ -1,0 +1,149 @@
+#!/bin/bash
+# test-timeout: 500
+# Issue 13 test 2: reopening a cached document (read_ahead = always).
+# An 8 MiB file read at random (smbdd -R) is fetched whole; then:
+#  (1) reopened by a new connection: every read served from the copy, no
+#      READ on the proxy -> smbd leg (dumpcap + upstream-sizes);
+#  (2) rewritten directly on smbd with the same size (a new
+#      LastWriteTime): the reopen finds the copy stale and reads the new
+#      bytes;
+#  (3) rewritten with the same size and LastWriteTime restored (touch -m):
+#      Samba reports ChangeTime = LastWriteTime, so nothing in the CREATE
+#      answer differs; what the reopen reads is reported (the limit
+#      smbaccel.conf(5) documents), not asserted; rewritten with another
+#      size and the time restored: EndOfFile differs, new bytes read;
+#  (4) read_cache_dir: the whole copy is stored; smbaccel restarted; the
+#      reopen is served from the store (no upstream READ, ds_loads);
+#  (5) a byte of the stored data corrupted, smbaccel restarted: the copy
+#      is detected, logged and not served (the reads are correct, READs go
+#      upstream); then the header corrupted: the same.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/wb_lib.sh"
+require_smbaccel "the document cache"
+
+STORE=$T/store
+CONF_LINES=("read_cache_dir = $STORE" "read_cache_disk = 64M" "[share share]"
+    "write_behind = always" "read_ahead = always")
+start_smbd
+PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
+SIZE=$((8 * 1048576))
+F=$SHARE_DIR/doc
+
+# random_read LABEL PORT SEED SIZE COUNT: smbdd -R through PORT, checked
+random_read() {
+	smbdd_run read "$2" doc 4K "$5" -s "$3" -R "$4" -q 2>&1
+}
+# reopen_upstream LABEL SEED SIZE: a reopen through the proxy, captured;
+# prints the number of READs smbaccel sent upstream (fails on bad bytes)
+reopen_upstream() {
+	local out n
+	capture_start "$1" >&2
+	out=$(random_read "$1" "$PROXY_PORT" "$2" "$3" 400)
+	local rc=$?
+	capture_stop >&2
+	[ $rc -eq 0 ] || { rm -f "$CAP_FILE"; fail "$1: the reopen read wrong bytes: $out"; }
+	upstream_sizes 1 "$T/$1.json" >&2
+	n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"].get("READ", 0))' "$T/$1.json")
+	rm -f "$CAP_FILE"
+	info "$1: $(echo "$out" | tail -n 1 | cut -d' ' -f1-3); upstream READs: $n" >&2
+	echo "$n"
+}
+wait_stat_ge() {	# wait_stat_ge KEY MIN SECONDS
+	local n=$(( $3 * 10 ))
+	while [ $n -gt 0 ]; do
+		[ "$(stat_get "$1")" -ge "$2" ] && return 0
+		sleep 0.1; n=$((n - 1))
+	done
+	return 1
+}
+
+s1=$((RANDOM + 1))
+out=$(smbdd_run write "$SMBD_PORT" doc 1M 8 -s "$s1" -q 2>&1) || fail "cannot write doc: $out"
+out=$(random_read first "$PROXY_PORT" "$s1" "$SIZE" 1500) || fail "first open: wrong bytes: $out"
+info "first open (1500 random 4 KiB reads): $(echo "$out" | cut -d' ' -f1-3); $(stats_line dc_started dc_hits dc_widened dc_fetches ds_writes)"
+wait_stat_ge ds_writes 1 10 || fail "the copy was not stored whole (ds_writes 0): $(stats_line dc_entries_now dc_bytes_now ds_errors)"
+
+# (1) a new connection, the same file unchanged
+a0=$(stat_get dc_attached)
+n=$(reopen_upstream reopen "$s1" "$SIZE")
+assert_eq 0 "$n" "(1) READs sent upstream by a reopen of the unchanged file"
+assert_eq $((a0 + 1)) "$(stat_get dc_attached)" "(1) opens served by the copy"
+
+# (2) rewritten on the server, same size, new LastWriteTime
+s2=$((s1 + 1))
+sleep 0.05
+out=$(smbdd_run write "$SMBD_PORT" doc 1M 8 -s "$s2" -q 2>&1) || fail "cannot rewrite doc: $out"
+v0=$(stat_get dc_valid_failed.last-write-time)
+out=$(random_read changed "$PROXY_PORT" "$s2" "$SIZE" 1500) ||
+    fail "(2) the reopen after a direct rewrite read stale or wrong bytes: $out"
+assert_eq $((v0 + 1)) "$(stat_get dc_valid_failed.last-write-time)" "(2) reopens that found the copy stale by LastWriteTime"
+info "(2) rewrite with a new LastWriteTime: new bytes read"
+
+# (3) same size, LastWriteTime restored
+mt=$(stat -c %y "$F")
+s3=$((s2 + 1))
+out=$(smbdd_run write "$SMBD_PORT" doc 1M 8 -s "$s3" -q 2>&1) || fail "cannot rewrite doc: $out"
+touch -m -d "$mt" "$F"
+if out=$(random_read restored "$PROXY_PORT" "$s3" "$SIZE" 400); then
+	info "(3) same size, LastWriteTime restored: the reopen read the new bytes (the server's CREATE answer showed a difference)"
+else
+	info "(3) same size, LastWriteTime restored: the reopen read the old bytes, as smbaccel.conf(5) says it must with Samba (ChangeTime = LastWriteTime): $(echo "$out" | tail -n 1)"
+fi
+s4=$((s3 + 1))
+SIZE4=$((SIZE + 4096))
+out=$(smbdd_run write "$SMBD_PORT" doc 4K $((SIZE4 / 4096)) -s "$s4" -q 2>&1) || fail "cannot rewrite doc: $out"
+touch -m -d "$mt" "$F"
+v0=$(stat_get dc_valid_failed.size)
+out=$(random_read resized "$PROXY_PORT" "$s4" "$SIZE4" 1500) ||
+    fail "(3) the reopen after a rewrite of another size (LastWriteTime restored) read stale or wrong bytes: $out"
+info "(3) another size, LastWriteTime restored: new bytes read; $(stats_line dc_valid_failed.size dc_valid_failed.last-write-time)"
+[ "$(stat_get dc_valid_failed.size)" -gt "$v0" ] || [ "$(stat_get dc_valid_failed.last-write-time)" -gt 1 ] ||
+    fail "(3) the reopen of the resized file found no difference"
+
+# (4) the store survives a restart
+w0=$(stat_get ds_writes)
+wait_stat_ge ds_writes $((w0 > 1 ? w0 : 1)) 10
+ls -l "$STORE" | sed 's/^/    store: /'
+stop_proxy
+PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
+n=$(reopen_upstream restart "$s4" "$SIZE4")
+info "(4) after the restart: $(stats_line ds_files ds_loads ds_chunk_reads dc_attached)"
+assert_eq 0 "$n" "(4) READs sent upstream by the first open after a restart"
+assert_ge 1 "$(stat_get ds_loads)" "(4) copies read back from the store"
+assert_ge 1 "$(stat_get ds_chunk_reads)" "(4) chunks read back from the store"
+
+# (5) corrupt data, then a corrupt header
+copy=$(ls "$STORE"/*.dc 2>/dev/null | head -n 1)
+[ -f "$copy" ] || fail "(5) no stored copy in $STORE"
+stop_proxy
+sz=$(stat -c %s "$copy")
+printf '\x5a' | dd of="$copy" bs=1 seek=$((sz - 70000)) conv=notrunc 2>/dev/null
+PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
+capture_start corrupt
+out=$(smbdd_run read "$PROXY_PORT" doc 4K $((SIZE4 / 4096)) -s "$s4" -q 2>&1)
+rc=$?
+capture_stop
+[ $rc -eq 0 ] || fail "(5) reading the file with a corrupted stored copy gave wrong bytes: $out"
+upstream_sizes 1 "$T/corrupt.json"
+n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"].get("READ", 0))' "$T/corrupt.json")
+rm -f "$CAP_FILE"
+log_has 'document store: .* is corrupt \(checksum of chunk [0-9]+\): discarded, never served' ||
+    fail "(5) the corrupted data was not logged"
+assert_eq 1 "$(stat_get ds_corrupt)" "(5) corrupt copies found"
+assert_ge 1 "$n" "(5) READs upstream after the corrupt copy was discarded"
+info "(5) corrupt data: detected, logged, not served; $n READs upstream"
+# the file is fetched again and stored again; now break its header
+out=$(random_read refetch "$PROXY_PORT" "$s4" "$SIZE4" 1500) || fail "(5) refetch: wrong bytes: $out"
+wait_stat_ge ds_writes 1 10 || fail "(5) the copy was not stored again"
+copy=$(ls "$STORE"/*.dc 2>/dev/null | head -n 1)
+stop_proxy
+printf '\x01' | dd of="$copy" bs=1 seek=33 conv=notrunc 2>/dev/null
+PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
+out=$(random_read header "$PROXY_PORT" "$s4" "$SIZE4" 400) || fail "(5) reading with a corrupt header: wrong bytes: $out"
+log_has 'document store: .* is corrupt \(header checksum\): discarded, never served' ||
+    fail "(5) the corrupted header was not logged"
+assert_eq 0 "$(stat_get ds_loads)" "(5) copies with a corrupt header read back"
+info "(5) corrupt header: detected, logged, not served"
+assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
+proxy_alive || fail "proxy died"
+info "PASS"
