@@ -44,6 +44,7 @@ OBJDIR  := $(BUILD)/obj
 # proxy/smb2/ and proxy/auth/ are pure (no libev, no connection or daemon
 # headers), like coalesce/ and policy/ (tests/check-layout.sh enforces it).
 WIRE_SRC   := proxy/smb2/frame.c proxy/smb2/reader.c proxy/smb2/decode.c \
+              proxy/smb2/cctx.c \
               proxy/smb2/encode.c
 AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/secrets.c proxy/auth/smbcrypto.c
