@@ -56,7 +56,8 @@ COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c \
               proxy/relay.c proxy/coherence.c proxy/readahead.c \
-              proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
+              proxy/writebehind.c proxy/create.c proxy/alter.c proxy/emit.c \
+              proxy/keyed.c \
               proxy/ledger.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)

@@ -93,6 +93,7 @@ static const struct {
 	STAT("decrypted_in", decrypted_in),
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
+	STAT("creates_rewritten", creates_rewritten),
 };
 #undef STAT
 

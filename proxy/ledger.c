@@ -427,6 +427,7 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	case SMB2_CREATE: {
 		struct smb2_create_req *cr = malloc(sizeof(*cr));
 
+		p->u.create.rw_oplock = -1;     /* not rewritten (create.c) */
 		if (cr && px_smb2_create_req_decode(e, cr) == 0) {
 			p->u.create.desired_access = cr->desired_access;
 			p->u.create.create_options = cr->create_options;
@@ -532,6 +533,9 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->has_lease = cr.has_lease;
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
+	/* what the client is answered of a request smbaccel rewrote */
+	if (p->u.create.rw_oplock >= 0)
+		o->oplock = (uint8_t)p->u.create.rw_oplock;
 	o->size_hint = cr.end_of_file;
 	o->is_dir = (cr.file_attributes & 0x10) != 0 ||  /* ATTRIBUTE_DIRECTORY */
 	    (p->u.create.create_options & FILE_DIRECTORY_FILE) != 0;

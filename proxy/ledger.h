@@ -78,6 +78,12 @@ struct px_pending {
 			uint32_t disposition;
 			uint8_t oplock;
 			char *name;      /* malloc'd */
+			/* a request smbaccel rewrote (create.c): the
+			 * contexts it added, removed from the answer, and
+			 * the OplockLevel to restore (-1: as answered) */
+			uint8_t rw_nstrip;
+			char rw_strip[4][4];
+			int16_t rw_oplock;
 		} create;
 		struct {
 			char *path;      /* malloc'd \\server\share */

@@ -155,6 +155,8 @@ struct px_stats {
 	uint64_t bad_signatures;
 	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
 	                                      * signs answers it need not */
+	uint64_t creates_rewritten;     /* CREATEs sent with contexts of
+	                                 * smbaccel's own (create.c) */
 };
 extern struct px_stats px_stats;
 

@@ -29,6 +29,7 @@
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/writebehind.h"
+#include "proxy/create.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
 #include "proxy/keyed.h"
@@ -228,6 +229,25 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	}
 }
 
+/*
+ * A standalone CREATE about to be forwarded: the features that add create
+ * contexts of their own say what they want, and create.c sends it
+ * rewritten if the session allows.  1 sent, 0 forward as is, -1 close.
+ */
+static int
+create_rewrite(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct px_create_edit ed;
+	struct px_pending *p;
+
+	px_create_edit_init(&ed);
+	/* features add their contexts to ed here */
+	if (!px_create_edited(&ed) || !px_create_may_edit(c, h, e, true))
+		return 0;
+	return px_create_forward(c, h, e, &ed, &p);
+}
+
 /* An SMB2 message (msg, plaintext) that arrived as `frame`. */
 static enum px_rc
 client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
@@ -319,6 +339,13 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
 		    SMB2_NCMDS]++;
 		px_coh_on_request(c, &h, &e);
+		if (h.command == SMB2_CREATE && !compound &&
+		    c->state == PX_CONN_RELAY) {
+			int rc = create_rewrite(c, &h, &e);
+
+			if (rc != 0)
+				return rc == 1 ? PX_RC_DONE : PX_RC_CLOSE;
+		}
 		if (h.command == SMB2_NEGOTIATE && !compound)
 			px_keyed_negotiate_req(c, e.hdr, e.len);
 		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
@@ -561,6 +588,18 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			bool rep;
 
 			if (px_ra_widened_answer(c, &h, &e, p, &prot, &rep) == -1) {
+				px_pending_free(p);
+				return PX_RC_CLOSE;
+			}
+			replaced = replaced || rep;
+		}
+		if (p && !interim && n == 1 && h.command == SMB2_CREATE &&
+		    px_create_rewritten(p)) {
+			/* the features have read what they asked for in the
+			 * answer; the client gets its own */
+			bool rep;
+
+			if (px_create_answer(c, &h, &e, p, &prot, &rep) == -1) {
 				px_pending_free(p);
 				return PX_RC_CLOSE;
 			}
