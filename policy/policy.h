@@ -93,6 +93,8 @@ struct pol_share {
 	uint64_t read_ahead_max;
 	uint32_t flush_idle_ms;
 	uint32_t flush_max_age_ms;
+	bool proxy_lease;          /* ask leases for clients that ask none
+	                            * (DESIGN.md section 6) */
 };
 
 /*

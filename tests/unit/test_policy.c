@@ -129,6 +129,7 @@ expect_defaults(const struct pol_share *s)
 	CU_ASSERT_EQUAL(s->flush_max_age_ms, 2000);
 	CU_ASSERT_EQUAL(s->write_behind_per_open, 64 * 1024 * 1024);
 	CU_ASSERT_EQUAL(s->read_ahead_max, 8 * 1024 * 1024);
+	CU_ASSERT_TRUE(s->proxy_lease);
 }
 
 static void
@@ -551,6 +552,11 @@ test_bad_values(void)
 		{ "secrets = secrets.txt", "not an absolute path" },
 		{ "drain_timeout = 0", "below the minimum 1s" },
 		{ "write_behind_memory = 2T", "above the maximum 1T" },
+		{ "proxy_lease = maybe",
+		  "bad value for 'proxy_lease': 'maybe' is not a boolean (on "
+		  "or off)" },
+		{ "proxy_lease = onn", "not a boolean" },
+		{ "proxy_lease =", "empty value" },
 	};
 	/* listen is replaced, so these are line 2 */
 	static const struct { const char *value, *needle; } addrs[] = {
@@ -1033,6 +1039,74 @@ test_dump_roundtrip(void)
 	pol_free(b);
 }
 
+/* proxy_lease (DESIGN.md section 6): a boolean per share, default on,
+ * the most specific section wins, printed back as on/off. */
+static void
+test_proxy_lease(void)
+{
+	static const char text[] = G3
+	    "proxy_lease = off\n"
+	    "[share media]\n"
+	    "proxy_lease = yes\n"
+	    "[//nas1/media]\n"
+	    "proxy_lease = 0\n"
+	    "[share docs]\n"
+	    "write_behind = always\n";
+	struct pol_config *cfg, *again;
+	struct pol_share s;
+	char *v;
+
+	cfg = load_ok(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	pol_share_lookup(cfg, "nas2", "other", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* [global] default */
+	pol_share_lookup(cfg, "nas2", "media", &s);
+	CU_ASSERT_TRUE(s.proxy_lease);          /* [share media] */
+	pol_share_lookup(cfg, "NAS1", "Media", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* [//nas1/media] */
+	pol_share_lookup(cfg, "nas2", "docs", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* not set there: [global] */
+	CU_ASSERT_EQUAL(s.write_behind, POL_GATE_ALWAYS);
+	v = dump_values(cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+	CU_ASSERT_PTR_NOT_NULL(strstr(v, "\nproxy_lease           = off"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(v, "\nproxy_lease           = on"));
+	CU_ASSERT_PTR_NULL(strstr(v, "= yes"));
+	free(v);
+	/* the dump parses back to the same settings */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *fp = open_memstream(&buf, &len);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+		pol_dump(cfg, fp);
+		fclose(fp);
+		again = load_ok(buf);
+		free(buf);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+	pol_share_lookup(again, "nas1", "media", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);
+	pol_share_lookup(again, "x", "media", &s);
+	CU_ASSERT_TRUE(s.proxy_lease);
+	pol_free(again);
+	pol_free(cfg);
+	/* reloadable: a diff of only proxy_lease is no obstacle */
+	{
+		struct pol_errors errs = { 0 };
+		struct pol_config *a = load_ok(G3), *b = load_ok(G3
+		    "proxy_lease = off\n");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+		CU_ASSERT_EQUAL(pol_diff_reloadable(a, b, &errs), 0);
+		pol_errors_free(&errs);
+		pol_free(a);
+		pol_free(b);
+	}
+}
+
 void
 ut_register_policy(void)
 {
@@ -1057,6 +1131,7 @@ ut_register_policy(void)
 		{ "files", test_files },
 		{ "reload diff", test_diff_reloadable },
 		{ "dump round trip", test_dump_roundtrip },
+		{ "proxy_lease", test_proxy_lease },
 	};
 	CU_pSuite suite;
 	size_t i;
