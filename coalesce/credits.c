@@ -95,22 +95,110 @@ co_pool_take_run(struct co_pool *p, uint64_t max, uint64_t *lo)
 	return n;
 }
 
+static uint64_t hoard_bound(uint64_t window);
+
 bool
 co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
     uint64_t window)
 {
-	uint64_t bound = window / 4;
+	uint64_t bound = hoard_bound(window);
 
 	if (p->count == 0)
 		return false;
-	if (bound > CO_POOL_HOARD_MAX)
-		bound = CO_POOL_HOARD_MAX;
-	if (bound == 0)
-		bound = 1;
 	if (p->count >= bound || p->nruns >= CO_POOL_MAX_RUNS - 1)
 		return true;
 	/* the oldest id must not fall too far behind the client's front */
 	return next_id > p->oldest && next_id - p->oldest >= bound;
+}
+
+/* The hoard bound of co_pool_over_bound: a quarter of the window, at most
+ * CO_POOL_HOARD_MAX, at least 1. */
+static uint64_t
+hoard_bound(uint64_t window)
+{
+	uint64_t bound = window / 4;
+
+	if (bound > CO_POOL_HOARD_MAX)
+		bound = CO_POOL_HOARD_MAX;
+	return bound ? bound : 1;
+}
+
+bool
+co_pool_take_newest(struct co_pool *p, uint64_t *id)
+{
+	struct co_run *r;
+
+	if (p->nruns == 0)
+		return false;
+	r = &p->runs[p->nruns - 1];
+	*id = r->lo + r->n - 1;
+	if (--r->n == 0)
+		p->nruns--;
+	p->count--;
+	pool_recount(p);
+	return true;
+}
+
+void
+co_reserve_init(struct co_reserve *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+enum co_rsv_act
+co_reserve_decide(const struct co_reserve *r, const struct co_pool *p,
+    bool need, uint64_t spare, uint64_t next_id, uint64_t window)
+{
+	uint64_t bound = hoard_bound(window), age, newest;
+
+	if (!r->held)
+		return need && spare > 0 && p->count > 0 ? CO_RSV_TAKE :
+		    CO_RSV_KEEP;
+	if (!need)
+		return CO_RSV_RELEASE;
+	age = next_id > r->id ? next_id - r->id : 0;
+	if (age * 2 < bound)
+		return CO_RSV_KEEP;
+	if (p->nruns > 0) {
+		newest = p->runs[p->nruns - 1].lo + p->runs[p->nruns - 1].n - 1;
+		if (newest > r->id)
+			return CO_RSV_REFRESH;
+	}
+	return age >= bound ? CO_RSV_RELEASE : CO_RSV_KEEP;
+}
+
+enum co_rsv_act
+co_reserve_tend(struct co_reserve *r, struct co_pool *p, bool need,
+    uint64_t spare, uint64_t next_id, uint64_t window)
+{
+	enum co_rsv_act a = co_reserve_decide(r, p, need, spare, next_id,
+	    window);
+	uint64_t id;
+
+	switch (a) {
+	case CO_RSV_TAKE:
+		if (!co_pool_take_newest(p, &r->id))
+			return CO_RSV_KEEP;
+		r->held = true;
+		break;
+	case CO_RSV_REFRESH:
+		/* the old id goes back first (refused only when the run
+		 * table is full: try later); the pool's newest is newer */
+		if (co_pool_add(p, r->id, 1) == -1)
+			return CO_RSV_KEEP;
+		if (!co_pool_take_newest(p, &id))
+			return CO_RSV_KEEP;     /* cannot happen: not empty */
+		r->id = id;
+		break;
+	case CO_RSV_RELEASE:
+		if (co_pool_add(p, r->id, 1) == -1)
+			return CO_RSV_KEEP;     /* run table full: later */
+		r->held = false;
+		break;
+	case CO_RSV_KEEP:
+		break;
+	}
+	return a;
 }
 
 void

@@ -68,6 +68,96 @@ test_pool_runs_bounded(void)
 	CU_ASSERT_EQUAL(total, CO_POOL_MAX_RUNS + 1);
 }
 
+/*
+ * The acknowledgement reserve (DESIGN.md sections 3 and 6): taken from
+ * spare ids only (buffered data first), the newest one; refreshed with a
+ * newer id at half the hoard bound; released when not needed or as old as
+ * the bound with nothing newer; never an id twice.
+ */
+static void
+test_reserve(void)
+{
+	struct co_pool p;
+	struct co_reserve r;
+	uint64_t id, before;
+
+	co_pool_init(&p);
+	co_reserve_init(&r);
+	/* nothing needed, nothing pooled */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 0, 10, 8192), CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 5, 10, 8192), CO_RSV_KEEP);
+	CU_ASSERT_FALSE(r.held);
+	CU_ASSERT_FALSE(co_pool_take_newest(&p, &id));
+	/* ids pooled but all needed by buffered data: no reserve */
+	CU_ASSERT(co_pool_add(&p, 100, 16) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 116, 8192), CO_RSV_KEEP);
+	CU_ASSERT_FALSE(r.held);
+	CU_ASSERT_EQUAL(p.count, 16);
+	/* one spare: the newest id is taken, the run stays contiguous */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 116, 8192), CO_RSV_TAKE);
+	CU_ASSERT_TRUE(r.held);
+	CU_ASSERT_EQUAL(r.id, 115);
+	CU_ASSERT_EQUAL(p.count, 15);
+	CU_ASSERT_EQUAL(co_pool_first_run(&p), 15);
+	/* held and young: kept, whatever spare says */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 200, 8192), CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 9, 200, 8192), CO_RSV_KEEP);
+	/* bound: min(8192 / 4, 512) = 512; at half of it with a newer id
+	 * pooled the reserve is swapped: old id back, newest out */
+	CU_ASSERT(co_pool_add(&p, 371, 1) == 0);
+	before = p.count;
+	CU_ASSERT_EQUAL(co_reserve_decide(&r, &p, true, 0, 115 + 255, 8192),
+	    CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 115 + 256, 8192),
+	    CO_RSV_REFRESH);
+	CU_ASSERT_EQUAL(r.id, 371);
+	CU_ASSERT_EQUAL(p.count, before);
+	CU_ASSERT_EQUAL(co_pool_first_run(&p), 16);     /* 100..115 again */
+	/* as old as the bound with nothing newer: released to the pool */
+	while (p.count)
+		(void)co_pool_take_run(&p, 64, &id);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 371 + 300, 8192),
+	    CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 371 + 512, 8192),
+	    CO_RSV_RELEASE);
+	CU_ASSERT_FALSE(r.held);
+	CU_ASSERT_EQUAL(p.count, 1);
+	CU_ASSERT(co_pool_over_bound(&p, 371 + 512, 8192));  /* spend it */
+	/* not needed any more: released; then not taken again */
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT_EQUAL(id, 371);
+	CU_ASSERT(co_pool_add(&p, 900, 4) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 4, 904, 8192), CO_RSV_TAKE);
+	CU_ASSERT_EQUAL(r.id, 903);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 3, 904, 8192),
+	    CO_RSV_RELEASE);
+	CU_ASSERT_EQUAL(p.count, 4);
+	CU_ASSERT_EQUAL(co_pool_first_run(&p), 4);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 4, 904, 8192), CO_RSV_KEEP);
+	/* a small window: bound 2 (window 8), refresh at age 1 */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 4, 904, 8), CO_RSV_TAKE);
+	CU_ASSERT_EQUAL(r.id, 903);
+	CU_ASSERT(co_pool_add(&p, 904, 1) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 905, 8), CO_RSV_REFRESH);
+	CU_ASSERT_EQUAL(r.id, 904);
+	/* newest across runs: the last run's last id */
+	co_pool_init(&p);
+	CU_ASSERT(co_pool_add(&p, 10, 2) == 0);
+	CU_ASSERT(co_pool_add(&p, 50, 3) == 0);
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT_EQUAL(id, 52);
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT_EQUAL(id, 50);
+	CU_ASSERT_EQUAL(p.nruns, 1);
+	CU_ASSERT_EQUAL(p.oldest, 10);
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT(co_pool_take_newest(&p, &id));
+	CU_ASSERT_EQUAL(id, 10);
+	CU_ASSERT_EQUAL(p.count, 0);
+	CU_ASSERT_FALSE(co_pool_take_newest(&p, &id));
+}
+
 static void
 test_pool_hoard_bound(void)
 {
@@ -485,6 +575,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "pool merge/take/overlap", test_pool_merge);
 	CU_add_test(s, "pool run table bounded", test_pool_runs_bounded);
 	CU_add_test(s, "pool hoard bound", test_pool_hoard_bound);
+	CU_add_test(s, "acknowledgement reserve", test_reserve);
 	CU_add_test(s, "bank grants", test_bank_grants);
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
 	CU_add_test(s, "extent append/take", test_extent);
