@@ -57,6 +57,104 @@ px_emit_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
 	return p;
 }
 
+/* ---- the acknowledgement reserve -------------------------------------------- */
+
+/*
+ * What one open's buffered extent costs in ids: it leaves in WRITEs of at
+ * most the flush unit (writebehind.c: coalesce_size, 64 KiB without
+ * multi-credit, MaxWriteSize), each charged one id per 64 KiB.
+ */
+static uint64_t
+extent_ids(struct px_conn *c, const struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	uint64_t unit = t ? t->policy.coalesce_size : 1024 * 1024, per, full;
+	uint64_t len = o->wb.len, rem;
+
+	if (!px_large_mtu(c) && unit > SMB2_UNIT)
+		unit = SMB2_UNIT;
+	if (c->led.max_write && unit > c->led.max_write)
+		unit = c->led.max_write;
+	if (unit == 0)
+		unit = SMB2_UNIT;
+	per = px_large_mtu(c) ? (unit + SMB2_UNIT - 1) / SMB2_UNIT : 1;
+	full = len / unit;
+	rem = len % unit;
+	return full * per + (rem == 0 ? 0 : px_large_mtu(c) ?
+	    (rem + SMB2_UNIT - 1) / SMB2_UNIT : 1);
+}
+
+uint64_t
+px_emit_data_ids(struct px_conn *c)
+{
+	const struct px_open *o;
+	uint64_t n = 0;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->wb.len)
+			n += extent_ids(c, o);
+	return n;
+}
+
+/* Is a reserve wanted: write caching held for a client (a break of it
+ * needs an acknowledgement), or an acknowledgement owed? */
+static bool
+reserve_wanted(struct px_conn *c)
+{
+	const struct px_open *o;
+
+	if (c->no_reserve || c->state != PX_CONN_RELAY || px_rt.stopping ||
+	    !px_relay_ops->connected(c, PX_CLIENT) ||
+	    !px_relay_ops->connected(c, PX_SERVER))
+		return false;
+	if (c->pl_owed != NULL)
+		return true;
+	for (o = c->led.opens; o; o = o->next)
+		if (px_open_proxy_write(o) && !o->closed)
+			return true;
+	return false;
+}
+
+enum co_rsv_act
+px_emit_tend_reserve(struct px_conn *c)
+{
+	struct co_reserve *r = &c->led.rsv;
+	uint64_t need, spare;
+	enum co_rsv_act a;
+
+	if (!r->held && c->led.pool.count == 0)
+		return CO_RSV_KEEP;
+	need = px_emit_data_ids(c);
+	spare = c->led.pool.count > need ? c->led.pool.count - need : 0;
+	a = co_reserve_tend(r, &c->led.pool, reserve_wanted(c), spare,
+	    c->led.cr.client_next, c->led.window);
+	if (a == CO_RSV_RELEASE && reserve_wanted(c)) {
+		px_stats.reserve_aged++;
+		log_debug("conn=%llu acknowledgement reserve given back: as old "
+		    "as the hoard bound and no newer id donated",
+		    (unsigned long long)c->id);
+	}
+	px_stats.pool_ids_now = c->led.pool.count;
+	return a;
+}
+
+bool
+px_emit_ack_id(struct px_conn *c, uint64_t *id)
+{
+	if (c->led.rsv.held) {
+		*id = c->led.rsv.id;
+		c->led.rsv.held = false;
+		return true;
+	}
+	/* the oldest pooled id, if buffered data can do without it */
+	if (c->led.pool.count > px_emit_data_ids(c) &&
+	    co_pool_take_run(&c->led.pool, 1, id) == 1) {
+		px_stats.pool_ids_now = c->led.pool.count;
+		return true;
+	}
+	return false;
+}
+
 /*
  * Spend leftover donated ids on ECHOs; only when no data is buffered, so
  * that buffered data always has ids to travel with.
@@ -66,6 +164,7 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 {
 	struct px_open *o;
 
+	px_emit_tend_reserve(c);
 	if (c->led.pool.count == 0 || !px_relay_ops->connected(c, PX_SERVER))
 		return;
 	for (o = c->led.opens; o; o = o->next)
