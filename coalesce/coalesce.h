@@ -109,10 +109,13 @@ bool co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
  * must be acknowledged, and the acknowledgement needs a message id.  One
  * donated id is kept out of the pool for it.  Order of the pool's ids:
  * buffered data first (a flush is always funded), then the reserve, then
- * other proxy requests, then ECHOs.  The reserve is refreshed with a newer
- * id as they arrive, and given back to the pool rather than let it age
- * past the hoard bound (it would pin the server's window like any
- * unspent id).
+ * other proxy requests, then ECHOs.  The reserve is the pool's oldest id
+ * when taken, so that it splits no run of ids (a proxy WRITE's charge is
+ * one contiguous run): the id kept back always lies below the pool.  It
+ * is refreshed with a newer id as they arrive, and let go rather than age
+ * past the hoard bound (it would pin the server's window like any unspent
+ * id); an id let go is spent at once on its own (an ECHO), not pooled,
+ * where it would cut the next flush into pieces.
  */
 struct co_reserve {
 	bool held;
@@ -121,28 +124,28 @@ struct co_reserve {
 
 enum co_rsv_act {
 	CO_RSV_KEEP = 0,        /* nothing to do */
-	CO_RSV_TAKE,            /* take the pool's newest id */
-	CO_RSV_REFRESH,         /* swap the reserve for a newer pool id */
-	CO_RSV_RELEASE,         /* give the reserve back to the pool */
+	CO_RSV_TAKE,            /* take the pool's oldest id */
+	CO_RSV_REFRESH,         /* take the pool's oldest, let the old go */
+	CO_RSV_RELEASE,         /* let the reserve go */
 };
 
 void co_reserve_init(struct co_reserve *r);
-/* Take the highest id of the pool (false when it is empty). */
-bool co_pool_take_newest(struct co_pool *p, uint64_t *id) CO_MUSTCHECK;
 /*
  * What the reserve should do now.  need: a reserve is wanted (write
  * caching held, or a break waiting for its acknowledgement); spare: pool
  * ids beyond what buffered data needs; next_id, window: as for
  * co_pool_over_bound.  A reserve is taken only from spare ids, refreshed
- * once it is half the hoard bound old and a newer id is pooled, and
- * released when no longer needed or as old as the bound.
+ * once it is half the hoard bound old and the pool holds a newer id, and
+ * let go when no longer needed or as old as the bound.
  */
 enum co_rsv_act co_reserve_decide(const struct co_reserve *r,
     const struct co_pool *p, bool need, uint64_t spare, uint64_t next_id,
     uint64_t window);
-/* Carry out co_reserve_decide's answer on r and p; returns it. */
+/* Carry out co_reserve_decide's answer on r and p; returns it.  After
+ * REFRESH and RELEASE, *gone is the id let go: the caller spends it. */
 enum co_rsv_act co_reserve_tend(struct co_reserve *r, struct co_pool *p,
-    bool need, uint64_t spare, uint64_t next_id, uint64_t window);
+    bool need, uint64_t spare, uint64_t next_id, uint64_t window,
+    uint64_t *gone);
 
 /* ---- write extent ----------------------------------------------------------- */
 

@@ -123,22 +123,6 @@ hoard_bound(uint64_t window)
 	return bound ? bound : 1;
 }
 
-bool
-co_pool_take_newest(struct co_pool *p, uint64_t *id)
-{
-	struct co_run *r;
-
-	if (p->nruns == 0)
-		return false;
-	r = &p->runs[p->nruns - 1];
-	*id = r->lo + r->n - 1;
-	if (--r->n == 0)
-		p->nruns--;
-	p->count--;
-	pool_recount(p);
-	return true;
-}
-
 void
 co_reserve_init(struct co_reserve *r)
 {
@@ -149,7 +133,7 @@ enum co_rsv_act
 co_reserve_decide(const struct co_reserve *r, const struct co_pool *p,
     bool need, uint64_t spare, uint64_t next_id, uint64_t window)
 {
-	uint64_t bound = hoard_bound(window), age, newest;
+	uint64_t bound = hoard_bound(window), age;
 
 	if (!r->held)
 		return need && spare > 0 && p->count > 0 ? CO_RSV_TAKE :
@@ -159,17 +143,16 @@ co_reserve_decide(const struct co_reserve *r, const struct co_pool *p,
 	age = next_id > r->id ? next_id - r->id : 0;
 	if (age * 2 < bound)
 		return CO_RSV_KEEP;
-	if (p->nruns > 0) {
-		newest = p->runs[p->nruns - 1].lo + p->runs[p->nruns - 1].n - 1;
-		if (newest > r->id)
-			return CO_RSV_REFRESH;
-	}
+	/* the pool's oldest id, if newer, replaces it (spare or not: the
+	 * count of ids outside the reserve does not change) */
+	if (p->count > 0 && p->oldest > r->id)
+		return CO_RSV_REFRESH;
 	return age >= bound ? CO_RSV_RELEASE : CO_RSV_KEEP;
 }
 
 enum co_rsv_act
 co_reserve_tend(struct co_reserve *r, struct co_pool *p, bool need,
-    uint64_t spare, uint64_t next_id, uint64_t window)
+    uint64_t spare, uint64_t next_id, uint64_t window, uint64_t *gone)
 {
 	enum co_rsv_act a = co_reserve_decide(r, p, need, spare, next_id,
 	    window);
@@ -177,22 +160,19 @@ co_reserve_tend(struct co_reserve *r, struct co_pool *p, bool need,
 
 	switch (a) {
 	case CO_RSV_TAKE:
-		if (!co_pool_take_newest(p, &r->id))
+		if (co_pool_take_run(p, 1, &id) != 1)
 			return CO_RSV_KEEP;
+		r->id = id;
 		r->held = true;
 		break;
 	case CO_RSV_REFRESH:
-		/* the old id goes back first (refused only when the run
-		 * table is full: try later); the pool's newest is newer */
-		if (co_pool_add(p, r->id, 1) == -1)
+		if (co_pool_take_run(p, 1, &id) != 1)
 			return CO_RSV_KEEP;
-		if (!co_pool_take_newest(p, &id))
-			return CO_RSV_KEEP;     /* cannot happen: not empty */
+		*gone = r->id;
 		r->id = id;
 		break;
 	case CO_RSV_RELEASE:
-		if (co_pool_add(p, r->id, 1) == -1)
-			return CO_RSV_KEEP;     /* run table full: later */
+		*gone = r->id;
 		r->held = false;
 		break;
 	case CO_RSV_KEEP:

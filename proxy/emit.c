@@ -57,6 +57,32 @@ px_emit_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
 	return p;
 }
 
+/* One ECHO spending ids [lo, lo + n) (a charge above the need is legal,
+ * MS-SMB2 3.3.5.2.5); 0 sent, -1 not. */
+static int
+send_echo(struct px_conn *c, uint64_t lo, uint64_t n)
+{
+	uint8_t msg[SMB2_HDR_LEN + 4];
+	struct smb2_hdr_out h;
+
+	if (!px_relay_ops->connected(c, PX_SERVER))
+		return -1;
+	memset(&h, 0, sizeof(h));
+	h.command = SMB2_ECHO;
+	h.credit_charge = (uint16_t)n;
+	h.credit = 1;
+	h.message_id = lo;
+	if (px_smb2_echo_req_encode(msg, sizeof(msg), &h) == 0 ||
+	    px_emit_pending(c, lo, SMB2_ECHO, (uint16_t)n) == NULL)
+		return -1;
+	if (px_relay_ops->send(c, PX_SERVER, msg, sizeof(msg)) == -1) {
+		log_warnx("conn=%llu cannot send ECHO", (unsigned long long)c->id);
+		return 0;       /* recorded: the id is spent either way */
+	}
+	px_stats.upstream_echoes++;
+	return 0;
+}
+
 /* ---- the acknowledgement reserve -------------------------------------------- */
 
 /*
@@ -119,20 +145,32 @@ enum co_rsv_act
 px_emit_tend_reserve(struct px_conn *c)
 {
 	struct co_reserve *r = &c->led.rsv;
-	uint64_t need, spare;
+	uint64_t need, spare, gone = 0;
 	enum co_rsv_act a;
+	bool wanted;
 
 	if (!r->held && c->led.pool.count == 0)
 		return CO_RSV_KEEP;
 	need = px_emit_data_ids(c);
 	spare = c->led.pool.count > need ? c->led.pool.count - need : 0;
-	a = co_reserve_tend(r, &c->led.pool, reserve_wanted(c), spare,
-	    c->led.cr.client_next, c->led.window);
-	if (a == CO_RSV_RELEASE && reserve_wanted(c)) {
+	wanted = reserve_wanted(c);
+	a = co_reserve_tend(r, &c->led.pool, wanted, spare,
+	    c->led.cr.client_next, c->led.window, &gone);
+	if (a == CO_RSV_RELEASE && wanted) {
 		px_stats.reserve_aged++;
-		log_debug("conn=%llu acknowledgement reserve given back: as old "
-		    "as the hoard bound and no newer id donated",
+		log_debug("conn=%llu acknowledgement reserve let go: as old as "
+		    "the hoard bound and no newer id donated",
 		    (unsigned long long)c->id);
+	}
+	/* an id let go is spent on its own: in the pool it would sit below
+	 * the others and cut the next flush into pieces */
+	if ((a == CO_RSV_REFRESH || a == CO_RSV_RELEASE) &&
+	    send_echo(c, gone, 1) == -1) {
+		/* not sent (no memory, server gone): the pool spends it */
+		if (co_pool_add(&c->led.pool, gone, 1) == -1)
+			log_warnx("conn=%llu id %llu lost: neither sent nor "
+			    "pooled", (unsigned long long)c->id,
+			    (unsigned long long)gone);
 	}
 	px_stats.pool_ids_now = c->led.pool.count;
 	return a;
