@@ -53,6 +53,8 @@ struct px_lease_owed {
 	uint8_t level;              /* oplock: the level to acknowledge */
 	double since_ms;            /* when the break arrived */
 	bool counted;               /* counted in breaks_unacked */
+	bool have_id;               /* mid is set aside for it */
+	uint64_t mid;
 };
 
 static unsigned int owed_total;   /* over every connection */
@@ -235,9 +237,21 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	    (cr->create_options & FILE_DIRECTORY_FILE) || cr->name[0] == '\0' ||
 	    strchr(cr->name, ':') != NULL)
 		goto out;
+	/*
+	 * Write caching only for an open that creates or truncates the file:
+	 * its writes follow at once and donate the ids an acknowledgement
+	 * needs.  An open of an existing file for writing (an editor that
+	 * keeps it open and idle) would hold W with no id to acknowledge a
+	 * break with, and another client's open would wait for the server's
+	 * break timeout: it gets read caching only.
+	 */
 	want_w = t->policy.write_behind == POL_GATE_LEASED &&
 	    writes(cr->desired_access) &&
-	    !(cr->create_options & FILE_WRITE_THROUGH);
+	    !(cr->create_options & FILE_WRITE_THROUGH) &&
+	    (cr->create_disposition == FILE_SUPERSEDE ||
+	    cr->create_disposition == FILE_CREATE ||
+	    cr->create_disposition == FILE_OVERWRITE ||
+	    cr->create_disposition == FILE_OVERWRITE_IF);
 	want_r = want_w || (t->policy.read_ahead == POL_GATE_LEASED &&
 	    reads(cr->desired_access));
 	if (!want_r)
@@ -335,6 +349,8 @@ px_lease_answered(struct px_conn *c, const struct smb2_hdr *h,
 struct break_arg {
 	uint32_t to;                /* lease bits left after the break */
 	bool ack;                   /* an acknowledgement will follow */
+	uint64_t buffered;          /* bytes the opens had buffered */
+	uint32_t inflight;          /* writes already on their way */
 };
 
 /* Stop caching on o: nothing more absorbed or served, cached data gone,
@@ -342,9 +358,11 @@ struct break_arg {
 static void
 break_open(struct px_conn *x, struct px_open *o, void *arg)
 {
-	const struct break_arg *b = arg;
+	struct break_arg *b = arg;
 
 	o->pl.breaking = true;
+	b->buffered += o->wb.len;
+	b->inflight += o->wb_inflight;
 	px_ra_drop(o, PX_RA_BREAK);
 	if (o->wb.len && !(b->to & SMB2_LEASE_WRITE)) {
 		px_wb_flush_open(x, o, CO_FLUSH_BREAK);
@@ -377,7 +395,7 @@ on_break(struct px_conn *c, uint8_t kind, const uint8_t *key,
     const struct smb2_fileid *fid, uint32_t to, uint8_t level, bool ack,
     uint32_t from)
 {
-	struct break_arg b = { to, ack };
+	struct break_arg b = { to, ack, 0, 0 };
 	struct px_lease_owed *a;
 	struct px_open *o;
 	unsigned int n;
@@ -388,11 +406,14 @@ on_break(struct px_conn *c, uint8_t kind, const uint8_t *key,
 	for (o = c->led.opens; o && !open_is(o, kind, key, fid); o = o->next)
 		;
 	log_info("conn=%llu share=%s file=%s the server breaks smbaccel's "
-	    "%s %s -> %s (%u open%s)%s", (unsigned long long)c->id,
+	    "%s %s -> %s (%u open%s, %llu bytes buffered, %u writes in "
+	    "flight)%s", (unsigned long long)c->id,
 	    o ? px_tree_share(c, o) : "?", o && o->name ? o->name : "?",
 	    kind == PX_PL_LEASE ? "lease" : "oplock", state_name(from),
 	    state_name(to), n, n == 1 ? "" : "s",
-	    ack ? "" : ", no acknowledgement needed");
+	    (unsigned long long)b.buffered, b.inflight,
+	    ack ? ": acknowledged once they are written" :
+	    ", no acknowledgement needed");
 	if (!ack || n == 0)
 		return;
 	if ((a = owed_find(c, kind, key, fid)) == NULL) {
@@ -512,8 +533,44 @@ send_ack(struct px_conn *c, const struct px_lease_owed *a,
 	return px_emit_protected(c, PX_SERVER, &prot, msg, n);
 }
 
-/* Acknowledge what c owes once its data is written; 1 when something was
- * sent or dropped (ids moved). */
+struct starve_arg {
+	bool starved;
+	struct px_conn *flush_on;   /* flush what is buffered (NULL: not) */
+};
+
+/* Let the opens of a break without an id absorb again (starved), or stop
+ * them and send what they buffered once one is set aside. */
+static void
+starve_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	const struct starve_arg *s = arg;
+
+	o->pl.starved = s->starved;
+	if (!s->starved && o->wb.len) {
+		px_wb_flush_open(x, o, CO_FLUSH_BREAK);
+		px_emit_spend_pool(x, false);
+	}
+}
+
+/* Spend an id set aside for an acknowledgement that is not sent. */
+static void
+owed_forget(struct px_conn *c, struct px_lease_owed *a)
+{
+	if (!a->have_id)
+		return;
+	a->have_id = false;
+	if (co_pool_add(&c->led.pool, a->mid, 1) == -1)
+		log_warnx("conn=%llu id %llu of an unsent acknowledgement lost",
+		    (unsigned long long)c->id, (unsigned long long)a->mid);
+}
+
+/*
+ * Acknowledge what c owes once its data is written; true when something
+ * was sent or dropped (ids moved).  The id is set aside first, before the
+ * data of the lease is known to be written: without one, the opens keep
+ * absorbing writes (W is held until the acknowledgement, and a client
+ * that is writing donates ids with them) until one is to spare.
+ */
 static bool
 progress_conn(struct px_conn *c)
 {
@@ -522,8 +579,8 @@ progress_conn(struct px_conn *c)
 
 	for (pp = &c->pl_owed; (a = *pp) != NULL; ) {
 		struct ready_arg r = { 0, 0, NULL, c };
+		struct starve_arg sa;
 		double ms;
-		uint64_t mid;
 
 		(void)each_open(c, a->kind, a->key, &a->fid, ready_open, &r);
 		if (r.live == 0 || r.any == NULL) {
@@ -533,33 +590,43 @@ progress_conn(struct px_conn *c)
 			    "acknowledged: its opens are closing",
 			    (unsigned long long)c->id,
 			    a->kind == PX_PL_LEASE ? "lease" : "oplock");
+			owed_forget(c, a);
 			goto drop;
 		}
-		if (r.busy > 0 || c->state != PX_CONN_RELAY) {
-			pp = &a->next;      /* data still on its way */
-			continue;
-		}
-		if (!px_emit_ack_id(c, &mid)) {
-			if (!a->counted) {
+		if (!a->have_id) {
+			if (c->state == PX_CONN_RELAY &&
+			    px_emit_ack_id(c, &a->mid)) {
+				a->have_id = true;
+				sa.starved = false;
+				(void)each_open(c, a->kind, a->key, &a->fid,
+				    starve_open, &sa);
+				r.busy = 1;     /* look again once flushed */
+			} else if (!a->counted) {
 				a->counted = true;
 				px_stats.breaks_unacked++;
-				log_warnx("conn=%llu share=%s file=%s no message "
-				    "id left to acknowledge the break of "
-				    "smbaccel's %s (its data is written): left to "
-				    "the server's break timeout",
+				log_warnx("conn=%llu share=%s file=%s no message id "
+				    "left to acknowledge the break of smbaccel's %s: "
+				    "writes are absorbed until one is donated, else "
+				    "the server's break timeout resolves it",
 				    (unsigned long long)c->id,
 				    px_tree_share(c, r.any), r.any->name,
 				    a->kind == PX_PL_LEASE ? "lease" : "oplock");
+				sa.starved = true;
+				(void)each_open(c, a->kind, a->key, &a->fid,
+				    starve_open, &sa);
 			}
-			pp = &a->next;      /* an id may still come */
+		}
+		if (!a->have_id || r.busy > 0 || c->state != PX_CONN_RELAY) {
+			pp = &a->next;      /* an id or the data on its way */
 			continue;
 		}
-		if (send_ack(c, a, r.any, mid) == -1) {
+		if (send_ack(c, a, r.any, a->mid) == -1) {
 			log_warnx("conn=%llu cannot send a break "
 			    "acknowledgement (id %llu): left to the server's "
 			    "break timeout", (unsigned long long)c->id,
-			    (unsigned long long)mid);
-			px_stats.breaks_unacked++;
+			    (unsigned long long)a->mid);
+			if (!a->counted)
+				px_stats.breaks_unacked++;
 			goto drop;
 		}
 		ms = px_now_ms() - a->since_ms;
@@ -571,7 +638,8 @@ progress_conn(struct px_conn *c)
 		    "acknowledged (%s) %.0f ms after it arrived%s",
 		    (unsigned long long)c->id, px_tree_share(c, r.any),
 		    r.any->name, a->kind == PX_PL_LEASE ? "lease" : "oplock",
-		    state_name(a->state), ms, a->counted ? " (late)" : "");
+		    state_name(a->state), ms, a->counted ?
+		    " (its id came late)" : "");
 drop:
 		*pp = a->next;
 		free(a);
@@ -610,6 +678,7 @@ acked_open(struct px_conn *x, struct px_open *o, void *arg)
 	if (o->pl.kind == PX_PL_OPLOCK)
 		o->pl.oplock = *st ? SMB2_OPLOCK_LEVEL_II : SMB2_OPLOCK_LEVEL_NONE;
 	o->pl.breaking = false;
+	o->pl.starved = false;
 }
 
 void
@@ -670,4 +739,6 @@ px_lease_free(struct px_conn *c)
 		free(a);
 		owed_total--;
 	}
+	/* (an id set aside dies with the connection: nothing to spend it
+	 * on any more) */
 }

@@ -318,8 +318,9 @@ px_open_write_access(const struct px_open *o)
 static bool
 proxy_caching(const struct px_open *o, uint32_t bit)
 {
-	return o->pl.kind != PX_PL_NONE && !o->pl.breaking &&
-	    (o->pl.state & bit) != 0;
+	if (o->pl.kind == PX_PL_NONE || !(o->pl.state & bit))
+		return false;
+	return !o->pl.breaking || (bit == SMB2_LEASE_WRITE && o->pl.starved);
 }
 
 bool

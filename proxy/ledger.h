@@ -133,6 +133,10 @@ struct px_plock {
 	uint8_t oplock;             /* PX_PL_OPLOCK: granted level */
 	uint32_t state;             /* SMB2_LEASE_READ | SMB2_LEASE_WRITE */
 	bool breaking;              /* a break is being handled: no caching */
+	bool starved;               /* ... but its acknowledgement has no id
+	                             * yet: writes are still absorbed (W is
+	                             * held until it is acknowledged) for the
+	                             * ids they donate */
 };
 
 /* An open file the ledger saw created on this connection. */
