@@ -129,8 +129,10 @@ reserve_wanted(struct px_conn *c)
 {
 	const struct px_open *o;
 
-	if (c->no_reserve || c->state != PX_CONN_RELAY || px_rt.stopping ||
-	    !px_relay_ops->connected(c, PX_CLIENT) ||
+	/* also while draining (the client gone, its data still being
+	 * written): the server's breaks still want their acknowledgement */
+	if (c->no_reserve || (c->state != PX_CONN_RELAY &&
+	    c->state != PX_CONN_DRAINING) ||
 	    !px_relay_ops->connected(c, PX_SERVER))
 		return false;
 	if (c->pl_owed != NULL)

@@ -533,6 +533,14 @@ send_ack(struct px_conn *c, const struct px_lease_owed *a,
 	return px_emit_protected(c, PX_SERVER, &prot, msg, n);
 }
 
+/* May smbaccel send its own requests on c: relaying, or draining what a
+ * departed client left (not opaque). */
+static bool
+sendable(const struct px_conn *c)
+{
+	return c->state == PX_CONN_RELAY || c->state == PX_CONN_DRAINING;
+}
+
 struct starve_arg {
 	bool starved;
 	struct px_conn *flush_on;   /* flush what is buffered (NULL: not) */
@@ -594,8 +602,7 @@ progress_conn(struct px_conn *c)
 			goto drop;
 		}
 		if (!a->have_id) {
-			if (c->state == PX_CONN_RELAY &&
-			    px_emit_ack_id(c, &a->mid)) {
+			if (sendable(c) && px_emit_ack_id(c, &a->mid)) {
 				a->have_id = true;
 				sa.starved = false;
 				(void)each_open(c, a->kind, a->key, &a->fid,
@@ -616,7 +623,7 @@ progress_conn(struct px_conn *c)
 				    starve_open, &sa);
 			}
 		}
-		if (!a->have_id || r.busy > 0 || c->state != PX_CONN_RELAY) {
+		if (!a->have_id || r.busy > 0 || !sendable(c)) {
 			pp = &a->next;      /* an id or the data on its way */
 			continue;
 		}
