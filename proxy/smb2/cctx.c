@@ -153,10 +153,10 @@ stripped(const struct smb2_cctx_view *v, const char (*strip)[4],
 }
 
 /*
- * Lays a chain out from `start`: each context 8-byte aligned after the
- * previous one, whose Next then points to it.  With out NULL it only
- * measures.  pos is where the next byte goes; last the start of the
- * context placed last (0: none yet).
+ * Lays a chain out from pos: each context 8-byte aligned (the padding
+ * before it zeroed), the previous one's Next pointing to it; start is
+ * where the first one went.  With out NULL it only measures.  pos is
+ * where the next byte goes; last the start of the context placed last.
  */
 struct layout {
 	uint8_t *out;
@@ -169,7 +169,7 @@ struct layout {
 static uint8_t *
 lay_begin(struct layout *l, size_t used)
 {
-	size_t at = l->any ? align8(l->pos) : l->pos;
+	size_t at = align8(l->pos);
 
 	if (l->out != NULL) {
 		if (at > l->pos)
@@ -177,6 +177,8 @@ lay_begin(struct layout *l, size_t used)
 		if (l->any)
 			px_put_u32(l->out + l->last, (uint32_t)(at - l->last));
 	}
+	if (!l->any)
+		l->start = at;      /* the chain starts 8-byte aligned */
 	l->last = at;
 	l->pos = at + used;
 	l->any = true;
@@ -245,7 +247,7 @@ req_layout(const struct smb2_elem *e, int oplock, const struct smb2_cctx *add,
 			return 0;
 	memset(&l, 0, sizeof(l));
 	l.out = out;
-	l.start = l.pos = align8(name_at + nlen);
+	l.pos = name_at + nlen;
 	if (out != NULL) {
 		memcpy(out, e->hdr, name_at);
 		if (oplock >= 0)
@@ -254,7 +256,6 @@ req_layout(const struct smb2_elem *e, int oplock, const struct smb2_cctx *add,
 		px_put_u16(out + SMB2_HDR_LEN + 44, (uint16_t)name_at);
 		if (nlen)
 			memcpy(out + name_at, e->hdr + noff, nlen);
-		memset(out + name_at + nlen, 0, l.start - name_at - nlen);
 	}
 	if (lay_copy(&l, chain, clen, NULL, 0) == -1)
 		return 0;
@@ -303,7 +304,7 @@ rsp_layout(const struct smb2_elem *e, int oplock, const char (*strip)[4],
 		return 0;
 	memset(&l, 0, sizeof(l));
 	l.out = out;
-	l.start = l.pos = fixed_end;          /* 152: 8-byte aligned */
+	l.pos = fixed_end;                    /* 152: 8-byte aligned */
 	if (out != NULL) {
 		memcpy(out, e->hdr, fixed_end);
 		if (oplock >= 0)

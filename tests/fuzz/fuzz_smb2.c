@@ -186,6 +186,23 @@ cctx_rewrite(const struct smb2_elem *e)
 			abort();
 		free(out);
 	}
+	/* the oplock alone (2.0.2: an oplock instead of a lease) */
+	n = px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_EXCLUSIVE, NULL, 0,
+	    NULL, 0);
+	if (n != 0) {
+		if ((out = malloc(n)) == NULL ||
+		    px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+		    NULL, 0, out, n) != n || out[67] != SMB2_OPLOCK_LEVEL_EXCLUSIVE)
+			abort();
+		o.hdr = out;
+		o.len = n;
+		if (px_smb2_create_req_decode(e, q0) == 0 &&
+		    (px_smb2_create_req_decode(&o, q1) == -1 ||
+		    strcmp(q0->name, q1->name) != 0 ||
+		    q0->has_lease != q1->has_lease))
+			abort();
+		free(out);
+	}
 	n = px_smb2_create_rsp_restore(e, 0, strip, 1, NULL, 0);
 	if (n != 0) {
 		if ((out = malloc(n)) == NULL ||

@@ -2098,6 +2098,21 @@ test_cctx_request_rewrite(void)
 	CU_ASSERT_EQUAL(px_get_u32(o + 112), 136);
 	CU_ASSERT_EQUAL(o[130], 0);                     /* padding zeroed */
 
+	/* a name, nothing added, oplock changed: no padding after the name
+	 * (nothing follows it), not a byte more */
+	memset(o, 0xEE, sizeof(o));
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+	    NULL, 0, NULL, 0), 130);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+	    NULL, 0, o, 130), 130);
+	CU_ASSERT_EQUAL(o[130], 0xEE);
+	CU_ASSERT_EQUAL(o[67], SMB2_OPLOCK_LEVEL_EXCLUSIVE);
+	CU_ASSERT_EQUAL(px_get_u32(o + 112), 0);
+	CU_ASSERT_EQUAL(px_get_u32(o + 116), 0);
+	elem_of(&eo, o, 130);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&eo, &q), 0);
+	CU_ASSERT_STRING_EQUAL(q.name, "a.txt");
+	CU_ASSERT_EQUAL(q.requested_oplock, SMB2_OPLOCK_LEVEL_EXCLUSIVE);
 	/* empty name, nothing added, oplock changed: the one Buffer byte */
 	px_put_u16(b + 110, 0);
 	elem_of(&e, b, 120);
