@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""pl_leg.py PCAP PORT [PORT2]
+"""pl_leg.py [--min BYTES] PCAP PORT [PORT2]
 
 What a capture shows of CREATEs, leases and breaks on the TCP streams with
 PORT (or PORT2) at one end (the client leg: smbaccel's listening port; the
@@ -18,6 +18,9 @@ sizes' tshark helpers; SMB2 messages walked by hand (MS-SMB2 2.2.13,
   order              per stream, the sequence of WRITE / OPLOCK_BREAK
                      requests and break notifications, run-length encoded
                      ("W*12 N A W*3"), to check what came before an ack
+  sizes              what tests/tools/upstream-sizes --min BYTES prints for
+                     that port (request counts, WRITE/READ histograms), from
+                     the same reassembly (one tshark pass for both)
 """
 import importlib.machinery
 import importlib.util
@@ -150,17 +153,26 @@ class Leg:
 
 
 def main():
-    pcap = sys.argv[1]
+    args = sys.argv[1:]
+    minsize = 1 << 20
+    if args[:1] == ["--min"]:
+        minsize = int(args[1])
+        args = args[2:]
+    pcap = args[0]
     out = {}
-    for port in [int(p) for p in sys.argv[2:]]:
+    for port in [int(p) for p in args[1:]]:
         streams, _ = us.streams_for_port("tshark", pcap, port)
         data = us.follow_streams("tshark", pcap, port, streams)
         leg = Leg()
+        st = us.Stats()
         for s in streams:
             c2s, s2c = data.get(s, (b"", b""))
             leg.walk(s, c2s, True)
             leg.walk(s, s2c, False)
+            us.walk(c2s, True, st)
+            us.walk(s2c, False, st)
         out[str(port)] = leg.report()
+        out[str(port)]["sizes"] = us.report(st, minsize)
     json.dump(out, sys.stdout, indent=1)
     print()
 

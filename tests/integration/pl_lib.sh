@@ -27,10 +27,10 @@ pl_capture_start() {
 	done
 }
 
-# pl_legs OUT.json: pl_leg.py on $CAP_FILE for the client leg (proxy port)
-# and the upstream leg (smbd port).
+# pl_legs OUT.json [MIN]: pl_leg.py on $CAP_FILE for the client leg (proxy
+# port) and the upstream leg (smbd port); MIN is upstream-sizes' --min.
 pl_legs() {
-	timeout 300 "$PY" "$TESTS_DIR/pl_leg.py" "$CAP_FILE" "$PROXY_PORT" "$SMBD_PORT" > "$1" ||
+	timeout 300 "$PY" "$TESTS_DIR/pl_leg.py" --min "${2:-1048576}" "$CAP_FILE" "$PROXY_PORT" "$SMBD_PORT" > "$1" ||
 	    fail "pl_leg.py failed on $CAP_FILE"
 }
 
