@@ -46,6 +46,7 @@ OBJDIR  := $(BUILD)/obj
 # proxy/smb2/ and proxy/auth/ are pure (no libev, no connection or daemon
 # headers), like coalesce/ and policy/ (tests/check-layout.sh enforces it).
 WIRE_SRC   := proxy/smb2/frame.c proxy/smb2/reader.c proxy/smb2/decode.c \
+              proxy/smb2/cctx.c \
               proxy/smb2/encode.c
 AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/secrets.c proxy/auth/smbcrypto.c proxy/auth/krb5.c \
@@ -58,9 +59,9 @@ COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
 # only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c proxy/upstream.c \
-              proxy/relay.c proxy/coherence.c proxy/readahead.c \
-              proxy/doccache.c proxy/compound.c \
-              proxy/writebehind.c proxy/alter.c proxy/emit.c proxy/keyed.c \
+              proxy/relay.c proxy/lease.c proxy/coherence.c proxy/readahead.c \
+              proxy/doccache.c proxy/compound.c proxy/writebehind.c \
+              proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c \
               proxy/ledger.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)

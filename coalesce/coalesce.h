@@ -116,6 +116,52 @@ bool co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
     uint64_t window);
 #define CO_POOL_HOARD_MAX 512
 
+/* ---- acknowledgement reserve ------------------------------------------------ */
+
+/*
+ * While smbaccel holds write caching on a connection on a client's behalf
+ * (a lease with W it asked for itself, DESIGN.md section 6), a break of it
+ * must be acknowledged, and the acknowledgement needs a message id.  One
+ * donated id is kept out of the pool for it.  Order of the pool's ids:
+ * buffered data first (a flush is always funded), then the reserve, then
+ * other proxy requests, then ECHOs.  The reserve is the pool's oldest id
+ * when taken, so that it splits no run of ids (a proxy WRITE's charge is
+ * one contiguous run): the id kept back always lies below the pool.  It
+ * is refreshed with a newer id as they arrive, and let go rather than age
+ * past the hoard bound (it would pin the server's window like any unspent
+ * id); an id let go is spent at once on its own (an ECHO), not pooled,
+ * where it would cut the next flush into pieces.
+ */
+struct co_reserve {
+	bool held;
+	uint64_t id;
+};
+
+enum co_rsv_act {
+	CO_RSV_KEEP = 0,        /* nothing to do */
+	CO_RSV_TAKE,            /* take the pool's oldest id */
+	CO_RSV_REFRESH,         /* take the pool's oldest, let the old go */
+	CO_RSV_RELEASE,         /* let the reserve go */
+};
+
+void co_reserve_init(struct co_reserve *r);
+/*
+ * What the reserve should do now.  need: a reserve is wanted (write
+ * caching held, or a break waiting for its acknowledgement); spare: pool
+ * ids beyond what buffered data needs; next_id, window: as for
+ * co_pool_over_bound.  A reserve is taken only from spare ids, refreshed
+ * once it is half the hoard bound old and the pool holds a newer id, and
+ * let go when no longer needed or as old as the bound.
+ */
+enum co_rsv_act co_reserve_decide(const struct co_reserve *r,
+    const struct co_pool *p, bool need, uint64_t spare, uint64_t next_id,
+    uint64_t window);
+/* Carry out co_reserve_decide's answer on r and p; returns it.  After
+ * REFRESH and RELEASE, *gone is the id let go: the caller spends it. */
+enum co_rsv_act co_reserve_tend(struct co_reserve *r, struct co_pool *p,
+    bool need, uint64_t spare, uint64_t next_id, uint64_t window,
+    uint64_t *gone);
+
 /* ---- write extent ----------------------------------------------------------- */
 
 /*

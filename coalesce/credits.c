@@ -95,22 +95,90 @@ co_pool_take_run(struct co_pool *p, uint64_t max, uint64_t *lo)
 	return n;
 }
 
+static uint64_t hoard_bound(uint64_t window);
+
 bool
 co_pool_over_bound(const struct co_pool *p, uint64_t next_id,
     uint64_t window)
 {
-	uint64_t bound = window / 4;
+	uint64_t bound = hoard_bound(window);
 
 	if (p->count == 0)
 		return false;
-	if (bound > CO_POOL_HOARD_MAX)
-		bound = CO_POOL_HOARD_MAX;
-	if (bound == 0)
-		bound = 1;
 	if (p->count >= bound || p->nruns >= CO_POOL_MAX_RUNS - 1)
 		return true;
 	/* the oldest id must not fall too far behind the client's front */
 	return next_id > p->oldest && next_id - p->oldest >= bound;
+}
+
+/* The hoard bound of co_pool_over_bound: a quarter of the window, at most
+ * CO_POOL_HOARD_MAX, at least 1. */
+static uint64_t
+hoard_bound(uint64_t window)
+{
+	uint64_t bound = window / 4;
+
+	if (bound > CO_POOL_HOARD_MAX)
+		bound = CO_POOL_HOARD_MAX;
+	return bound ? bound : 1;
+}
+
+void
+co_reserve_init(struct co_reserve *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+enum co_rsv_act
+co_reserve_decide(const struct co_reserve *r, const struct co_pool *p,
+    bool need, uint64_t spare, uint64_t next_id, uint64_t window)
+{
+	uint64_t bound = hoard_bound(window), age;
+
+	if (!r->held)
+		return need && spare > 0 && p->count > 0 ? CO_RSV_TAKE :
+		    CO_RSV_KEEP;
+	if (!need)
+		return CO_RSV_RELEASE;
+	age = next_id > r->id ? next_id - r->id : 0;
+	if (age * 2 < bound)
+		return CO_RSV_KEEP;
+	/* the pool's oldest id, if newer, replaces it (spare or not: the
+	 * count of ids outside the reserve does not change) */
+	if (p->count > 0 && p->oldest > r->id)
+		return CO_RSV_REFRESH;
+	return age >= bound ? CO_RSV_RELEASE : CO_RSV_KEEP;
+}
+
+enum co_rsv_act
+co_reserve_tend(struct co_reserve *r, struct co_pool *p, bool need,
+    uint64_t spare, uint64_t next_id, uint64_t window, uint64_t *gone)
+{
+	enum co_rsv_act a = co_reserve_decide(r, p, need, spare, next_id,
+	    window);
+	uint64_t id;
+
+	switch (a) {
+	case CO_RSV_TAKE:
+		if (co_pool_take_run(p, 1, &id) != 1)
+			return CO_RSV_KEEP;
+		r->id = id;
+		r->held = true;
+		break;
+	case CO_RSV_REFRESH:
+		if (co_pool_take_run(p, 1, &id) != 1)
+			return CO_RSV_KEEP;
+		*gone = r->id;
+		r->id = id;
+		break;
+	case CO_RSV_RELEASE:
+		*gone = r->id;
+		r->held = false;
+		break;
+	case CO_RSV_KEEP:
+		break;
+	}
+	return a;
 }
 
 void

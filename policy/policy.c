@@ -165,6 +165,8 @@ static const struct setting settings[] = {
 	{ .name = "read_cache_file_max", .type = T_SIZE,
 	  SHARE(read_cache_file_max), .flags = F_RELOAD, .def = "64M",
 	  .min = 64 * KIB, .max = GIB },
+	{ .name = "proxy_lease", .type = T_BOOL, SHARE(proxy_lease),
+	  .flags = F_RELOAD, .def = "on" },
 
 	/* Kerberos keys of the server (proxy/auth/keytab.c) */
 	{ .name = "keytab", .type = T_STRING, SERVER(keytab),
@@ -697,7 +699,7 @@ fmt_num(const struct setting *st, uint64_t v, char *buf, size_t sz)
 		fmt_duration(v, buf, sz);
 		break;
 	case T_BOOL:
-		snprintf(buf, sz, "%s", v ? "yes" : "no");
+		snprintf(buf, sz, "%s", v ? "on" : "off");
 		break;
 	case T_ENUM:
 		snprintf(buf, sz, "%s", st->names[v]);
@@ -850,8 +852,8 @@ parse_value(const struct setting *st, const char *value, void *base,
 		if ((rc = pol_parse_bool(value, &b)) == 0)
 			v = b;
 		else
-			snprintf(why, whysz, "'%s' is not a boolean (yes or "
-			    "no)", value);
+			snprintf(why, whysz, "'%s' is not a boolean (on or "
+			    "off)", value);
 		break;
 	case T_INT:
 		if ((rc = parse_int(value, &v)) == -1)

@@ -100,6 +100,8 @@ struct pol_share {
 	uint32_t flush_max_age_ms;
 	bool close_compound;       /* a CLOSE goes up with its flush as one
 	                            * related compound */
+	bool proxy_lease;          /* ask leases for clients that ask none
+	                            * (DESIGN.md section 6) */
 };
 
 /*

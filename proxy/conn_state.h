@@ -62,6 +62,8 @@ enum px_stall {
 	PX_STALL_READ,             /* read-ahead data for it is in flight */
 };
 
+struct px_lease_owed;   /* a break acknowledgement owed (lease.c) */
+
 /*
  * One client connection and its upstream connection, as the relay sees
  * them.  conn.c embeds it in its transport (struct px_link, conn.h), which
@@ -103,6 +105,10 @@ struct px_conn {
 	                                      * document fetches until then */
 	uint32_t dc_inflight;                /* document fetch chunks in
 	                                      * flight */
+	/* smbaccel's leases on the client's behalf (lease.c) */
+	struct px_lease_owed *pl_owed;       /* breaks to acknowledge */
+	uint64_t pl_breaks;                  /* breaks handled */
+	bool no_reserve;                     /* turning opaque: keep no id */
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */

@@ -17,6 +17,7 @@
 
 #include "proxy/alter.h"
 #include "proxy/doccache.h"
+#include "proxy/lease.h"
 #include "proxy/conn.h"
 #include "proxy/control.h"
 
@@ -124,6 +125,17 @@ static const struct {
 	STAT("decrypted_in", decrypted_in),
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
+	STAT("creates_rewritten", creates_rewritten),
+	STAT("proxy_leases_asked", pl_asked),
+	STAT("proxy_leases_granted", pl_granted),
+	STAT("proxy_leases_write", pl_granted_write),
+	STAT("proxy_lease_create_failed", pl_create_failed),
+	STAT("proxy_lease_breaks", pl_breaks),
+	STAT("proxy_lease_breaks_acked", pl_breaks_acked),
+	STAT("breaks_unacked", breaks_unacked),
+	STAT("proxy_lease_acks_refused", pl_ack_refused),
+	STAT("proxy_lease_ack_ms_max", pl_ack_ms_max),
+	STAT("ack_reserve_aged", reserve_aged),
 };
 #undef STAT
 
@@ -154,14 +166,34 @@ json_counts(FILE *f, const char *key, const char *(*name)(int),
 	fprintf(f, "},");
 }
 
+/* Opens holding smbaccel's lease on a client's behalf now (and of them
+ * with write caching), over every connection. */
+static unsigned int
+lease_opens(unsigned int *write)
+{
+	struct px_conn *c;
+	unsigned int n = 0, w = 0, cw;
+
+	for (c = px_conn_first(); c; c = c->next) {
+		n += px_lease_opens(c, &cw);
+		w += cw;
+	}
+	*write = w;
+	return n;
+}
+
 static void
 stats_dump(FILE *f, bool json)
 {
 	const struct px_stats *s = &px_stats;
 	double mean = s->upstream_writes ?
 	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0;
+	double ack_mean = s->pl_breaks_acked ?
+	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0;
+	unsigned int pl_now, pl_w;
 	int i;
 
+	pl_now = lease_opens(&pl_w);
 	if (!json) {
 		fprintf(f, "connections        %llu active, %llu total; %llu "
 		    "queued to open (max_connecting), %llu waiting now\n",
@@ -257,6 +289,21 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->ds_corrupt,
 		    (unsigned long long)s->ds_evicted,
 		    (unsigned long long)s->ds_errors);
+		fprintf(f, "proxy leases       %u opens hold one now (%u with write "
+		    "caching); %llu asked, %llu granted (%llu with write), %llu "
+		    "CREATEs failed; breaks %llu, acknowledged %llu (mean %.0f "
+		    "ms, max %llu ms), unacknowledged %llu, refused %llu; "
+		    "reserves aged %llu\n", pl_now, pl_w,
+		    (unsigned long long)s->pl_asked,
+		    (unsigned long long)s->pl_granted,
+		    (unsigned long long)s->pl_granted_write,
+		    (unsigned long long)s->pl_create_failed,
+		    (unsigned long long)s->pl_breaks,
+		    (unsigned long long)s->pl_breaks_acked, ack_mean,
+		    (unsigned long long)s->pl_ack_ms_max,
+		    (unsigned long long)s->breaks_unacked,
+		    (unsigned long long)s->pl_ack_refused,
+		    (unsigned long long)s->reserve_aged);
 		fprintf(f, "invalidations     ");
 		for (i = 0; i < PX_RA_NCAUSES; i++)
 			if (s->ra_invalidations[i])
@@ -290,6 +337,8 @@ stats_dump(FILE *f, bool json)
 		fprintf(f, "\"%s\":%llu,", scalars[i].name, (unsigned long long)
 		    *(const uint64_t *)((const char *)s + scalars[i].off));
 	fprintf(f, "\"upstream_write_mean\":%.0f,", mean);
+	fprintf(f, "\"proxy_lease_opens\":%u,\"proxy_lease_write_opens\":%u,"
+	    "\"proxy_lease_ack_ms_mean\":%.1f,", pl_now, pl_w, ack_mean);
 	json_counts(f, "ra_invalidations", ra_name, s->ra_invalidations,
 	    0, PX_RA_NCAUSES);
 	json_counts(f, "dc_valid_failed", valid_name, s->dc_valid_failed, 1,
@@ -345,25 +394,29 @@ conns_dump(FILE *f, bool json)
 	if (json)
 		fprintf(f, "{\"conns\":[");
 	else
-		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %8s"
-		    "%s %s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
-		    "OPAQUE", "C2S", "S2C", "ABSORBED", "AGE(s)",
+		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %7s "
+		    "%8s%s %s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
+		    "OPAQUE", "C2S", "S2C", "ABSORBED", "PXLEASE", "AGE(s)",
 		    PX_UPSTREAM_HDR, "NOTE");
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
 		const char *st = px_conn_queued(c) ? "queued" :
 		    px_conn_state_name(c->state);
+		unsigned int plw, pln = px_lease_opens(c, &plw);
+		char plbuf[24];
 
 		px_addr_str(&c->peer_addr, a, sizeof(a));
 		px_addr_str(&c->dst_addr, b, sizeof(b));
 		if (!json) {
+			/* opens with smbaccel's lease: all/with write caching */
+			snprintf(plbuf, sizeof(plbuf), "%u/%u", pln, plw);
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
-			    "%12llu %9llu %8.0f", (unsigned long long)c->id, a,
-			    b, st, px_dialect_name(c->led.dialect),
+			    "%12llu %9llu %7s %8.0f", (unsigned long long)c->id,
+			    a, b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)px_link_of(c)->cli.bytes_in,
 			    (unsigned long long)px_link_of(c)->srv.bytes_in,
-			    (unsigned long long)c->absorbed,
+			    (unsigned long long)c->absorbed, plbuf,
 			    (now - px_link_of(c)->started_ms) / 1e3);
 			px_upstream_dump(f, &px_link_of(c)->up,
 			    px_link_of(c)->srv.fd, false);
@@ -386,6 +439,8 @@ conns_dump(FILE *f, bool json)
 		    "\"upstream_write_bytes\":%llu,\"buffered_bytes\":%llu,"
 		    "\"pool_ids\":%llu,\"credits_server\":%llu,"
 		    "\"credits_client\":%llu,\"opens\":%zu,\"ledger_errors\":%llu,"
+		    "\"proxy_lease_opens\":%u,\"proxy_lease_write_opens\":%u,"
+		    "\"proxy_lease_breaks\":%llu,\"ack_reserve\":%s,"
 		    "\"sessions\":[",
 		    (unsigned long long)px_link_of(c)->cli.bytes_in,
 		    (unsigned long long)px_link_of(c)->srv.bytes_in,
@@ -396,7 +451,9 @@ conns_dump(FILE *f, bool json)
 		    (unsigned long long)c->led.pool.count,
 		    (unsigned long long)c->led.cr.S,
 		    (unsigned long long)c->led.cr.C, c->led.nopens,
-		    (unsigned long long)c->led.errors);
+		    (unsigned long long)c->led.errors, pln, plw,
+		    (unsigned long long)c->pl_breaks,
+		    c->led.rsv.held ? "true" : "false");
 		{
 			struct px_session *s;
 			bool sf = true;
@@ -431,9 +488,10 @@ conns_dump(FILE *f, bool json)
 				fprintf(f, ",\"server\":");
 				json_str(f, t->server);
 				fprintf(f, ",\"write_behind\":\"%s\","
-				    "\"read_ahead\":\"%s\"}",
+				    "\"read_ahead\":\"%s\",\"proxy_lease\":%s}",
 				    pol_gate_name(t->policy.write_behind),
-				    pol_gate_name(t->policy.read_ahead));
+				    pol_gate_name(t->policy.read_ahead),
+				    t->policy.proxy_lease ? "true" : "false");
 			}
 		}
 		fprintf(f, "]}");
@@ -453,17 +511,18 @@ shares_dump(FILE *f, bool json)
 	if (json)
 		fprintf(f, "{\"shares\":[");
 	else
-		fprintf(f, "%-5s %-20s %-20s %-8s %-8s %10s\n", "CONN", "SERVER",
-		    "SHARE", "WB", "RA", "COALESCE");
+		fprintf(f, "%-5s %-20s %-20s %-8s %-8s %-8s %10s\n", "CONN",
+		    "SERVER", "SHARE", "WB", "RA", "PXLEASE", "COALESCE");
 	for (c = px_conn_first(); c; c = c->next) {
 		struct px_tree *t;
 
 		for (t = c->led.trees; t; t = t->next) {
 			if (!json) {
-				fprintf(f, "%-5llu %-20s %-20s %-8s %-8s %10llu\n",
-				    (unsigned long long)c->id, t->server, t->share,
-				    pol_gate_name(t->policy.write_behind),
+				fprintf(f, "%-5llu %-20s %-20s %-8s %-8s %-8s "
+				    "%10llu\n", (unsigned long long)c->id, t->server,
+				    t->share, pol_gate_name(t->policy.write_behind),
 				    pol_gate_name(t->policy.read_ahead),
+				    t->policy.proxy_lease ? "on" : "off",
 				    (unsigned long long)t->policy.coalesce_size);
 				continue;
 			}
@@ -473,9 +532,10 @@ shares_dump(FILE *f, bool json)
 			fprintf(f, ",\"share\":");
 			json_str(f, t->share);
 			fprintf(f, ",\"write_behind\":\"%s\",\"read_ahead\":\"%s\","
-			    "\"coalesce_size\":%llu}",
+			    "\"proxy_lease\":%s,\"coalesce_size\":%llu}",
 			    pol_gate_name(t->policy.write_behind),
 			    pol_gate_name(t->policy.read_ahead),
+			    t->policy.proxy_lease ? "true" : "false",
 			    (unsigned long long)t->policy.coalesce_size);
 			first = false;
 		}

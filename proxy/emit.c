@@ -57,6 +57,144 @@ px_emit_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
 	return p;
 }
 
+/* One ECHO spending ids [lo, lo + n) (a charge above the need is legal,
+ * MS-SMB2 3.3.5.2.5); 0 sent, -1 not. */
+static int
+send_echo(struct px_conn *c, uint64_t lo, uint64_t n)
+{
+	uint8_t msg[SMB2_HDR_LEN + 4];
+	struct smb2_hdr_out h;
+
+	if (!px_relay_ops->connected(c, PX_SERVER))
+		return -1;
+	memset(&h, 0, sizeof(h));
+	h.command = SMB2_ECHO;
+	h.credit_charge = (uint16_t)n;
+	h.credit = 1;
+	h.message_id = lo;
+	if (px_smb2_echo_req_encode(msg, sizeof(msg), &h) == 0 ||
+	    px_emit_pending(c, lo, SMB2_ECHO, (uint16_t)n) == NULL)
+		return -1;
+	if (px_relay_ops->send(c, PX_SERVER, msg, sizeof(msg)) == -1) {
+		log_warnx("conn=%llu cannot send ECHO", (unsigned long long)c->id);
+		return 0;       /* recorded: the id is spent either way */
+	}
+	px_stats.upstream_echoes++;
+	return 0;
+}
+
+/* ---- the acknowledgement reserve -------------------------------------------- */
+
+/*
+ * What one open's buffered extent costs in ids: it leaves in WRITEs of at
+ * most the flush unit (writebehind.c: coalesce_size, 64 KiB without
+ * multi-credit, MaxWriteSize), each charged one id per 64 KiB.
+ */
+static uint64_t
+extent_ids(struct px_conn *c, const struct px_open *o)
+{
+	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
+	uint64_t unit = t ? t->policy.coalesce_size : 1024 * 1024, per, full;
+	uint64_t len = o->wb.len, rem;
+
+	if (!px_large_mtu(c) && unit > SMB2_UNIT)
+		unit = SMB2_UNIT;
+	if (c->led.max_write && unit > c->led.max_write)
+		unit = c->led.max_write;
+	if (unit == 0)
+		unit = SMB2_UNIT;
+	per = px_large_mtu(c) ? (unit + SMB2_UNIT - 1) / SMB2_UNIT : 1;
+	full = len / unit;
+	rem = len % unit;
+	return full * per + (rem == 0 ? 0 : px_large_mtu(c) ?
+	    (rem + SMB2_UNIT - 1) / SMB2_UNIT : 1);
+}
+
+uint64_t
+px_emit_data_ids(struct px_conn *c)
+{
+	const struct px_open *o;
+	uint64_t n = 0;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->wb.len)
+			n += extent_ids(c, o);
+	return n;
+}
+
+/* Is a reserve wanted: write caching held for a client (a break of it
+ * needs an acknowledgement), or an acknowledgement owed? */
+static bool
+reserve_wanted(struct px_conn *c)
+{
+	const struct px_open *o;
+
+	/* also while draining (the client gone, its data still being
+	 * written): the server's breaks still want their acknowledgement */
+	if (c->no_reserve || (c->state != PX_CONN_RELAY &&
+	    c->state != PX_CONN_DRAINING) ||
+	    !px_relay_ops->connected(c, PX_SERVER))
+		return false;
+	if (c->pl_owed != NULL)
+		return true;
+	for (o = c->led.opens; o; o = o->next)
+		if (px_open_proxy_write(o) && !o->closed)
+			return true;
+	return false;
+}
+
+enum co_rsv_act
+px_emit_tend_reserve(struct px_conn *c)
+{
+	struct co_reserve *r = &c->led.rsv;
+	uint64_t need, spare, gone = 0;
+	enum co_rsv_act a;
+	bool wanted;
+
+	if (!r->held && c->led.pool.count == 0)
+		return CO_RSV_KEEP;
+	need = px_emit_data_ids(c);
+	spare = c->led.pool.count > need ? c->led.pool.count - need : 0;
+	wanted = reserve_wanted(c);
+	a = co_reserve_tend(r, &c->led.pool, wanted, spare,
+	    c->led.cr.client_next, c->led.window, &gone);
+	if (a == CO_RSV_RELEASE && wanted) {
+		px_stats.reserve_aged++;
+		log_debug("conn=%llu acknowledgement reserve let go: as old as "
+		    "the hoard bound and no newer id donated",
+		    (unsigned long long)c->id);
+	}
+	/* an id let go is spent on its own: in the pool it would sit below
+	 * the others and cut the next flush into pieces */
+	if ((a == CO_RSV_REFRESH || a == CO_RSV_RELEASE) &&
+	    send_echo(c, gone, 1) == -1) {
+		/* not sent (no memory, server gone): the pool spends it */
+		if (co_pool_add(&c->led.pool, gone, 1) == -1)
+			log_warnx("conn=%llu id %llu lost: neither sent nor "
+			    "pooled", (unsigned long long)c->id,
+			    (unsigned long long)gone);
+	}
+	px_stats.pool_ids_now = c->led.pool.count;
+	return a;
+}
+
+bool
+px_emit_ack_id(struct px_conn *c, uint64_t *id)
+{
+	if (c->led.rsv.held) {
+		*id = c->led.rsv.id;
+		c->led.rsv.held = false;
+		return true;
+	}
+	/* the oldest pooled id, if buffered data can do without it */
+	if (c->led.pool.count > px_emit_data_ids(c) &&
+	    co_pool_take_run(&c->led.pool, 1, id) == 1) {
+		px_stats.pool_ids_now = c->led.pool.count;
+		return true;
+	}
+	return false;
+}
+
 /*
  * Spend leftover donated ids on ECHOs; only when no data is buffered, so
  * that buffered data always has ids to travel with.
@@ -66,6 +204,7 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 {
 	struct px_open *o;
 
+	px_emit_tend_reserve(c);
 	if (c->led.pool.count == 0 || !px_relay_ops->connected(c, PX_SERVER))
 		return;
 	for (o = c->led.opens; o; o = o->next)

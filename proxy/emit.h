@@ -60,7 +60,24 @@ void px_emit_rsp_hdr(struct smb2_hdr_out *h, const struct smb2_hdr *rq,
 bool px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h,
     uint32_t payload);
 /* Spend pooled ids on ECHOs once no data is buffered; force: also the
- * ids a sequential reader keeps for its next read-ahead. */
+ * ids a sequential reader keeps for its next read-ahead.  The
+ * acknowledgement reserve is tended first (px_emit_tend_reserve). */
 void px_emit_spend_pool(struct px_conn *c, bool force);
+/*
+ * The acknowledgement reserve (DESIGN.md section 3): while smbaccel holds
+ * write caching on the connection on a client's behalf, or owes a break
+ * acknowledgement, keep one pooled id that buffered data does not need
+ * out of the pool; refresh it with newer ids, give it back when no longer
+ * needed or as old as the hoard bound.  Called wherever ids enter the
+ * pool or are about to be spent on anything but data, and while the
+ * client's requests are forwarded (the reserve ages).  Returns what was
+ * done (CO_RSV_RELEASE: the id is back in the pool, to be spent).
+ */
+enum co_rsv_act px_emit_tend_reserve(struct px_conn *c);
+/* An id for a break acknowledgement: the reserve, else a pooled id that
+ * buffered data does not need.  False when there is none. */
+bool px_emit_ack_id(struct px_conn *c, uint64_t *id);
+/* Ids the buffered data of c needs to travel. */
+uint64_t px_emit_data_ids(struct px_conn *c);
 
 #endif

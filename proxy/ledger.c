@@ -27,6 +27,7 @@ px_ledger_init(struct px_ledger *l, uint64_t conn_id)
 	memset(l, 0, sizeof(*l));
 	co_credits_init(&l->cr);
 	co_pool_init(&l->pool);
+	co_reserve_init(&l->rsv);
 	l->conn_id = conn_id;
 }
 
@@ -312,9 +313,21 @@ px_open_write_access(const struct px_open *o)
 	return (a & MAXIMUM_ALLOWED) && (o->maximal_access & FILE_WRITE_DATA);
 }
 
+/* smbaccel's own right on o (struct px_plock): bits of `bit` held and
+ * no break of it in progress. */
+static bool
+proxy_caching(const struct px_open *o, uint32_t bit)
+{
+	if (o->pl.kind == PX_PL_NONE || !(o->pl.state & bit))
+		return false;
+	return !o->pl.breaking || (bit == SMB2_LEASE_WRITE && o->pl.starved);
+}
+
 bool
 px_open_write_caching(const struct px_open *o)
 {
+	if (proxy_caching(o, SMB2_LEASE_WRITE))
+		return true;
 	if (o->oplock == SMB2_OPLOCK_LEVEL_LEASE)
 		return o->has_lease && (o->lease_state & SMB2_LEASE_WRITE);
 	return o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
@@ -324,11 +337,19 @@ px_open_write_caching(const struct px_open *o)
 bool
 px_open_read_caching(const struct px_open *o)
 {
+	if (proxy_caching(o, SMB2_LEASE_READ))
+		return true;
 	if (o->oplock == SMB2_OPLOCK_LEVEL_LEASE)
 		return o->has_lease && (o->lease_state & SMB2_LEASE_READ);
 	return o->oplock == SMB2_OPLOCK_LEVEL_II ||
 	    o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
 	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
+}
+
+bool
+px_open_proxy_write(const struct px_open *o)
+{
+	return o->pl.kind != PX_PL_NONE && (o->pl.state & SMB2_LEASE_WRITE);
 }
 
 const char *
@@ -421,8 +442,10 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	case SMB2_NEGOTIATE: {
 		struct smb2_negotiate_req nr;
 
-		if (px_smb2_negotiate_req_decode(e, &nr) == 0)
+		if (px_smb2_negotiate_req_decode(e, &nr) == 0) {
 			l->client_security_mode = nr.security_mode;
+			memcpy(l->client_guid, nr.client_guid, 16);
+		}
 		break;
 	}
 	case SMB2_SESSION_SETUP: {
@@ -442,6 +465,7 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	case SMB2_CREATE: {
 		struct smb2_create_req *cr = malloc(sizeof(*cr));
 
+		p->u.create.rw_oplock = -1;     /* not rewritten (create.c) */
 		if (cr && px_smb2_create_req_decode(e, cr) == 0) {
 			p->u.create.desired_access = cr->desired_access;
 			p->u.create.create_options = cr->create_options;
@@ -547,6 +571,30 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->has_lease = cr.has_lease;
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
+	/* what the client is answered of a request smbaccel rewrote */
+	if (p->u.create.rw_oplock >= 0)
+		o->oplock = (uint8_t)p->u.create.rw_oplock;
+	if (p->u.create.pl_kind == PX_PL_LEASE) {
+		/* the lease in the answer is smbaccel's, not the client's */
+		o->has_lease = false;
+		o->lease_state = 0;
+		memset(o->lease_key, 0, 16);
+		if (cr.has_lease &&
+		    memcmp(cr.lease_key, p->u.create.pl_key, 16) == 0 &&
+		    cr.oplock_level == SMB2_OPLOCK_LEVEL_LEASE) {
+			o->pl.kind = PX_PL_LEASE;
+			memcpy(o->pl.key, cr.lease_key, 16);
+			o->pl.state = cr.lease_state &
+			    (SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+		}
+	} else if (p->u.create.pl_kind == PX_PL_OPLOCK &&
+	    (cr.oplock_level == SMB2_OPLOCK_LEVEL_II ||
+	    cr.oplock_level == SMB2_OPLOCK_LEVEL_EXCLUSIVE)) {
+		o->pl.kind = PX_PL_OPLOCK;
+		o->pl.oplock = cr.oplock_level;
+		o->pl.state = cr.oplock_level == SMB2_OPLOCK_LEVEL_II ?
+		    SMB2_LEASE_READ : SMB2_LEASE_READ | SMB2_LEASE_WRITE;
+	}
 	o->size_hint = cr.end_of_file;
 	o->dcv.creation = cr.creation_time;
 	o->dcv.last_write = cr.last_write_time;
@@ -659,7 +707,8 @@ on_break_ack(struct px_ledger *l, const struct smb2_hdr *h,
 {
 	struct px_open *o;
 
-	if (h->status != NT_STATUS_SUCCESS)
+	/* smbaccel's own acknowledgements are lease.c's */
+	if (h->status != NT_STATUS_SUCCESS || p->origin == PX_ORIGIN_PROXY)
 		return;
 	if (p->u.ack.lease) {
 		for (o = l->opens; o; o = o->next)

@@ -87,6 +87,17 @@ struct px_pending {
 			uint32_t disposition;
 			uint8_t oplock;
 			char *name;      /* malloc'd */
+			/* a request smbaccel rewrote (create.c): the
+			 * contexts it added, removed from the answer, and
+			 * the OplockLevel to restore (-1: as answered) */
+			uint8_t rw_nstrip;
+			char rw_strip[4][4];
+			int16_t rw_oplock;
+			/* smbaccel's own lease or oplock asked in it
+			 * (lease.c): its kind (PX_PL_*), key, state */
+			uint8_t pl_kind;
+			uint8_t pl_key[16];
+			uint32_t pl_state;
 		} create;
 		struct {
 			char *path;      /* malloc'd \\server\share */
@@ -119,6 +130,27 @@ struct px_pending {
 	} u;
 };
 
+/*
+ * A lease or oplock smbaccel holds on an open for a client that asked for
+ * none (lease.c, DESIGN.md section 6).  The client's own (oplock,
+ * has_lease, lease_state of struct px_open) stays what the client was
+ * answered: no oplock.  state is what smbaccel may cache, in lease bits
+ * (an exclusive oplock is R|W, level II is R).
+ */
+enum px_pl_kind { PX_PL_NONE = 0, PX_PL_LEASE, PX_PL_OPLOCK };
+
+struct px_plock {
+	uint8_t kind;               /* enum px_pl_kind */
+	uint8_t key[16];            /* PX_PL_LEASE */
+	uint8_t oplock;             /* PX_PL_OPLOCK: granted level */
+	uint32_t state;             /* SMB2_LEASE_READ | SMB2_LEASE_WRITE */
+	bool breaking;              /* a break is being handled: no caching */
+	bool starved;               /* ... but its acknowledgement has no id
+	                             * yet: writes are still absorbed (W is
+	                             * held until it is acknowledged) for the
+	                             * ids they donate */
+};
+
 /* An open file the ledger saw created on this connection. */
 struct px_open {
 	struct px_open *next;
@@ -149,6 +181,7 @@ struct px_open {
 	bool dc_stale;              /* dcv no longer describes the file */
 	bool is_dir;                /* a directory (attributes or options) */
 	bool locked;                /* a LOCK was seen on this file */
+	struct px_plock pl;         /* smbaccel's lease on the client's behalf */
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */
 };
@@ -156,6 +189,8 @@ struct px_open {
 struct px_ledger {
 	struct co_credits cr;
 	struct co_pool pool;
+	struct co_reserve rsv;      /* an id kept for a break acknowledgement
+	                             * (DESIGN.md section 3; emit.c) */
 	uint64_t window;            /* largest S - lowest outstanding id seen */
 	struct px_pending **tab;    /* open-addressing table keyed by mid */
 	size_t tab_cap;             /* power of two */
@@ -170,6 +205,7 @@ struct px_ledger {
 	bool smb1_negotiate;        /* SMB1 NEGOTIATE forwarded, no answer yet */
 	uint16_t dialect;
 	uint16_t client_security_mode;
+	uint8_t client_guid[16];    /* of the client's NEGOTIATE request */
 	uint16_t server_security_mode;
 	uint32_t capabilities;
 	uint32_t max_read;
@@ -227,8 +263,13 @@ void px_ledger_break(struct px_ledger *l, const struct smb2_elem *e);
 
 bool px_open_write_access(const struct px_open *o);
 bool px_open_read_access(const struct px_open *o);
+/* May writes (reads) of o be cached: the client's oplock or lease, or
+ * smbaccel's own on its behalf (not while a break of it is handled). */
 bool px_open_write_caching(const struct px_open *o);
 bool px_open_read_caching(const struct px_open *o);
+/* smbaccel holds write caching on o for its client (breaking or not): a
+ * break of it needs an acknowledgement. */
+bool px_open_proxy_write(const struct px_open *o);
 const char *px_dialect_name(uint16_t d);
 /* Is o still one of l's opens (a pointer kept in a pending entry)? */
 struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o);

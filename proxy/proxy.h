@@ -211,6 +211,24 @@ struct px_stats {
 	uint64_t bad_signatures;
 	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
 	                                      * signs answers it need not */
+	/* CREATEs rewritten (create.c) and leases smbaccel holds on a
+	 * client's behalf (lease.c, DESIGN.md section 6) */
+	uint64_t creates_rewritten;
+	uint64_t pl_asked;              /* CREATEs sent with smbaccel's lease
+	                                 * or oplock request */
+	uint64_t pl_granted;            /* ... answered with read caching */
+	uint64_t pl_granted_write;      /* ... and write caching */
+	uint64_t pl_create_failed;      /* ... answered with an error */
+	uint64_t pl_breaks;             /* breaks of them handled */
+	uint64_t pl_breaks_acked;       /* acknowledgements sent */
+	uint64_t breaks_unacked;        /* no id left for one: left to the
+	                                 * server's break timeout */
+	uint64_t pl_ack_refused;        /* acknowledgements the server
+	                                 * refused (its timeout had passed) */
+	uint64_t pl_ack_ms_sum;         /* break -> acknowledgement sent */
+	uint64_t pl_ack_ms_max;
+	uint64_t reserve_aged;          /* reserves given back unused at the
+	                                 * hoard bound */
 };
 extern struct px_stats px_stats;
 

@@ -83,6 +83,8 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	 * keep what the file held before the write */
 	if (!px_wb_file_idle(c, o))
 		return;
+	/* a break acknowledgement's id comes before read-ahead's */
+	(void)px_emit_tend_reserve(c);
 	for (;;) {
 		uint64_t run = co_pool_first_run(&c->led.pool), lo, off;
 		uint64_t budget = px_glob()->read_ahead_memory;

@@ -26,11 +26,13 @@
 #include <string.h>
 
 #include "proxy/relay.h"
+#include "proxy/lease.h"
 #include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/compound.h"
 #include "proxy/doccache.h"
 #include "proxy/writebehind.h"
+#include "proxy/create.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
 #include "proxy/keyed.h"
@@ -162,7 +164,9 @@ static enum px_rc
 client_opaque(struct px_conn *c, enum px_opaque_reason r, const char *detail,
     const uint8_t *frame, size_t len)
 {
-	if (!px_relay_quiet(c)) {
+	/* an acknowledgement reserve would never be spent: give it back */
+	c->no_reserve = true;
+	if (!px_relay_quiet(c) || c->led.rsv.held) {
 		px_wb_flush_all(c, CO_FLUSH_OPAQUE);
 		c->stall = PX_STALL_CONN_IDLE;
 		return PX_RC_STALL;
@@ -236,6 +240,30 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	}
 }
 
+/*
+ * A standalone CREATE about to be forwarded: the features that add create
+ * contexts of their own say what they want (smbaccel's lease on a
+ * client's behalf, lease.c), and create.c sends it rewritten if the
+ * session allows.  1 sent, 0 forward as is, -1 close.
+ */
+static int
+create_rewrite(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct px_create_edit ed;
+	struct px_lease_ask ask;
+	struct px_pending *p;
+	int rc;
+
+	px_create_edit_init(&ed);
+	px_lease_edit(c, h, e, &ed, &ask);
+	if (!px_create_edited(&ed) || !px_create_may_edit(c, h, e, true))
+		return 0;
+	if ((rc = px_create_forward(c, h, e, &ed, &p)) == 1)
+		px_lease_sent(c, p, &ask);
+	return rc;
+}
+
 /* An SMB2 message (msg, plaintext) that arrived as `frame`. */
 static enum px_rc
 client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
@@ -246,7 +274,7 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	struct smb2_fileid related;
 	size_t off;
 	int n, i;
-	bool compound;
+	bool compound, spend;
 
 	n = px_smb2_compound_count(msg, mlen);
 	if (n < 1 || px_smb2_hdr_decode(msg, mlen, 0, &first) == -1)
@@ -287,6 +315,9 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			if (ar == PX_AB_DONE) {
 				px_coh_on_request(c, &first, &e);
 				px_stats.requests[SMB2_WRITE]++;
+				/* its ids may pay an acknowledgement owed */
+				if (c->pl_owed)
+					px_lease_progress(c);
 				return PX_RC_DONE;
 			}
 			if (ar == PX_AB_STALL)
@@ -341,6 +372,13 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
 		    SMB2_NCMDS]++;
 		px_coh_on_request(c, &h, &e);
+		if (h.command == SMB2_CREATE && !compound &&
+		    c->state == PX_CONN_RELAY) {
+			int rc = create_rewrite(c, &h, &e);
+
+			if (rc != 0)
+				return rc == 1 ? PX_RC_DONE : PX_RC_CLOSE;
+		}
 		if (h.command == SMB2_NEGOTIATE && !compound)
 			px_keyed_negotiate_req(c, e.hdr, e.len);
 		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
@@ -353,9 +391,13 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		off += h.elem_len;
 	}
 	/* pooled ids kept back (for read-ahead, for documents) must not fall
-	 * behind the client's front by more than the hoard bound */
-	if (c->led.pool.count && co_pool_over_bound(&c->led.pool,
-	    c->led.cr.client_next, c->led.window))
+	 * behind the client's front by more than the hoard bound, and an
+	 * acknowledgement reserve ages as the client's ids move on */
+	spend = c->led.pool.count && co_pool_over_bound(&c->led.pool,
+	    c->led.cr.client_next, c->led.window);
+	if (c->led.rsv.held && px_emit_tend_reserve(c) == CO_RSV_RELEASE)
+		spend = true;
+	if (spend)
 		px_emit_spend_pool(c, false);
 	return px_relay_ops->send_frame(c, PX_SERVER, frame, len) == 0 ? PX_RC_DONE :
 	    PX_RC_CLOSE;
@@ -444,6 +486,8 @@ proxy_response(struct px_conn *c, const struct smb2_hdr *h,
 		px_ra_fetch_done(c, h, e, p);
 	else if (p->command == SMB2_WRITE)
 		px_wb_write_done(c, h, e, p);
+	else if (p->command == SMB2_OPLOCK_BREAK)
+		px_lease_ack_done(c, h, p);
 	/* a WRITE sent with a client's CLOSE, or smbaccel's own CLOSE */
 	return px_cmp_proxy_answer(c, h, e, p, false);
 }
@@ -509,7 +553,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
     const uint8_t *frame, size_t len, struct px_session *sealed)
 {
 	struct smb2_fileid last_create;
-	bool forward = true, replaced = false, kick = false;
+	bool forward = true, replaced = false, kick = false, released = false;
 	struct px_prot prot;
 	size_t off;
 	int n, i;
@@ -542,6 +586,18 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		    h.command == SMB2_OPLOCK_BREAK) {
 			struct smb2_oplock_break b;
 
+			/* a break of smbaccel's own lease: handled there, never
+			 * shown to the client (servers send breaks alone) */
+			if (px_lease_break(c, &e)) {
+				if (n == 1)
+					forward = false;
+				else
+					log_warnx("conn=%llu a break of smbaccel's "
+					    "lease came in a compound of %d: "
+					    "forwarded", (unsigned long long)c->id, n);
+				kick = true;
+				continue;
+			}
 			px_ledger_break(&c->led, &e);
 			/* write back before the client acknowledges (3.2.5.19) */
 			if (px_smb2_oplock_break_decode(&e, &b) == 0) {
@@ -569,6 +625,9 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			if (o)
 				px_coh_opened(c, o);
 		}
+		if (p && !interim && (h.command == SMB2_CLOSE ||
+		    h.command == SMB2_LOGOFF || h.command == SMB2_TREE_DISCONNECT))
+			released = true;
 		prot.encrypt = sealed_id != 0;
 		prot.sid = sealed_id ? sealed_id : h.session_id;
 		prot.sign = !sealed_id && (h.flags & SMB2_FLAGS_SIGNED);
@@ -619,6 +678,20 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			/* a read of the client may wait for these chunks */
 			kick = true;
 		}
+		if (p && !interim && n == 1 && h.command == SMB2_CREATE &&
+		    px_create_rewritten(p)) {
+			/* smbaccel's lease recorded, then taken out of the
+			 * answer the client gets */
+			bool rep;
+
+			px_lease_answered(c, &h, p, h.status == NT_STATUS_SUCCESS ?
+			    px_open_find(&c->led, &last_create) : NULL);
+			if (px_create_answer(c, &h, &e, p, &prot, &rep) == -1) {
+				px_pending_free(p);
+				return PX_RC_CLOSE;
+			}
+			replaced = replaced || rep;
+		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
 		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX &&
 		    n == 1) {
@@ -637,8 +710,15 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	if (forward && !replaced &&
 	    px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == -1)
 		return PX_RC_CLOSE;
+	if (released)
+		px_lease_released(c);
 	if (kick) {
 		px_emit_send_delayed(c);
+		/* pool order (DESIGN.md section 3): acknowledgements whose
+		 * data is now written, then other proxy requests (a CLOSE of
+		 * a handle a failed compound left open), then the leftovers
+		 * on ECHOs */
+		px_lease_progress(c);
 		if (px_cmp_kick(c) == -1)
 			return PX_RC_CLOSE;
 		/* pool ids left over once everything is flushed */
@@ -680,5 +760,6 @@ px_relay_free(struct px_conn *c)
 	px_dc_free(c);
 	px_wb_free(c);
 	px_emit_free(c);
+	px_lease_free(c);
 	px_coh_kick_waiters(c);
 }

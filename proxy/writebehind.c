@@ -523,6 +523,10 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	if (co_extent_append(&o->wb, w.offset, w.data, w.length,
 	    px_now_ms()) == -1)
 		return PX_AB_FAIL;
+	/* ids beyond what the data needs may fund a break acknowledgement
+	 * reserve (DESIGN.md section 3: data first, then the reserve) */
+	if (!c->led.rsv.held)
+		(void)px_emit_tend_reserve(c);
 	if (o->wb.len == w.length)
 		px_relay_ops->arm_timer(c);
 	wb_account(c, (int64_t)w.length);

@@ -171,6 +171,15 @@ enum px_key_result px_ntlm_session_key(const struct px_ntlm_challenge *c,
 int px_preauth_update(uint8_t hash[PX_PREAUTH_LEN], const uint8_t *msg,
     size_t len) PX_MUSTCHECK;
 
+/*
+ * A stable 128-bit name for a list of byte strings: the first 16 bytes of
+ * SHA-512 over each part preceded by its length (4 bytes, little endian),
+ * so that different splits of the same bytes differ.  Used for the lease
+ * keys smbaccel asks for on a client's behalf.  0 / -1.
+ */
+int px_digest16(const void *const *parts, const size_t *lens, unsigned int n,
+    uint8_t out[16]) PX_MUSTCHECK;
+
 #define PX_CIPHER_NONE        0
 #define PX_CIPHER_AES128_CCM  1
 #define PX_CIPHER_AES128_GCM  2

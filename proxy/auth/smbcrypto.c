@@ -159,6 +159,40 @@ px_preauth_update(uint8_t hash[PX_PREAUTH_LEN], const uint8_t *msg,
 	return ok ? 0 : -1;
 }
 
+int
+px_digest16(const void *const *parts, const size_t *lens, unsigned int n,
+    uint8_t out[16])
+{
+	uint8_t md[64], len4[4];
+	EVP_MD_CTX *c;
+	unsigned int i, mdlen = 0;
+	int ok;
+
+	if (!ready() || (n > 0 && (parts == NULL || lens == NULL)))
+		return -1;
+	if ((c = EVP_MD_CTX_new()) == NULL)
+		return -1;
+	ok = EVP_DigestInit_ex2(c, px_alg.sha512, NULL) == 1;
+	for (i = 0; ok && i < n; i++) {
+		if (lens[i] > UINT32_MAX || (lens[i] && parts[i] == NULL)) {
+			ok = 0;
+			break;
+		}
+		len4[0] = (uint8_t)lens[i];
+		len4[1] = (uint8_t)(lens[i] >> 8);
+		len4[2] = (uint8_t)(lens[i] >> 16);
+		len4[3] = (uint8_t)(lens[i] >> 24);
+		ok = EVP_DigestUpdate(c, len4, 4) == 1 &&
+		    (lens[i] == 0 || EVP_DigestUpdate(c, parts[i], lens[i]) == 1);
+	}
+	ok = ok && EVP_DigestFinal_ex(c, md, &mdlen) == 1 && mdlen == 64;
+	EVP_MD_CTX_free(c);
+	if (ok)
+		memcpy(out, md, 16);
+	explicit_bzero(md, sizeof(md));
+	return ok ? 0 : -1;
+}
+
 /* ---- key derivation (MS-SMB2 3.1.4.2) -------------------------------------- */
 
 /*

@@ -575,49 +575,30 @@ typedef int (*cctx_fn)(void *arg, const uint8_t *name, uint16_t nlen,
     const uint8_t *data, uint32_t dlen);
 
 /*
- * MS-SMB2 2.2.13.2: a chain of SMB2_CREATE_CONTEXT in [off, off + len).
- * Next is 8-byte aligned and leaves room for the next 16-byte context
- * header; NameOffset/DataOffset are relative to the context, and name and
- * data must lie inside the context (up to Next, or the end of the chain for
- * the last one).  The name is not limited to 4 bytes (some are GUIDs).
+ * MS-SMB2 2.2.13.2: a chain of SMB2_CREATE_CONTEXT in [off, off + len),
+ * walked by px_smb2_cctx_next (cctx.c), which checks Next, the name and the
+ * data of every context.  The name is not limited to 4 bytes (some are
+ * GUIDs).
  */
 static int
 cctx_walk(const struct smb2_elem *e, uint16_t ss, uint32_t off, uint32_t len,
     cctx_fn fn, void *arg)
 {
+	struct smb2_cctx_iter it;
+	struct smb2_cctx_view v;
 	const uint8_t *p;
-	size_t rem, ext;
-	uint32_t next, dlen;
-	uint16_t noff, nlen, doff;
+	int rc;
 
 	if (len == 0)
 		return 0;
 	if (elem_buf(e, ss, off, len, &p) == -1)
 		return -1;
-	rem = len;
-	for (;;) {
-		if (rem < 16)
+	px_smb2_cctx_iter(&it, p, len);
+	while ((rc = px_smb2_cctx_next(&it, &v)) == 1)
+		if (fn(arg, v.name, v.name_len, v.data ? v.data : v.name,
+		    v.data_len) == -1)
 			return -1;
-		next = px_get_u32(p);
-		noff = px_get_u16(p + 4);
-		nlen = px_get_u16(p + 6);
-		doff = px_get_u16(p + 10);
-		dlen = px_get_u32(p + 12);
-		if (next != 0 && (next % 8 != 0 || next < 16 || next > rem - 16))
-			return -1;
-		ext = next != 0 ? next : rem;
-		if (nlen == 0 || noff < 16 || noff > ext || nlen > ext - noff)
-			return -1;
-		if (dlen != 0 && ((size_t)doff < (size_t)noff + nlen ||
-		    doff > ext || dlen > ext - doff))
-			return -1;
-		if (fn(arg, p + noff, nlen, p + doff, dlen) == -1)
-			return -1;
-		if (next == 0)
-			return 0;
-		p += next;
-		rem -= next;
-	}
+	return rc;
 }
 
 static bool

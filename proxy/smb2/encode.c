@@ -239,3 +239,20 @@ px_smb2_oplock_ack_encode(uint8_t *dst, size_t cap,
 	put_fileid(b + 8, fid);
 	return total;
 }
+
+/* 2.2.24.2: Flags and LeaseDuration 0. */
+size_t
+px_smb2_lease_ack_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, const uint8_t *key, uint32_t state)
+{
+	size_t total = SMB2_HDR_LEN + 36;
+	uint8_t *b;
+
+	if (key == NULL ||
+	    !enc_begin(dst, cap, total, h, SMB2_OPLOCK_BREAK, false, 36))
+		return 0;
+	b = dst + SMB2_HDR_LEN;
+	memcpy(b + 8, key, 16);
+	px_put_u32(b + 24, state);
+	return total;
+}

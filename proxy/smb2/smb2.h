@@ -376,6 +376,101 @@ struct smb2_create_rsp {
 int px_smb2_create_rsp_decode(const struct smb2_elem *e,
     struct smb2_create_rsp *out) PX_MUSTCHECK;
 
+/* ---- CREATE contexts: walking, rewriting a request, restoring an answer -- */
+
+/*
+ * cctx.c.  smbaccel may add create contexts of its own to a CREATE request
+ * (a lease on the client's behalf, SMB2_CREATE_QUERY_ON_DISK_ID) and must
+ * then give the client the answer it would have had: the server's answer
+ * without those contexts and with the OplockLevel it would have granted.
+ * Contexts it keeps are copied byte for byte (the offsets inside a context
+ * are relative to the context, MS-SMB2 2.2.13.2), only laid out again.
+ */
+
+/* One context of a chain as px_smb2_cctx_next found it. */
+struct smb2_cctx_view {
+	const uint8_t *start;    /* its first byte (the Next field) */
+	size_t ext;              /* up to Next, or to the chain's end */
+	size_t used;             /* header, name and data: the bytes to copy */
+	const uint8_t *name;
+	uint16_t name_len;
+	const uint8_t *data;     /* NULL when DataLength is 0 */
+	uint32_t data_len;
+};
+
+struct smb2_cctx_iter {
+	const uint8_t *p;
+	size_t rem;
+	bool done;
+	bool bad;
+};
+
+/* Walk the chain at chain[0, len) (len 0: no contexts). */
+void px_smb2_cctx_iter(struct smb2_cctx_iter *it, const uint8_t *chain,
+    size_t len);
+/*
+ * The next context: 1 and *v filled, 0 at the end, -1 when the chain is
+ * malformed (MS-SMB2 2.2.13.2: Next 8-byte aligned and leaving room for a
+ * whole context header, name and data inside the context; once -1, always
+ * -1).
+ */
+int px_smb2_cctx_next(struct smb2_cctx_iter *it, struct smb2_cctx_view *v)
+    PX_MUSTCHECK;
+/* Is v's name the 4-byte tag (e.g. "RqLs")? */
+bool px_smb2_cctx_is(const struct smb2_cctx_view *v, const char *tag);
+
+/* A context to append to a CREATE request: a 4-byte name and its data. */
+struct smb2_cctx {
+	char tag[4];
+	const uint8_t *data;
+	uint32_t len;
+};
+
+/*
+ * The CREATE request element e again, with RequestedOplockLevel oplock
+ * (-1: as sent) and the contexts add[0, nadd) after the client's own.  The
+ * header and the fixed body are copied (the caller signs; a signature the
+ * copy carries is stale), the name follows the fixed body at offset 120,
+ * the chain starts 8-byte aligned after it, every context starts 8-byte
+ * aligned, Next and CreateContextsOffset/Length are set anew.  Returns the
+ * length written, or the length needed when dst is NULL; 0 when e is not a
+ * well-formed CREATE request or cap is too small.
+ */
+size_t px_smb2_create_req_rewrite(const struct smb2_elem *e, int oplock,
+    const struct smb2_cctx *add, unsigned int nadd, uint8_t *dst,
+    size_t cap);
+
+/*
+ * The CREATE response element e again, without its contexts named in
+ * strip[0, nstrip) and with OplockLevel oplock (-1: as sent).  Header and
+ * fixed body are copied; the contexts kept follow the fixed body (offset
+ * 152) in their order, each but the last padded to 8 bytes; with none
+ * left, CreateContextsOffset and Length are 0 and the message ends after
+ * the fixed body, as a server's answer without contexts does.  Length
+ * written (or needed, dst NULL), 0 when e is not a well-formed CREATE
+ * response or cap is too small.
+ */
+size_t px_smb2_create_rsp_restore(const struct smb2_elem *e, int oplock,
+    const char (*strip)[4], unsigned int nstrip, uint8_t *dst, size_t cap);
+
+/*
+ * The data of the first context tagged tag in CREATE request (response
+ * false) or response element e: 0 with data and len set (data NULL when
+ * empty), -1 when absent or the element or chain is malformed.
+ */
+int px_smb2_create_ctx_find(const struct smb2_elem *e, bool response,
+    const char *tag, const uint8_t **data, uint32_t *len) PX_MUSTCHECK;
+
+#define SMB2_LEASE_V1_LEN 32      /* 2.2.13.2.8 */
+#define SMB2_LEASE_V2_LEN 52      /* 2.2.13.2.10 */
+#define SMB2_LEASE_FLAG_BREAK_IN_PROGRESS 0x02u
+#define SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED 0x01u
+
+/* Data of a lease request context (v2 with a zero parent key and epoch,
+ * else v1) at dst; its length, or 0 if cap is too small. */
+size_t px_smb2_lease_ctx_encode(uint8_t *dst, size_t cap, const uint8_t *key,
+    uint32_t state, bool v2);
+
 /* ---- CLOSE, FLUSH (2.2.15, 2.2.17) --------------------------------------- */
 
 struct smb2_close_req {
@@ -543,6 +638,9 @@ size_t px_smb2_error_rsp_encode(uint8_t *dst, size_t cap,
 size_t px_smb2_oplock_ack_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h, const struct smb2_fileid *fid,
     uint8_t oplock_level);
+/* 2.2.24.2: Lease Break Acknowledgment for key, acknowledging state. */
+size_t px_smb2_lease_ack_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, const uint8_t *key, uint32_t state);
 
 /* UTF-16LE -> UTF-8 (for names); returns 0 or -1 on invalid input or when
  * the result (with NUL) does not fit in cap. */

@@ -18,7 +18,10 @@
  * After each record the event loop runs without blocking until nothing
  * moves, and whatever the daemon wrote to either peer is read and
  * dropped.  Policy: write_behind = always, read_ahead = always, small
- * queue_limit, so that every path is reachable.  At the end the connection
+ * queue_limit, so that every path is reachable; inputs of odd length run
+ * with the default gates (leased, proxy_lease on) instead, so that the
+ * CREATE rewrites and the breaks of leases held for clients are reached
+ * too (lease.c, create.c).  At the end the connection
  * is closed and the global accounting must be back to zero (connections,
  * write-behind and read-ahead bytes): a leak there would, in the daemon,
  * slowly eat the global memory budget and stall every client.
@@ -71,6 +74,23 @@ static const char policy[] =
     "flush_max_age = 60s\n"
     "write_behind_per_open = 1M\n"
     "read_ahead_max = 256K\n";
+/* The same with the default gates: leased, proxy_lease on. */
+static const char policy_leased[] =
+    "[global]\n"
+    "listen = 127.0.0.1:1\n"
+    "upstream = 127.0.0.1:2\n"
+    "mode = forward\n"
+    "control_socket = /nonexistent/fuzz.sock\n"
+    "queue_limit = 256K\n"
+    "write_behind_memory = 1M\n"
+    "read_ahead_memory = 1M\n"
+    "log_level = error\n"
+    "coalesce_size = 64K\n"
+    "flush_idle = 60s\n"
+    "flush_max_age = 60s\n"
+    "write_behind_per_open = 1M\n"
+    "read_ahead_max = 256K\n";
+static struct pol_config *cfg_always, *cfg_leased;
 
 static int lfd = -1;                 /* the fake server's listener */
 static struct sockaddr_storage dst;  /* its address, as the daemon sees it */
@@ -97,11 +117,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_init(lvl ? atoi(lvl) : PX_LOG_ERROR, true);
 	px_rt.loop = ev_default_loop(EVFLAG_AUTO);
 	px_conn_init(NULL);
-	px_rt.cfg = pol_load_string(policy, "fuzz_relay.conf", &errs);
-	if (px_rt.cfg == NULL) {
+	cfg_always = pol_load_string(policy, "fuzz_relay.conf", &errs);
+	cfg_leased = pol_load_string(policy_leased, "fuzz_relay_leased.conf",
+	    &errs);
+	if (cfg_always == NULL || cfg_leased == NULL) {
 		pol_errors_print(&errs, stderr);
 		abort();
 	}
+	px_rt.cfg = cfg_always;
 	/* the document cache too (no store: no file I/O) */
 	px_dc_start(pol_global(px_rt.cfg));
 	/* An abstract AF_UNIX name, zero-padded to the length the daemon
@@ -198,6 +221,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons(40000);
 	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	px_rt.cfg = (size & 1) ? cfg_leased : cfg_always;
 	px_conn_new(sv[1], &peer, &dst);
 	if (conn() != NULL) {
 		ev_run(px_rt.loop, EVRUN_NOWAIT);

@@ -9,7 +9,10 @@
  * whole input is also decoded as one element, so that bodies get fuzzed
  * even when the header is broken.  Pointers and lengths a decoder returns
  * are checked to lie inside the element.  A trailing part of the input
- * drives one encoder -> decoder round trip.
+ * drives one encoder -> decoder round trip.  Every element is also
+ * rewritten as a CREATE request with two contexts added and restored as a
+ * CREATE answer with RqLs removed (cctx.c): a result must decode as the
+ * input did, keep its name and contexts, and carry the added ones.
  *
  *   clang -fsanitize=fuzzer,address,undefined -I. tests/fuzz/fuzz_smb2.c \
  *       proxy/smb2/[a-z]*.c -o fuzz_smb2   (or: make fuzz-build)
@@ -110,6 +113,121 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 		abort();
 }
 
+/* Tags of a chain of element e at [off, +len) with n contexts at most;
+ * -1 if malformed.  Counts contexts tagged tag. */
+static int
+count_tag(const struct smb2_elem *e, uint32_t off, uint32_t len,
+    const char *tag)
+{
+	struct smb2_cctx_iter it;
+	struct smb2_cctx_view v;
+	int n = 0, rc;
+
+	if (len && (off > e->len || len > e->len - off))
+		abort();
+	px_smb2_cctx_iter(&it, len ? e->hdr + off : NULL, len);
+	while ((rc = px_smb2_cctx_next(&it, &v)) == 1) {
+		inside(e, v.start, v.used);
+		if ((size_t)(v.start - e->hdr) % 8 != 0)
+			abort();
+		n += px_smb2_cctx_is(&v, tag);
+	}
+	return rc == -1 ? -1 : n;
+}
+
+static void
+cctx_rewrite(const struct smb2_elem *e)
+{
+	static const uint8_t key[16] = { 1, 2, 3 };
+	static const char strip[][4] = { { 'R', 'q', 'L', 's' } };
+	uint8_t lease[SMB2_LEASE_V2_LEN];
+	struct smb2_cctx add[2];
+	struct smb2_create_req *q0, *q1;
+	struct smb2_create_rsp r0, r1;
+	struct smb2_elem o;
+	uint8_t *out;
+	size_t n, m;
+	int before;
+
+	if (px_smb2_lease_ctx_encode(lease, sizeof(lease), key, 5, true) == 0)
+		abort();
+	memcpy(add[0].tag, "QFid", 4);
+	add[0].data = NULL;
+	add[0].len = 0;
+	memcpy(add[1].tag, "RqLs", 4);
+	add[1].data = lease;
+	add[1].len = sizeof(lease);
+	q0 = malloc(sizeof(*q0));
+	q1 = malloc(sizeof(*q1));
+	if (q0 == NULL || q1 == NULL)
+		abort();
+	n = px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_LEASE, add, 2,
+	    NULL, 0);
+	if (n != 0) {
+		/* exactly n bytes, so ASan sees a write past them */
+		if ((out = malloc(n)) == NULL ||
+		    px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_LEASE, add, 2,
+		    out, n) != n || px_smb2_create_req_rewrite(e, -1, add, 2,
+		    out, n - 1) != 0)
+			abort();
+		o.hdr = out;
+		o.len = n;
+		before = count_tag(e, px_get_u32(e->hdr + 112),
+		    px_get_u32(e->hdr + 116), "QFid");
+		if (before < 0 || count_tag(&o, px_get_u32(out + 112),
+		    px_get_u32(out + 116), "QFid") != before + 1)
+			abort();
+		if (px_smb2_create_req_decode(e, q0) == 0 &&
+		    (px_smb2_create_req_decode(&o, q1) == -1 ||
+		    strcmp(q0->name, q1->name) != 0 ||
+		    q1->requested_oplock != SMB2_OPLOCK_LEVEL_LEASE ||
+		    q0->has_mxac != q1->has_mxac ||
+		    q0->has_durable != q1->has_durable || !q1->has_lease))
+			abort();
+		free(out);
+	}
+	/* the oplock alone (2.0.2: an oplock instead of a lease) */
+	n = px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_EXCLUSIVE, NULL, 0,
+	    NULL, 0);
+	if (n != 0) {
+		if ((out = malloc(n)) == NULL ||
+		    px_smb2_create_req_rewrite(e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+		    NULL, 0, out, n) != n || out[67] != SMB2_OPLOCK_LEVEL_EXCLUSIVE)
+			abort();
+		o.hdr = out;
+		o.len = n;
+		if (px_smb2_create_req_decode(e, q0) == 0 &&
+		    (px_smb2_create_req_decode(&o, q1) == -1 ||
+		    strcmp(q0->name, q1->name) != 0 ||
+		    q0->has_lease != q1->has_lease))
+			abort();
+		free(out);
+	}
+	n = px_smb2_create_rsp_restore(e, 0, strip, 1, NULL, 0);
+	if (n != 0) {
+		if ((out = malloc(n)) == NULL ||
+		    px_smb2_create_rsp_restore(e, 0, strip, 1, out, n) != n)
+			abort();
+		o.hdr = out;
+		o.len = n;
+		if (count_tag(&o, px_get_u32(out + 144), px_get_u32(out + 148),
+		    "RqLs") != 0 || out[66] != 0)
+			abort();
+		if (px_smb2_create_rsp_decode(e, &r0) == 0 &&
+		    (px_smb2_create_rsp_decode(&o, &r1) == -1 ||
+		    r1.has_lease || r0.has_mxac != r1.has_mxac ||
+		    !px_fileid_eq(&r0.file_id, &r1.file_id)))
+			abort();
+		/* restoring again changes nothing */
+		m = px_smb2_create_rsp_restore(&o, 0, strip, 1, NULL, 0);
+		if (m != n)
+			abort();
+		free(out);
+	}
+	free(q0);
+	free(q1);
+}
+
 /* Decode a copy of [p, p + n) as one element. */
 static void
 decode_copy(const uint8_t *p, size_t n, const struct smb2_hdr *h)
@@ -125,6 +243,7 @@ decode_copy(const uint8_t *p, size_t n, const struct smb2_hdr *h)
 	e.hdr = copy;
 	e.len = n;
 	decode_all(&e, h);
+	cctx_rewrite(&e);
 	free(copy);
 }
 

@@ -8,7 +8,9 @@
 # READs of >= 512 KiB.  B then overwrites regions behind, just ahead of
 # and far ahead of A, through the proxy or directly to smbd; the server
 # breaks A; A's next reads see the new bytes.  A reader with no oplock
-# gets no read-ahead under leased.  Then A reopens (a new oplock/lease)
+# gets read-ahead under leased through the lease smbaccel asks on its
+# behalf (proxy_lease, issue 15), and B's writes through smbaccel still
+# reach its next reads.  Then A reopens (a new oplock/lease)
 # and reads the whole file again.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
@@ -35,7 +37,9 @@ for c in $CASES; do
 	[ $rc -eq 0 ] || fail "$c: the reader saw wrong bytes or no break (above)"
 	info "$c: ra_hits +$((h1 - h0))"
 	if [ "$mode" = none ]; then
-		assert_eq 0 $((h1 - h0)) "$c: reads served by read-ahead without an oplock under leased"
+		# smbaccel's own R lease serves the first half; B's write
+		# through smbaccel breaks it (the rest goes to the server)
+		assert_ge 900 $((h1 - h0)) "$c: reads served by read-ahead (of 1024 before B's writes) under smbaccel's lease"
 	else
 		assert_ge 2900 $((h1 - h0)) "$c: reads served by read-ahead (of 4096 under an oplock/lease)"
 		# 4 MiB + 8 MiB read under the oplock/lease, 4 MiB (after the

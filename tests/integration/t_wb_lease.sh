@@ -18,7 +18,8 @@ CASES=${WB_LEASE_CASES:-oplock:3.0 lease:3.0 lease:2.1 oplock:2.0.2}
 start_smbd
 # flush_idle 2s: a client stalled by a busy machine must not split the
 # coalesced writes (the timer is not what is tested here).
-PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = leased" "flush_idle = 2s" "flush_max_age = 20s"
+PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = leased" "flush_idle = 2s" "flush_max_age = 20s" \
+    "[share dur]" "proxy_lease = off"
 
 for c in $CASES; do
 	mode=${c%%:*} d=${c#*:}
@@ -42,23 +43,30 @@ for c in $CASES; do
 	rm -f "$CAP_FILE"
 done
 
-# Negative: no oplock, no lease -> nothing absorbed under leased.
-a0=$(stat_get writes_absorbed)
+# No oplock, no lease: absorbed through smbaccel's own lease (share
+# share), nothing absorbed with proxy_lease = off (share dur).
 cat > "$T/nolease.py" <<'PYEOF'
 import sys
 from wb_smb import *
-c = Client(int(sys.argv[1]), "3.0")
+c = Client(int(sys.argv[1]), "3.0", share=sys.argv[2])
 fid, r = c.create("lease-none", disposition=FILE_OVERWRITE_IF)
-assert r["oplock"] == 0, r
+assert r["oplock"] == 0 and r["lease"] is None, r
 for i in range(256):
     c.write(fid, i * 1024, b"n" * 1024)
 c.close(fid)
 c.logoff()
 PYEOF
-out=$(timeout 60 "$PY" "$T/nolease.py" "$PROXY_PORT" 2>&1) || fail "no-oplock writer failed: $out"
-a1=$(stat_get writes_absorbed)
-assert_eq 0 $((a1 - a0)) "writes absorbed on an open without oplock/lease under leased"
+for sh in share dur; do
+	a0=$(stat_get writes_absorbed)
+	out=$(timeout 60 "$PY" "$T/nolease.py" "$PROXY_PORT" "$sh" 2>&1) || fail "no-oplock writer on $sh failed: $out"
+	a1=$(stat_get writes_absorbed)
+	case $sh in
+	share) assert_eq 256 $((a1 - a0)) "writes absorbed on an open without oplock/lease under leased (smbaccel's lease)" ;;
+	dur) assert_eq 0 $((a1 - a0)) "writes absorbed on an open without oplock/lease under leased, proxy_lease = off" ;;
+	esac
+done
 assert_eq 262144 "$(stat -c %s "$SHARE_DIR/lease-none")" "size of lease-none"
+assert_eq 262144 "$(stat -c %s "$DUR_DIR/lease-none")" "size of lease-none on dur"
 info "stats: $(stats_line writes_absorbed writes_forwarded upstream_writes flush_causes.break flush_causes.peer deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"

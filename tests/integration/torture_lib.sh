@@ -13,7 +13,8 @@
 # suites mostly wait on timers: smb2.oplock and smb2.lease spend minutes
 # waiting for break timeouts, not CPU).  "/" separates groups: the suites
 # of one group run one after another in the same lane.  The direct run
-# ("direct") is a lane like the others.
+# ("direct") is a lane like the others.  A suite written dur:NAME runs
+# on the [dur] share (durable handles need it, lib.sh).
 #
 #   TORTURE_CONFIGS  "name|write_behind|read_ahead" entries
 #   TORTURE_OPT      one extra smbtorture option for every run (e.g.
@@ -39,12 +40,12 @@ EOF2
 	samba_private_dirs "$T/torture-samba"
 } > "$T/torture.conf"
 
-# run_suite PORT SUITE OUT: subunit stream of one suite into OUT; prints
-# "rc seconds".
+# run_suite PORT SUITE OUT [SHARE]: subunit stream of one suite into OUT;
+# prints "rc seconds".
 run_suite() {
 	local t0 rc
 	t0=$(now)
-	HOME=$T timeout "${TORTURE_SUITE_TIMEOUT:-400}" smbtorture "//127.0.0.1/share" -U "$SMB_USER%$SMB_PASS" -p "$1" \
+	HOME=$T timeout "${TORTURE_SUITE_TIMEOUT:-400}" smbtorture "//127.0.0.1/${4:-share}" -U "$SMB_USER%$SMB_PASS" -p "$1" \
 	    --configfile="$T/torture.conf" --format=subunit --fullname \
 	    --option=torture:progress=no --target=samba3 ${TORTURE_OPT:+"$TORTURE_OPT"} \
 	    "$2" > "$3" 2>"$3.err" < /dev/null
@@ -97,8 +98,10 @@ lane() {
 		echo "$PROXY_PID" > "$dir/proxy.pid"
 	fi
 	for s in "$@"; do
-		find "$SHARE_DIR" -mindepth 1 -delete 2>/dev/null
-		read -r rc secs < <(run_suite "$port" "$s" "$dir/$s.subunit")
+		local sh=share sdir=$SHARE_DIR name=$s
+		case $s in dur:*) sh=dur sdir=$DUR_DIR name=${s#dur:} ;; esac
+		find "$sdir" -mindepth 1 -delete 2>/dev/null
+		read -r rc secs < <(run_suite "$port" "$name" "$dir/$s.subunit" "$sh")
 		results "$dir/$s.subunit" > "$dir/$s.res"
 		echo "$rc $secs" > "$dir/$s.time"
 		if [ "$cname" != direct ] && ! proxy_alive; then

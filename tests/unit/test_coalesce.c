@@ -68,6 +68,102 @@ test_pool_runs_bounded(void)
 	CU_ASSERT_EQUAL(total, CO_POOL_MAX_RUNS + 1);
 }
 
+/*
+ * The acknowledgement reserve (DESIGN.md sections 3 and 6): taken from
+ * spare ids only (buffered data first), the pool's oldest so that no run
+ * is split; refreshed with the pool's oldest once it is half the hoard
+ * bound old, the old id handed back to be spent; let go when not needed
+ * or as old as the bound with nothing newer; never an id twice.
+ */
+static void
+test_reserve(void)
+{
+	struct co_pool p;
+	struct co_reserve r;
+	uint64_t id, gone = 0;
+
+	co_pool_init(&p);
+	co_reserve_init(&r);
+	/* nothing needed, nothing pooled */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 0, 10, 8192, &gone),
+	    CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 5, 10, 8192, &gone),
+	    CO_RSV_KEEP);
+	CU_ASSERT_FALSE(r.held);
+	/* ids pooled but all needed by buffered data: no reserve */
+	CU_ASSERT(co_pool_add(&p, 100, 16) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 116, 8192, &gone),
+	    CO_RSV_KEEP);
+	CU_ASSERT_FALSE(r.held);
+	CU_ASSERT_EQUAL(p.count, 16);
+	/* one spare: the oldest id is taken, the run stays one run */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 116, 8192, &gone),
+	    CO_RSV_TAKE);
+	CU_ASSERT_TRUE(r.held);
+	CU_ASSERT_EQUAL(r.id, 100);
+	CU_ASSERT_EQUAL(p.count, 15);
+	CU_ASSERT_EQUAL(p.nruns, 1);
+	CU_ASSERT_EQUAL(p.oldest, 101);
+	/* newer ids arrive: still one run, above the reserve */
+	CU_ASSERT(co_pool_add(&p, 116, 200) == 0);
+	CU_ASSERT_EQUAL(p.nruns, 1);
+	/* held and young: kept, whatever spare says */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 316, 8192, &gone),
+	    CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 99, 316, 8192, &gone),
+	    CO_RSV_KEEP);
+	/* bound min(8192 / 4, 512) = 512: at half of it, with newer ids
+	 * pooled, the pool's oldest replaces it and the old one is handed
+	 * back (not pooled) */
+	while (p.count)
+		(void)co_pool_take_run(&p, 64, &id);    /* a flush spent them */
+	CU_ASSERT(co_pool_add(&p, 350, 10) == 0);
+	CU_ASSERT_EQUAL(co_reserve_decide(&r, &p, true, 0, 100 + 255, 8192),
+	    CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 100 + 256, 8192,
+	    &gone), CO_RSV_REFRESH);
+	CU_ASSERT_EQUAL(gone, 100);
+	CU_ASSERT_EQUAL(r.id, 350);
+	CU_ASSERT_EQUAL(p.count, 9);
+	CU_ASSERT_EQUAL(p.nruns, 1);
+	CU_ASSERT_EQUAL(p.oldest, 351);
+	/* as old as the bound with nothing newer: let go */
+	while (p.count)
+		(void)co_pool_take_run(&p, 64, &id);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 350 + 300, 8192,
+	    &gone), CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 350 + 512, 8192,
+	    &gone), CO_RSV_RELEASE);
+	CU_ASSERT_FALSE(r.held);
+	CU_ASSERT_EQUAL(gone, 350);
+	CU_ASSERT_EQUAL(p.count, 0);
+	/* an older id in the pool does not refresh it */
+	CU_ASSERT(co_pool_add(&p, 900, 4) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 4, 904, 8192, &gone),
+	    CO_RSV_TAKE);
+	CU_ASSERT_EQUAL(r.id, 900);
+	CU_ASSERT(co_pool_add(&p, 800, 1) == 0);
+	CU_ASSERT_EQUAL(co_reserve_decide(&r, &p, true, 0, 900 + 300, 8192),
+	    CO_RSV_KEEP);
+	/* not needed any more: let go */
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 3, 904, 8192, &gone),
+	    CO_RSV_RELEASE);
+	CU_ASSERT_EQUAL(gone, 900);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, false, 4, 904, 8192, &gone),
+	    CO_RSV_KEEP);
+	/* a small window: bound 2 (window 8), refresh at age 1 */
+	co_pool_init(&p);
+	CU_ASSERT(co_pool_add(&p, 903, 1) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 904, 8, &gone),
+	    CO_RSV_TAKE);
+	CU_ASSERT(co_pool_add(&p, 904, 1) == 0);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 905, 8, &gone),
+	    CO_RSV_REFRESH);
+	CU_ASSERT_EQUAL(r.id, 904);
+	CU_ASSERT_EQUAL(gone, 903);
+	CU_ASSERT_EQUAL(p.count, 0);
+}
+
 static void
 test_pool_hoard_bound(void)
 {
@@ -522,6 +618,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "pool merge/take/overlap", test_pool_merge);
 	CU_add_test(s, "pool run table bounded", test_pool_runs_bounded);
 	CU_add_test(s, "pool hoard bound", test_pool_hoard_bound);
+	CU_add_test(s, "acknowledgement reserve", test_reserve);
 	CU_add_test(s, "bank grants", test_bank_grants);
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
 	CU_add_test(s, "compound grant split", test_compound_split);

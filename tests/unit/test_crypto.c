@@ -1761,6 +1761,34 @@ test_secrets_limits(void)
 	unlink(secrets_path);
 }
 
+/* px_digest16: SHA-512 over length-prefixed parts, first 16 bytes
+ * (values from Python's hashlib). */
+static void
+test_digest16(void)
+{
+	static const uint8_t ab_c[16] = { 0x85, 0x8f, 0xd9, 0x0c, 0xde, 0x05,
+	    0xd6, 0xa8, 0x04, 0x22, 0x24, 0x91, 0x5e, 0xd0, 0xef, 0xcd };
+	static const uint8_t a_bc[16] = { 0x55, 0xdf, 0x27, 0x35, 0x16, 0xf9,
+	    0xb8, 0xd7, 0x5f, 0x35, 0x40, 0xb2, 0xb6, 0x5c, 0xf2, 0xdb };
+	static const uint8_t none[16] = { 0xcf, 0x83, 0xe1, 0x35, 0x7e, 0xef,
+	    0xb8, 0xbd, 0xf1, 0x54, 0x28, 0x50, 0xd6, 0x6d, 0x80, 0x07 };
+	const void *p[2];
+	size_t l[2];
+	uint8_t out[16];
+
+	p[0] = "ab"; l[0] = 2; p[1] = "c"; l[1] = 1;
+	CU_ASSERT_EQUAL_FATAL(px_digest16(p, l, 2, out), 0);
+	CU_ASSERT_EQUAL(memcmp(out, ab_c, 16), 0);
+	p[0] = "a"; l[0] = 1; p[1] = "bc"; l[1] = 2;
+	CU_ASSERT_EQUAL_FATAL(px_digest16(p, l, 2, out), 0);
+	CU_ASSERT_EQUAL(memcmp(out, a_bc, 16), 0);
+	CU_ASSERT_EQUAL_FATAL(px_digest16(NULL, NULL, 0, out), 0);
+	CU_ASSERT_EQUAL(memcmp(out, none, 16), 0);
+	p[0] = NULL; l[0] = 3;
+	CU_ASSERT_EQUAL(px_digest16(p, l, 1, out), -1);
+	CU_ASSERT_EQUAL(px_digest16(NULL, l, 1, out), -1);
+}
+
 void
 ut_register_crypto(void)
 {
@@ -1788,4 +1816,5 @@ ut_register_crypto(void)
 	CU_add_test(s, "secrets: malformed lines", test_secrets_refused);
 	CU_add_test(s, "secrets: permissions, owner", test_secrets_perms);
 	CU_add_test(s, "secrets: limits", test_secrets_limits);
+	CU_add_test(s, "digest16 (lease keys)", test_digest16);
 }

@@ -130,6 +130,7 @@ expect_defaults(const struct pol_share *s)
 	CU_ASSERT_EQUAL(s->write_behind_per_open, 64 * 1024 * 1024);
 	CU_ASSERT_EQUAL(s->read_ahead_max, 8 * 1024 * 1024);
 	CU_ASSERT_TRUE(s->close_compound);
+	CU_ASSERT_TRUE(s->proxy_lease);
 	CU_ASSERT_EQUAL(s->read_cache, true);
 	CU_ASSERT_EQUAL(s->read_cache_file_max, 64 * 1024 * 1024);
 }
@@ -540,7 +541,7 @@ test_bad_values(void)
 		  "'sometimes' is not one of off, leased, always" },
 		{ "read_ahead = yes", "not one of" },
 		{ "close_compound = maybe",
-		  "'maybe' is not a boolean (yes or no)" },
+		  "'maybe' is not a boolean (on or off)" },
 		{ "mode = reverse", "not one of forward, transparent, tproxy" },
 		{ "log_level = verbose",
 		  "not one of error, warn, info, debug" },
@@ -568,6 +569,11 @@ test_bad_values(void)
 		{ "read_cache_memory = 512K", "below the minimum 1M" },
 		{ "read_cache_dir = var/cache/smbaccel", "not an absolute path" },
 		{ "read_cache_disk = 65T", "above the maximum 64T" },
+		{ "proxy_lease = maybe",
+		  "bad value for 'proxy_lease': 'maybe' is not a boolean (on "
+		  "or off)" },
+		{ "proxy_lease = onn", "not a boolean" },
+		{ "proxy_lease =", "empty value" },
 	};
 	/* listen is replaced, so these are line 2 */
 	static const struct { const char *value, *needle; } addrs[] = {
@@ -1293,6 +1299,74 @@ test_server_settings(void)
 	pol_free(cfg);
 }
 
+/* proxy_lease (DESIGN.md section 6): a boolean per share, default on,
+ * the most specific section wins, printed back as on/off. */
+static void
+test_proxy_lease(void)
+{
+	static const char text[] = G3
+	    "proxy_lease = off\n"
+	    "[share media]\n"
+	    "proxy_lease = yes\n"
+	    "[//nas1/media]\n"
+	    "proxy_lease = 0\n"
+	    "[share docs]\n"
+	    "write_behind = always\n";
+	struct pol_config *cfg, *again;
+	struct pol_share s;
+	char *v;
+
+	cfg = load_ok(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	pol_share_lookup(cfg, "nas2", "other", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* [global] default */
+	pol_share_lookup(cfg, "nas2", "media", &s);
+	CU_ASSERT_TRUE(s.proxy_lease);          /* [share media] */
+	pol_share_lookup(cfg, "NAS1", "Media", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* [//nas1/media] */
+	pol_share_lookup(cfg, "nas2", "docs", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);         /* not set there: [global] */
+	CU_ASSERT_EQUAL(s.write_behind, POL_GATE_ALWAYS);
+	v = dump_values(cfg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+	CU_ASSERT_PTR_NOT_NULL(strstr(v, "\nproxy_lease           = off"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(v, "\nproxy_lease           = on"));
+	CU_ASSERT_PTR_NULL(strstr(v, "= yes"));
+	free(v);
+	/* the dump parses back to the same settings */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *fp = open_memstream(&buf, &len);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+		pol_dump(cfg, fp);
+		fclose(fp);
+		again = load_ok(buf);
+		free(buf);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+	pol_share_lookup(again, "nas1", "media", &s);
+	CU_ASSERT_FALSE(s.proxy_lease);
+	pol_share_lookup(again, "x", "media", &s);
+	CU_ASSERT_TRUE(s.proxy_lease);
+	pol_free(again);
+	pol_free(cfg);
+	/* reloadable: a diff of only proxy_lease is no obstacle */
+	{
+		struct pol_errors errs = { 0 };
+		struct pol_config *a = load_ok(G3), *b = load_ok(G3
+		    "proxy_lease = off\n");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+		CU_ASSERT_EQUAL(pol_diff_reloadable(a, b, &errs), 0);
+		pol_errors_free(&errs);
+		pol_free(a);
+		pol_free(b);
+	}
+}
+
 void
 ut_register_policy(void)
 {
@@ -1319,6 +1393,7 @@ ut_register_policy(void)
 		{ "dump round trip", test_dump_roundtrip },
 		{ "keytab per server", test_keytab },
 		{ "server settings", test_server_settings },
+		{ "proxy_lease", test_proxy_lease },
 	};
 	CU_pSuite suite;
 	size_t i;

@@ -2062,6 +2062,280 @@ test_create_long_name(void)
 	}
 }
 
+/* ---- CREATE contexts: rewrite, restore (cctx.c) -------------------------- */
+
+/* Walk a chain and list its tags ("RqLs,MxAc"); checks every context starts
+ * 8-byte aligned relative to the header.  -1 if malformed. */
+static int
+chain_tags(const uint8_t *hdr, size_t off, size_t len, char *out, size_t cap)
+{
+	struct smb2_cctx_iter it;
+	struct smb2_cctx_view v;
+	int rc;
+
+	out[0] = '\0';
+	px_smb2_cctx_iter(&it, len ? hdr + off : NULL, len);
+	while ((rc = px_smb2_cctx_next(&it, &v)) == 1) {
+		if ((size_t)(v.start - hdr) % 8 != 0)
+			return -1;
+		if (out[0] != '\0')
+			strncat(out, ",", cap - strlen(out) - 1);
+		strncat(out, (const char *)v.name,
+		    v.name_len < cap - strlen(out) - 1 ? v.name_len :
+		    cap - strlen(out) - 1);
+	}
+	return rc;
+}
+
+static void
+test_cctx_request_rewrite(void)
+{
+	uint8_t b[BUFSZ], o[BUFSZ], lease[SMB2_LEASE_V2_LEN];
+	static const uint8_t key2[16] = { 0xA5, 0xA5, 0x01 };
+	struct smb2_cctx add[2];
+	struct smb2_elem e, eo;
+	struct smb2_create_req q;
+	char tags[128];
+	size_t n, need, i;
+
+	/* the client's three contexts, then QFid (no data) and a v2 lease */
+	n = mk_create_req(b);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_lease_ctx_encode(lease, sizeof(lease), key2,
+	    SMB2_LEASE_READ | SMB2_LEASE_WRITE, true), SMB2_LEASE_V2_LEN);
+	CU_ASSERT_EQUAL(px_smb2_lease_ctx_encode(lease, 51, key2, 1, true), 0);
+	memcpy(add[0].tag, "QFid", 4);
+	add[0].data = NULL;
+	add[0].len = 0;
+	memcpy(add[1].tag, "RqLx", 4);  /* a second lease would be refused */
+	add[1].data = lease;
+	add[1].len = SMB2_LEASE_V2_LEN;
+	need = px_smb2_create_req_rewrite(&e, -1, add, 2, NULL, 0);
+	/* 304 - trailing padding 0 + QFid: 8-aligned 304 + 20, then RqLx at
+	 * 328: 24 + 52 = 404 */
+	CU_ASSERT_EQUAL(need, 404);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 2, o, need - 1), 0);
+	memset(o, 0xEE, sizeof(o));
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_rewrite(&e, -1, add, 2, o,
+	    sizeof(o)), need);
+	CU_ASSERT_EQUAL(o[need], 0xEE);
+	CU_ASSERT_EQUAL(memcmp(o, b, 64 + 44), 0);      /* header, fixed body */
+	CU_ASSERT_EQUAL(px_get_u16(o + 108), 120);
+	CU_ASSERT_EQUAL(memcmp(o + 120, b + 120, 24), 0);
+	CU_ASSERT_EQUAL(px_get_u32(o + 112), 144);
+	CU_ASSERT_EQUAL(px_get_u32(o + 116), need - 144);
+	CU_ASSERT_EQUAL(chain_tags(o, 144, need - 144, tags, sizeof(tags)), 0);
+	CU_ASSERT_STRING_EQUAL(tags, "RqLs,MxAc,DH2Q,QFid,RqLx");
+	elem_of(&eo, o, need);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&eo, &q), 0);
+	CU_ASSERT_STRING_EQUAL(q.name, "dir\\file.txt");
+	CU_ASSERT_TRUE(q.has_lease && q.has_mxac && q.has_durable);
+	CU_ASSERT_EQUAL(memcmp(q.lease_key, LEASE_KEY, 16), 0); /* client's */
+	{
+		const uint8_t *d;
+		uint32_t dl;
+
+		CU_ASSERT_EQUAL(px_smb2_create_ctx_find(&eo, false, "RqLx", &d,
+		    &dl), 0);
+		CU_ASSERT_EQUAL(dl, SMB2_LEASE_V2_LEN);
+		CU_ASSERT_EQUAL(memcmp(d, key2, 16), 0);
+		CU_ASSERT_EQUAL(px_get_u32(d + 16), 5);
+		CU_ASSERT_EQUAL(px_smb2_create_ctx_find(&eo, false, "QFid", &d,
+		    &dl), 0);
+		CU_ASSERT_EQUAL(dl, 0);
+		CU_ASSERT_PTR_NULL(d);
+		CU_ASSERT_EQUAL(px_smb2_create_ctx_find(&eo, false, "DH2C", &d,
+		    &dl), -1);
+		/* the DH2Q data travelled with its context */
+		CU_ASSERT_EQUAL(px_smb2_create_ctx_find(&eo, false, "DH2Q", &d,
+		    &dl), 0);
+		CU_ASSERT_EQUAL(dl, 32);
+		CU_ASSERT_EQUAL(px_get_u32(d), 60000);
+	}
+
+	/* no contexts, a 10-byte name: lease context at align8(130) = 136,
+	 * RequestedOplockLevel set to LEASE */
+	memset(b, 0, sizeof(b));
+	mk_hdr(b, SMB2_CREATE, 0, 0);
+	px_put_u16(b + 64, 57);
+	px_put_u16(b + 108, 120);
+	px_put_u16(b + 110, (uint16_t)put_u16str(b + 120, "a.txt"));
+	elem_of(&e, b, 130);
+	add[0] = add[1];
+	memcpy(add[0].tag, "RqLs", 4);
+	n = px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_LEASE, add, 1, o,
+	    sizeof(o));
+	CU_ASSERT_EQUAL(n, 136 + 24 + 52);
+	elem_of(&eo, o, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&eo, &q), 0);
+	CU_ASSERT_EQUAL(q.requested_oplock, SMB2_OPLOCK_LEVEL_LEASE);
+	CU_ASSERT_TRUE(q.has_lease);
+	CU_ASSERT_EQUAL(memcmp(q.lease_key, key2, 16), 0);
+	CU_ASSERT_EQUAL(q.lease_state, 5);
+	CU_ASSERT_STRING_EQUAL(q.name, "a.txt");
+	CU_ASSERT_EQUAL(px_get_u32(o + 112), 136);
+	CU_ASSERT_EQUAL(o[130], 0);                     /* padding zeroed */
+
+	/* a name, nothing added, oplock changed: no padding after the name
+	 * (nothing follows it), not a byte more */
+	memset(o, 0xEE, sizeof(o));
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+	    NULL, 0, NULL, 0), 130);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+	    NULL, 0, o, 130), 130);
+	CU_ASSERT_EQUAL(o[130], 0xEE);
+	CU_ASSERT_EQUAL(o[67], SMB2_OPLOCK_LEVEL_EXCLUSIVE);
+	CU_ASSERT_EQUAL(px_get_u32(o + 112), 0);
+	CU_ASSERT_EQUAL(px_get_u32(o + 116), 0);
+	elem_of(&eo, o, 130);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&eo, &q), 0);
+	CU_ASSERT_STRING_EQUAL(q.name, "a.txt");
+	CU_ASSERT_EQUAL(q.requested_oplock, SMB2_OPLOCK_LEVEL_EXCLUSIVE);
+	/* empty name, nothing added, oplock changed: the one Buffer byte */
+	px_put_u16(b + 110, 0);
+	elem_of(&e, b, 120);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, SMB2_OPLOCK_LEVEL_II,
+	    NULL, 0, o, sizeof(o)), 121);
+	CU_ASSERT_EQUAL(o[67], SMB2_OPLOCK_LEVEL_II);
+	elem_of(&eo, o, 121);
+	CU_ASSERT_EQUAL(px_smb2_create_req_decode(&eo, &q), 0);
+
+	/* malformed inputs are refused, at every truncation no crash */
+	n = mk_create_req(b);
+	px_put_u16(b + 64, 56);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL, 0), 0);
+	n = mk_create_req(b);
+	px_put_u32(b + 144, 81);                        /* Next unaligned */
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL, 0), 0);
+	n = mk_create_req(b);
+	for (i = 0; i < n; i++) {
+		size_t r;
+
+		elem_of(&e, b, i);
+		r = px_smb2_create_req_rewrite(&e, -1, add, 1, o, sizeof(o));
+		UT_CHECK(r == 0, "truncated to %zu: %zu", i, r);
+	}
+	/* a context larger than a context can say is refused */
+	add[0].len = 0x10000;
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL, 0), 0);
+}
+
+static void
+test_cctx_response_restore(void)
+{
+	uint8_t b[BUFSZ], o[BUFSZ];
+	static const char rqls[][4] = { { 'R', 'q', 'L', 's' } };
+	static const char both[][4] = { { 'R', 'q', 'L', 's' },
+	    { 'M', 'x', 'A', 'c' } };
+	static const char mxac[][4] = { { 'M', 'x', 'A', 'c' } };
+	struct smb2_elem e, eo;
+	struct smb2_create_rsp r;
+	char tags[64];
+	size_t n, i;
+
+	n = mk_create_rsp(b);
+	elem_of(&e, b, n);
+	/* nothing stripped, nothing changed: the same bytes */
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_rsp_restore(&e, -1, NULL, 0, o,
+	    sizeof(o)), n);
+	CU_ASSERT_EQUAL(memcmp(o, b, n), 0);
+	/* smbaccel's lease removed, OplockLevel restored to none */
+	n = px_smb2_create_rsp_restore(&e, SMB2_OPLOCK_LEVEL_NONE, rqls, 1, o,
+	    sizeof(o));
+	CU_ASSERT_EQUAL(n, 152 + 32);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_restore(&e, 0, rqls, 1, o, n - 1), 0);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_restore(&e, 0, rqls, 1, NULL, 0), n);
+	CU_ASSERT_EQUAL(memcmp(o, b, 66), 0);
+	CU_ASSERT_EQUAL(memcmp(o + 67, b + 67, 144 - 67), 0);
+	CU_ASSERT_EQUAL(o[66], SMB2_OPLOCK_LEVEL_NONE);
+	elem_of(&eo, o, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_rsp_decode(&eo, &r), 0);
+	CU_ASSERT_FALSE(r.has_lease);
+	CU_ASSERT_TRUE(r.has_mxac);
+	CU_ASSERT_EQUAL(r.maximal_access, 0x001F01FF);
+	CU_ASSERT_EQUAL(r.end_of_file, 12345);
+	CU_ASSERT_TRUE(px_fileid_eq(&r.file_id, &FID));
+	CU_ASSERT_EQUAL(px_get_u32(o + 144), 152);
+	CU_ASSERT_EQUAL(px_get_u32(o + 148), 32);
+	CU_ASSERT_EQUAL(px_get_u32(o + 152), 0);        /* last: Next 0 */
+	/* both removed: the fixed body only, offsets 0 */
+	n = px_smb2_create_rsp_restore(&e, 0, both, 2, o, sizeof(o));
+	CU_ASSERT_EQUAL(n, 152);
+	CU_ASSERT_EQUAL(px_get_u32(o + 144), 0);
+	CU_ASSERT_EQUAL(px_get_u32(o + 148), 0);
+	elem_of(&eo, o, n);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_decode(&eo, &r), 0);
+	CU_ASSERT_FALSE(r.has_lease || r.has_mxac);
+	/* the first removed: RqLs moves to 152, unpadded */
+	n = px_smb2_create_rsp_restore(&e, -1, mxac, 1, o, sizeof(o));
+	CU_ASSERT_EQUAL(n, 152 + 56);
+	CU_ASSERT_EQUAL(o[66], SMB2_OPLOCK_LEVEL_LEASE);
+	CU_ASSERT_EQUAL(chain_tags(o, 152, 56, tags, sizeof(tags)), 0);
+	CU_ASSERT_STRING_EQUAL(tags, "RqLs");
+	elem_of(&eo, o, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_rsp_decode(&eo, &r), 0);
+	CU_ASSERT_TRUE(r.has_lease && !r.has_mxac);
+	CU_ASSERT_EQUAL(r.lease_state, SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+	{
+		const uint8_t *d;
+		uint32_t dl;
+
+		CU_ASSERT_EQUAL(px_smb2_create_ctx_find(&e, true, "MxAc", &d,
+		    &dl), 0);
+		CU_ASSERT_EQUAL(dl, 8);
+		CU_ASSERT_EQUAL(px_get_u32(d + 4), 0x001F01FF);
+	}
+	/* a response without contexts stays as it is */
+	n = mk_create_rsp(b);
+	px_put_u32(b + 144, 0);
+	px_put_u32(b + 148, 0);
+	elem_of(&e, b, 152);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_restore(&e, -1, rqls, 1, o,
+	    sizeof(o)), 152);
+	CU_ASSERT_EQUAL(memcmp(o, b, 152), 0);
+	/* malformed: a chain past the end, a lying Next, truncation */
+	n = mk_create_rsp(b);
+	px_put_u32(b + 148, 89);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_restore(&e, 0, rqls, 1, NULL, 0), 0);
+	n = mk_create_rsp(b);
+	px_put_u32(b + 152, 200);
+	CU_ASSERT_EQUAL(px_smb2_create_rsp_restore(&e, 0, rqls, 1, NULL, 0), 0);
+	n = mk_create_rsp(b);
+	for (i = 0; i < n; i++) {
+		elem_of(&e, b, i);
+		UT_CHECK(px_smb2_create_rsp_restore(&e, 0, rqls, 1, o,
+		    sizeof(o)) == 0, "truncated to %zu", i);
+	}
+}
+
+static void
+test_lease_ack_encode(void)
+{
+	uint8_t b[BUFSZ];
+	struct smb2_hdr_out h;
+	struct smb2_oplock_break ob;
+	struct smb2_elem e;
+	size_t n;
+
+	memset(&h, 0, sizeof(h));
+	h.message_id = 77;
+	h.credit_charge = 1;
+	n = px_smb2_lease_ack_encode(b, sizeof(b), &h, LEASE_KEY,
+	    SMB2_LEASE_READ);
+	CU_ASSERT_EQUAL_FATAL(n, 100);
+	CU_ASSERT_EQUAL(px_smb2_lease_ack_encode(b, 99, &h, LEASE_KEY, 1), 0);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_oplock_break_decode(&e, &ob), 0);
+	CU_ASSERT_EQUAL(ob.kind, SMB2_BREAK_LEASE_ACK);
+	CU_ASSERT_EQUAL(memcmp(ob.lease_key, LEASE_KEY, 16), 0);
+	CU_ASSERT_EQUAL(ob.new_state, SMB2_LEASE_READ);
+	CU_ASSERT_EQUAL(px_get_u16(b + 12), SMB2_OPLOCK_BREAK);
+	CU_ASSERT_EQUAL(px_get_u32(b + 16) & SMB2_FLAGS_SERVER_TO_REDIR, 0);
+}
+
 void
 ut_register_wire(void)
 {
@@ -2096,4 +2370,7 @@ ut_register_wire(void)
 	CU_add_test(s, "encoder capacity", test_encode_cap);
 	CU_add_test(s, "utf16", test_utf16);
 	CU_add_test(s, "create long name", test_create_long_name);
+	CU_add_test(s, "create request rewrite", test_cctx_request_rewrite);
+	CU_add_test(s, "create answer restore", test_cctx_response_restore);
+	CU_add_test(s, "lease ack encode", test_lease_ack_encode);
 }

@@ -1,0 +1,751 @@
+/*
+ * lease.c - leases on behalf of clients that ask for none (DESIGN.md
+ * section 6).
+ *
+ * libsmbclient (smbclient, desktop file managers) and many libraries open
+ * files without an oplock or lease, so under write_behind = leased and
+ * read_ahead = leased they would get nothing.  For such a CREATE, on a
+ * share with proxy_lease on, smbaccel asks the server for a lease of its
+ * own: R for an open that reads, RW for one that may write, never H (a
+ * handle lease would change which durable handles the server grants); at
+ * 2.0.2, or on a server without leasing, a level II or exclusive oplock.
+ * create.c takes it out of the answer, so the client sees what it would
+ * have seen, and the ledger keeps it apart from the client's own (struct
+ * px_plock), which px_open_write_caching / px_open_read_caching consult.
+ *
+ * Lease keys: one per (client GUID, server, share, path), so that the
+ * opens of one client of one file share one lease and never break each
+ * other; the first four bytes mark a key as smbaccel's, so that a break of
+ * a lease whose opens are already gone is still recognised and swallowed.
+ *
+ * Breaks: smbaccel's, never the client's.  Every open of the lease (on
+ * this connection and on others of the same client) stops absorbing and
+ * serving, writes back what it buffered and drops what it cached; the
+ * break is acknowledged with the level the server asks for once that
+ * data has been written (a break arriving while a flush is in flight
+ * waits for it), paid for with the acknowledgement reserve (emit.c) or
+ * another spare donated id.  Without one, the break is logged and counted
+ * (breaks_unacked) and left to the server's break timeout: an id is never
+ * reused.  A break from R alone needs no acknowledgement (MS-SMB2
+ * 3.3.1.4).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+
+#include "proxy/lease.h"
+#include "proxy/readahead.h"
+#include "proxy/writebehind.h"
+#include "proxy/create.h"
+#include "proxy/emit.h"
+
+/* The first bytes of every lease key smbaccel asks for. */
+static const uint8_t key_mark[4] = { 's', 'a', 'L', '1' };
+
+/* An acknowledgement owed to the server for a break of smbaccel's. */
+struct px_lease_owed {
+	struct px_lease_owed *next;
+	uint8_t kind;               /* PX_PL_LEASE or PX_PL_OPLOCK */
+	uint8_t key[16];            /* lease */
+	struct smb2_fileid fid;     /* oplock */
+	uint32_t state;             /* the state to acknowledge (lease bits) */
+	uint8_t level;              /* oplock: the level to acknowledge */
+	double since_ms;            /* when the break arrived */
+	bool counted;               /* counted in breaks_unacked */
+	bool have_id;               /* mid is set aside for it */
+	uint64_t mid;
+};
+
+static unsigned int owed_total;   /* over every connection */
+
+static const char *
+state_name(uint32_t st)
+{
+	static const char *const names[] = { "none", "R", "H", "RH", "W",
+	    "RW", "HW", "RWH" };
+
+	return names[st & 7];
+}
+
+/* ---- which opens ------------------------------------------------------------ */
+
+static bool
+same_server(const struct px_conn *a, const struct px_conn *b)
+{
+	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
+		return false;
+	return memcmp(&a->dst_addr, &b->dst_addr,
+	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0;
+}
+
+static bool
+guid_zero(const uint8_t *g)
+{
+	static const uint8_t zero[16];
+
+	return memcmp(g, zero, 16) == 0;
+}
+
+/* Connections that share c's lease keys: c, and those of the same client
+ * (GUID) to the same server. */
+static bool
+same_client(const struct px_conn *c, const struct px_conn *x)
+{
+	if (x == c)
+		return true;
+	return x->state != PX_CONN_CLOSED && same_server(c, x) &&
+	    !guid_zero(c->led.client_guid) &&
+	    memcmp(c->led.client_guid, x->led.client_guid, 16) == 0;
+}
+
+/* Does open o hold the lease or oplock an acknowledgement is about? */
+static bool
+open_is(const struct px_open *o, uint8_t kind, const uint8_t *key,
+    const struct smb2_fileid *fid)
+{
+	if (o->pl.kind != kind)
+		return false;
+	return kind == PX_PL_LEASE ? memcmp(o->pl.key, key, 16) == 0 :
+	    px_fileid_eq(&o->fid, fid);
+}
+
+/* Call fn on every open of the lease (key) or oplock (fid), on c and the
+ * connections that share its keys; returns how many. */
+typedef void (*open_fn)(struct px_conn *x, struct px_open *o, void *arg);
+
+static unsigned int
+each_open(struct px_conn *c, uint8_t kind, const uint8_t *key,
+    const struct smb2_fileid *fid, open_fn fn, void *arg)
+{
+	struct px_conn *x, *next;
+	struct px_open *o;
+	unsigned int n = 0;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (open_is(o, kind, key, fid)) {
+			n++;
+			if (fn)
+				fn(c, o, arg);
+		}
+	if (kind != PX_PL_LEASE)
+		return n;       /* an oplock is one open's */
+	for (x = px_rt.conns; x; x = next) {
+		next = x->next;
+		if (x == c || !same_client(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (open_is(o, kind, key, fid)) {
+				n++;
+				if (fn)
+					fn(x, o, arg);
+			}
+	}
+	return n;
+}
+
+/* ---- asking for a lease ------------------------------------------------------ */
+
+/*
+ * The lease key of smbaccel's lease on `name` of tree t for c's client:
+ * the mark, then 12 bytes of px_digest16 over the client GUID, the server
+ * address, the share (case-folded: share names are case-insensitive) and
+ * the path as sent ('/' read as '\\', leading separators dropped).  A
+ * client without a GUID gets keys of its connection only.
+ */
+static int
+lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
+    uint8_t key[16])
+{
+	char addr[64], share[256], path[1024], peer[64];
+	const void *parts[6];
+	size_t lens[6], i;
+	unsigned int n = 0;
+	uint8_t d[16];
+	uint64_t cid = c->id;
+
+	px_addr_str(&c->dst_addr, addr, sizeof(addr));
+	for (i = 0; t->share[i] && i < sizeof(share) - 1; i++)
+		share[i] = (char)((t->share[i] >= 'A' && t->share[i] <= 'Z') ?
+		    t->share[i] + 32 : t->share[i]);
+	share[i] = '\0';
+	while (*name == '\\' || *name == '/')
+		name++;
+	for (i = 0; name[i] && i < sizeof(path) - 1; i++)
+		path[i] = name[i] == '/' ? '\\' : name[i];
+	path[i] = '\0';
+	parts[n] = c->led.client_guid; lens[n++] = 16;
+	parts[n] = addr; lens[n++] = strlen(addr);
+	parts[n] = share; lens[n++] = strlen(share);
+	parts[n] = path; lens[n++] = strlen(path);
+	if (guid_zero(c->led.client_guid)) {
+		px_addr_str(&c->peer_addr, peer, sizeof(peer));
+		parts[n] = peer; lens[n++] = strlen(peer);
+		parts[n] = &cid; lens[n++] = sizeof(cid);
+	}
+	if (px_digest16(parts, lens, n, d) == -1)
+		return -1;
+	memcpy(key, key_mark, 4);
+	memcpy(key + 4, d, 12);
+	return 0;
+}
+
+static bool
+reads(uint32_t access)
+{
+	return (access & (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL |
+	    MAXIMUM_ALLOWED)) != 0;
+}
+
+static bool
+writes(uint32_t access)
+{
+	return (access & (FILE_WRITE_DATA | GENERIC_WRITE | GENERIC_ALL |
+	    MAXIMUM_ALLOWED)) != 0;
+}
+
+void
+px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_create_edit *ed,
+    struct px_lease_ask *ask)
+{
+	struct smb2_create_req *cr = NULL;
+	struct px_tree *t;
+	uint8_t data[SMB2_LEASE_V2_LEN];
+	bool want_r, want_w, lease;
+	size_t n;
+
+	memset(ask, 0, sizeof(*ask));
+	t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	if (t == NULL || !t->policy.proxy_lease || !c->led.negotiated ||
+	    (t->policy.write_behind != POL_GATE_LEASED &&
+	    t->policy.read_ahead != POL_GATE_LEASED))
+		return;
+	if ((cr = malloc(sizeof(*cr))) == NULL ||
+	    px_smb2_create_req_decode(e, cr) == -1)
+		goto out;
+	/*
+	 * Only a plain open of a file by a client that asks for no caching
+	 * itself: a client's own oplock or lease is never altered; durable
+	 * and reconnect requests are not touched (a reconnect must name the
+	 * lease of the original open); no directories (FILE_DIRECTORY_FILE),
+	 * share roots or streams.
+	 */
+	if (cr->requested_oplock != SMB2_OPLOCK_LEVEL_NONE || cr->has_lease ||
+	    cr->has_durable || cr->has_reconnect ||
+	    (cr->create_options & FILE_DIRECTORY_FILE) || cr->name[0] == '\0' ||
+	    strchr(cr->name, ':') != NULL)
+		goto out;
+	/*
+	 * Write caching only for an open that creates or truncates the file:
+	 * its writes follow at once and donate the ids an acknowledgement
+	 * needs.  An open of an existing file for writing (an editor that
+	 * keeps it open and idle) would hold W with no id to acknowledge a
+	 * break with, and another client's open would wait for the server's
+	 * break timeout: it gets read caching only.
+	 */
+	want_w = t->policy.write_behind == POL_GATE_LEASED &&
+	    writes(cr->desired_access) &&
+	    !(cr->create_options & FILE_WRITE_THROUGH) &&
+	    (cr->create_disposition == FILE_SUPERSEDE ||
+	    cr->create_disposition == FILE_CREATE ||
+	    cr->create_disposition == FILE_OVERWRITE ||
+	    cr->create_disposition == FILE_OVERWRITE_IF);
+	want_r = want_w || (t->policy.read_ahead == POL_GATE_LEASED &&
+	    reads(cr->desired_access));
+	if (!want_r)
+		goto out;
+	ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
+	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
+	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
+	    (c->led.capabilities & SMB2_GLOBAL_CAP_LEASING);
+	if (lease) {
+		if (lease_key(c, t, cr->name, ask->key) == -1)
+			goto out;
+		n = px_smb2_lease_ctx_encode(data, sizeof(data), ask->key,
+		    ask->state, c->led.dialect >= SMB2_DIALECT_0300);
+		if (n == 0 || px_create_edit_add(ed, "RqLs", data, n) == -1)
+			goto out;
+		ed->oplock = SMB2_OPLOCK_LEVEL_LEASE;
+		ask->kind = PX_PL_LEASE;
+	} else {
+		ed->oplock = want_w ? SMB2_OPLOCK_LEVEL_EXCLUSIVE :
+		    SMB2_OPLOCK_LEVEL_II;
+		ask->kind = PX_PL_OPLOCK;
+	}
+out:
+	free(cr);
+}
+
+void
+px_lease_sent(struct px_conn *c, struct px_pending *p,
+    const struct px_lease_ask *ask)
+{
+	(void)c;
+	if (ask->kind == PX_PL_NONE)
+		return;
+	p->u.create.pl_kind = ask->kind;
+	memcpy(p->u.create.pl_key, ask->key, 16);
+	p->u.create.pl_state = ask->state;
+	px_stats.pl_asked++;
+}
+
+/* A lease is one per key: the state the server just answered holds for
+ * every open of it. */
+static void
+share_state(struct px_conn *x, struct px_open *o, void *arg)
+{
+	const struct px_open *from = arg;
+
+	(void)x;
+	if (o != from && !o->pl.breaking)
+		o->pl.state = from->pl.state;
+}
+
+void
+px_lease_answered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, struct px_open *o)
+{
+	const char *what = p->u.create.pl_kind == PX_PL_LEASE ? "lease" :
+	    "oplock";
+
+	if (p->u.create.pl_kind == PX_PL_NONE)
+		return;
+	if (h->status != NT_STATUS_SUCCESS) {
+		px_stats.pl_create_failed++;
+		/* the same answer as without the lease, normally; say so
+		 * where it could be the lease's doing */
+		if (h->status == NT_STATUS_INVALID_PARAMETER)
+			log_warnx("conn=%llu CREATE of %s with smbaccel's %s "
+			    "answered INVALID_PARAMETER",
+			    (unsigned long long)c->id,
+			    p->u.create.name ? p->u.create.name : "?", what);
+		return;
+	}
+	if (o == NULL)
+		return;
+	if (o->pl.kind == PX_PL_NONE || o->pl.state == 0) {
+		log_debug("conn=%llu share=%s file=%s smbaccel asked an %s "
+		    "%s, the server granted none", (unsigned long long)c->id,
+		    px_tree_share(c, o), o->name, state_name(
+		    p->u.create.pl_state), what);
+		return;
+	}
+	px_stats.pl_granted++;
+	if (o->pl.state & SMB2_LEASE_WRITE)
+		px_stats.pl_granted_write++;
+	if (o->pl.kind == PX_PL_LEASE)
+		(void)each_open(c, PX_PL_LEASE, o->pl.key, NULL, share_state, o);
+	log_debug("conn=%llu share=%s file=%s smbaccel holds %s %s for the "
+	    "client", (unsigned long long)c->id, px_tree_share(c, o), o->name,
+	    what, state_name(o->pl.state));
+	if (o->pl.state & SMB2_LEASE_WRITE)
+		(void)px_emit_tend_reserve(c);
+}
+
+/* ---- breaks ------------------------------------------------------------------ */
+
+struct break_arg {
+	uint32_t to;                /* lease bits left after the break */
+	bool ack;                   /* an acknowledgement will follow */
+	uint64_t buffered;          /* bytes the opens had buffered */
+	uint32_t inflight;          /* writes already on their way */
+};
+
+/* Stop caching on o: nothing more absorbed or served, cached data gone,
+ * buffered data on its way when write caching is lost. */
+static void
+break_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	struct break_arg *b = arg;
+
+	o->pl.breaking = true;
+	b->buffered += o->wb.len;
+	b->inflight += o->wb_inflight;
+	px_ra_drop(o, PX_RA_BREAK);
+	if (o->wb.len && !(b->to & SMB2_LEASE_WRITE)) {
+		px_wb_flush_open(x, o, CO_FLUSH_BREAK);
+		px_emit_spend_pool(x, false);
+	}
+	if (!b->ack) {
+		o->pl.state = b->to;
+		o->pl.breaking = false;
+	}
+}
+
+static struct px_lease_owed *
+owed_find(struct px_conn *c, uint8_t kind, const uint8_t *key,
+    const struct smb2_fileid *fid)
+{
+	struct px_lease_owed *a;
+
+	for (a = c->pl_owed; a; a = a->next)
+		if (a->kind == kind && (kind == PX_PL_LEASE ?
+		    memcmp(a->key, key, 16) == 0 : px_fileid_eq(&a->fid, fid)))
+			return a;
+	return NULL;
+}
+
+/* One break of smbaccel's: kind, the lease key or the oplock's file id,
+ * the state (lease bits) and oplock level it goes to, whether the server
+ * waits for an acknowledgement. */
+static void
+on_break(struct px_conn *c, uint8_t kind, const uint8_t *key,
+    const struct smb2_fileid *fid, uint32_t to, uint8_t level, bool ack,
+    uint32_t from)
+{
+	struct break_arg b = { to, ack, 0, 0 };
+	struct px_lease_owed *a;
+	struct px_open *o;
+	unsigned int n;
+
+	px_stats.pl_breaks++;
+	c->pl_breaks++;
+	n = each_open(c, kind, key, fid, break_open, &b);
+	for (o = c->led.opens; o && !open_is(o, kind, key, fid); o = o->next)
+		;
+	log_info("conn=%llu share=%s file=%s the server breaks smbaccel's "
+	    "%s %s -> %s (%u open%s, %llu bytes buffered, %u writes in "
+	    "flight)%s", (unsigned long long)c->id,
+	    o ? px_tree_share(c, o) : "?", o && o->name ? o->name : "?",
+	    kind == PX_PL_LEASE ? "lease" : "oplock", state_name(from),
+	    state_name(to), n, n == 1 ? "" : "s",
+	    (unsigned long long)b.buffered, b.inflight,
+	    ack ? ": acknowledged once they are written" :
+	    ", no acknowledgement needed");
+	if (!ack || n == 0)
+		return;
+	if ((a = owed_find(c, kind, key, fid)) == NULL) {
+		if ((a = calloc(1, sizeof(*a))) == NULL) {
+			log_warnx("conn=%llu out of memory for a break "
+			    "acknowledgement: left to the server's break "
+			    "timeout", (unsigned long long)c->id);
+			px_stats.breaks_unacked++;
+			return;
+		}
+		a->kind = kind;
+		if (key)
+			memcpy(a->key, key, 16);
+		if (fid)
+			a->fid = *fid;
+		a->since_ms = px_now_ms();
+		a->next = c->pl_owed;
+		c->pl_owed = a;
+		owed_total++;
+	}
+	a->state = to;
+	a->level = level;
+	px_lease_progress(c);
+}
+
+bool
+px_lease_break(struct px_conn *c, const struct smb2_elem *e)
+{
+	struct smb2_oplock_break b;
+	struct px_open *o;
+
+	if (px_smb2_oplock_break_decode(e, &b) == -1)
+		return false;
+	if (b.kind == SMB2_BREAK_LEASE_NOTIFY) {
+		if (memcmp(b.lease_key, key_mark, 4) != 0)
+			return false;   /* the client's own */
+		on_break(c, PX_PL_LEASE, b.lease_key, NULL,
+		    b.new_state & (SMB2_LEASE_READ | SMB2_LEASE_WRITE), 0,
+		    (b.lease_flags & SMB2_NOTIFY_BREAK_LEASE_FLAG_ACK_REQUIRED) !=
+		    0, b.current_state);
+		return true;
+	}
+	if (b.kind != SMB2_BREAK_OPLOCK)
+		return false;
+	for (o = c->led.opens; o; o = o->next)
+		if (o->pl.kind == PX_PL_OPLOCK && px_fileid_eq(&o->fid, &b.file_id))
+			break;
+	if (o == NULL)
+		return false;
+	/* from level II (to none) the server waits for nothing (MS-SMB2
+	 * 3.3.4.6); from exclusive it does */
+	on_break(c, PX_PL_OPLOCK, NULL, &b.file_id,
+	    b.oplock_level == SMB2_OPLOCK_LEVEL_II ? SMB2_LEASE_READ : 0,
+	    b.oplock_level, o->pl.oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE,
+	    o->pl.state);
+	return true;
+}
+
+/* ---- acknowledgements ---------------------------------------------------------- */
+
+struct ready_arg {
+	unsigned int live;          /* opens not closing */
+	unsigned int busy;          /* ... with data buffered or in flight */
+	struct px_open *any;        /* one of them, on the owing connection */
+	struct px_conn *c;
+};
+
+static void
+ready_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	struct ready_arg *r = arg;
+
+	if (o->closed)
+		return;     /* its CLOSE releases the lease: nothing to ack */
+	r->live++;
+	if (px_wb_busy(o))
+		r->busy++;
+	if (x == r->c && r->any == NULL)
+		r->any = o;
+}
+
+/* Send the acknowledgement a with message id mid on behalf of open o. */
+static int
+send_ack(struct px_conn *c, const struct px_lease_owed *a,
+    const struct px_open *o, uint64_t mid)
+{
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+	struct px_prot prot;
+	uint8_t msg[SMB2_HDR_LEN + 40];
+	size_t n;
+
+	memset(&h, 0, sizeof(h));
+	h.command = SMB2_OPLOCK_BREAK;
+	h.credit_charge = 1;
+	h.credit = 1;
+	h.message_id = mid;
+	h.tree_id = o->tree_id;
+	h.session_id = o->session_id;
+	if (a->kind == PX_PL_LEASE)
+		n = px_smb2_lease_ack_encode(msg, sizeof(msg), &h, a->key,
+		    a->state);
+	else
+		n = px_smb2_oplock_ack_encode(msg, sizeof(msg), &h, &a->fid,
+		    a->level);
+	if (n == 0 || (p = px_emit_pending(c, mid, SMB2_OPLOCK_BREAK, 1)) ==
+	    NULL)
+		return -1;
+	p->session_id = o->session_id;
+	p->tree_id = o->tree_id;
+	p->fid = a->fid;
+	p->u.ack.lease = a->kind == PX_PL_LEASE;
+	memcpy(p->u.ack.lease_key, a->key, 16);
+	p->u.ack.lease_state = a->state;
+	p->u.ack.oplock_level = a->level;
+	prot = px_emit_prot(c, o->session_id, o->tree_id);
+	return px_emit_protected(c, PX_SERVER, &prot, msg, n);
+}
+
+/* May smbaccel send its own requests on c: relaying, or draining what a
+ * departed client left (not opaque). */
+static bool
+sendable(const struct px_conn *c)
+{
+	return c->state == PX_CONN_RELAY || c->state == PX_CONN_DRAINING;
+}
+
+struct starve_arg {
+	bool starved;
+	struct px_conn *flush_on;   /* flush what is buffered (NULL: not) */
+};
+
+/* Let the opens of a break without an id absorb again (starved), or stop
+ * them and send what they buffered once one is set aside. */
+static void
+starve_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	const struct starve_arg *s = arg;
+
+	o->pl.starved = s->starved;
+	if (!s->starved && o->wb.len) {
+		px_wb_flush_open(x, o, CO_FLUSH_BREAK);
+		px_emit_spend_pool(x, false);
+	}
+}
+
+/* Spend an id set aside for an acknowledgement that is not sent. */
+static void
+owed_forget(struct px_conn *c, struct px_lease_owed *a)
+{
+	if (!a->have_id)
+		return;
+	a->have_id = false;
+	if (co_pool_add(&c->led.pool, a->mid, 1) == -1)
+		log_warnx("conn=%llu id %llu of an unsent acknowledgement lost",
+		    (unsigned long long)c->id, (unsigned long long)a->mid);
+}
+
+/*
+ * Acknowledge what c owes once its data is written; true when something
+ * was sent or dropped (ids moved).  The id is set aside first, before the
+ * data of the lease is known to be written: without one, the opens keep
+ * absorbing writes (W is held until the acknowledgement, and a client
+ * that is writing donates ids with them) until one is to spare.
+ */
+static bool
+progress_conn(struct px_conn *c)
+{
+	struct px_lease_owed *a, **pp;
+	bool moved = false;
+
+	for (pp = &c->pl_owed; (a = *pp) != NULL; ) {
+		struct ready_arg r = { 0, 0, NULL, c };
+		struct starve_arg sa;
+		double ms;
+
+		(void)each_open(c, a->kind, a->key, &a->fid, ready_open, &r);
+		if (r.live == 0 || r.any == NULL) {
+			/* closed meanwhile (the lease goes with its last
+			 * open), or only another connection's opens left */
+			log_debug("conn=%llu break of smbaccel's %s not "
+			    "acknowledged: its opens are closing",
+			    (unsigned long long)c->id,
+			    a->kind == PX_PL_LEASE ? "lease" : "oplock");
+			owed_forget(c, a);
+			goto drop;
+		}
+		if (!a->have_id) {
+			if (sendable(c) && px_emit_ack_id(c, &a->mid)) {
+				a->have_id = true;
+				sa.starved = false;
+				(void)each_open(c, a->kind, a->key, &a->fid,
+				    starve_open, &sa);
+				r.busy = 1;     /* look again once flushed */
+			} else if (!a->counted) {
+				a->counted = true;
+				px_stats.breaks_unacked++;
+				log_warnx("conn=%llu share=%s file=%s no message id "
+				    "left to acknowledge the break of smbaccel's %s: "
+				    "writes are absorbed until one is donated, else "
+				    "the server's break timeout resolves it",
+				    (unsigned long long)c->id,
+				    px_tree_share(c, r.any), r.any->name,
+				    a->kind == PX_PL_LEASE ? "lease" : "oplock");
+				sa.starved = true;
+				(void)each_open(c, a->kind, a->key, &a->fid,
+				    starve_open, &sa);
+			}
+		}
+		if (!a->have_id || r.busy > 0 || !sendable(c)) {
+			pp = &a->next;      /* an id or the data on its way */
+			continue;
+		}
+		if (send_ack(c, a, r.any, a->mid) == -1) {
+			log_warnx("conn=%llu cannot send a break "
+			    "acknowledgement (id %llu): left to the server's "
+			    "break timeout", (unsigned long long)c->id,
+			    (unsigned long long)a->mid);
+			if (!a->counted)
+				px_stats.breaks_unacked++;
+			goto drop;
+		}
+		ms = px_now_ms() - a->since_ms;
+		px_stats.pl_breaks_acked++;
+		px_stats.pl_ack_ms_sum += (uint64_t)ms;
+		if ((uint64_t)ms > px_stats.pl_ack_ms_max)
+			px_stats.pl_ack_ms_max = (uint64_t)ms;
+		log_info("conn=%llu share=%s file=%s break of smbaccel's %s "
+		    "acknowledged (%s) %.0f ms after it arrived%s",
+		    (unsigned long long)c->id, px_tree_share(c, r.any),
+		    r.any->name, a->kind == PX_PL_LEASE ? "lease" : "oplock",
+		    state_name(a->state), ms, a->counted ?
+		    " (its id came late)" : "");
+drop:
+		*pp = a->next;
+		free(a);
+		owed_total--;
+		moved = true;
+	}
+	return moved;
+}
+
+void
+px_lease_progress(struct px_conn *c)
+{
+	struct px_conn *x, *next;
+
+	if (owed_total == 0)
+		return;
+	if (c->pl_owed && progress_conn(c))
+		(void)px_emit_tend_reserve(c);
+	/* a lease shared with other connections of the client: their
+	 * flushes may have been what an acknowledgement waited for */
+	for (x = px_rt.conns; x && owed_total; x = next) {
+		next = x->next;
+		if (x != c && x->pl_owed && progress_conn(x))
+			(void)px_emit_tend_reserve(x);
+	}
+}
+
+/* The acknowledgement was answered: what smbaccel holds now. */
+static void
+acked_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	const uint32_t *st = arg;
+
+	(void)x;
+	o->pl.state = *st;
+	if (o->pl.kind == PX_PL_OPLOCK)
+		o->pl.oplock = *st ? SMB2_OPLOCK_LEVEL_II : SMB2_OPLOCK_LEVEL_NONE;
+	o->pl.breaking = false;
+	o->pl.starved = false;
+}
+
+void
+px_lease_ack_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p)
+{
+	uint8_t kind = p->u.ack.lease ? PX_PL_LEASE : PX_PL_OPLOCK;
+	uint32_t st = p->u.ack.lease ? p->u.ack.lease_state :
+	    p->u.ack.oplock_level == SMB2_OPLOCK_LEVEL_II ? SMB2_LEASE_READ : 0;
+
+	if (h->status != NT_STATUS_SUCCESS) {
+		/* past its break timeout the server has already taken the
+		 * caching away: none is assumed */
+		px_stats.pl_ack_refused++;
+		log_warnx("conn=%llu the server answered smbaccel's break "
+		    "acknowledgement with 0x%08x: no caching on that file from "
+		    "now on", (unsigned long long)c->id, h->status);
+		st = 0;
+	}
+	(void)each_open(c, kind, p->u.ack.lease_key, &p->fid, acked_open, &st);
+	(void)px_emit_tend_reserve(c);
+}
+
+void
+px_lease_released(struct px_conn *c)
+{
+	if (c->pl_owed)
+		px_lease_progress(c);
+	if (c->led.rsv.held &&
+	    px_emit_tend_reserve(c) == CO_RSV_RELEASE)
+		px_emit_spend_pool(c, false);
+}
+
+unsigned int
+px_lease_opens(const struct px_conn *c, unsigned int *write)
+{
+	const struct px_open *o;
+	unsigned int n = 0, w = 0;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->pl.kind != PX_PL_NONE && o->pl.state) {
+			n++;
+			if (o->pl.state & SMB2_LEASE_WRITE)
+				w++;
+		}
+	if (write)
+		*write = w;
+	return n;
+}
+
+void
+px_lease_free(struct px_conn *c)
+{
+	while (c->pl_owed) {
+		struct px_lease_owed *a = c->pl_owed;
+
+		c->pl_owed = a->next;
+		free(a);
+		owed_total--;
+	}
+	/* (an id set aside dies with the connection: nothing to spend it
+	 * on any more) */
+}

@@ -1,0 +1,46 @@
+/*
+ * lease.h - lease.c, leases smbaccel holds on behalf of clients that ask
+ * for none (DESIGN.md section 6); called by the dispatcher (relay.c).
+ */
+#ifndef SMBACCEL_LEASE_H
+#define SMBACCEL_LEASE_H
+
+#include "proxy/conn_state.h"
+#include "proxy/create.h"
+
+/* What px_lease_edit asked for in a CREATE (for px_lease_sent). */
+struct px_lease_ask {
+	uint8_t kind;           /* enum px_pl_kind */
+	uint8_t key[16];
+	uint32_t state;         /* SMB2_LEASE_READ [| SMB2_LEASE_WRITE] */
+};
+
+/* A standalone CREATE about to be forwarded: add smbaccel's lease (or
+ * oplock) request to ed when the open qualifies (*ask says what). */
+void px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_create_edit *ed,
+    struct px_lease_ask *ask);
+/* The CREATE went upstream rewritten (p its pending entry). */
+void px_lease_sent(struct px_conn *c, struct px_pending *p,
+    const struct px_lease_ask *ask);
+/* Its final answer h arrived; o is the open it made (NULL on failure). */
+void px_lease_answered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, struct px_open *o);
+/* A break notification from the server: true when it breaks a lease or
+ * oplock of smbaccel's (handled here; never forwarded to the client). */
+bool px_lease_break(struct px_conn *c, const struct smb2_elem *e);
+/* The answer to smbaccel's own break acknowledgement p. */
+void px_lease_ack_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p);
+/* Send the acknowledgements whose data has been written (this and other
+ * connections); called whenever writes complete or ids arrive. */
+void px_lease_progress(struct px_conn *c);
+/* Opens went away (CLOSE, LOGOFF, TREE_DISCONNECT answered): forget what
+ * they owed, give back an id no longer needed. */
+void px_lease_released(struct px_conn *c);
+/* Opens of c holding smbaccel's lease with read (and write) caching. */
+unsigned int px_lease_opens(const struct px_conn *c, unsigned int *write);
+/* The connection is closed. */
+void px_lease_free(struct px_conn *c);
+
+#endif

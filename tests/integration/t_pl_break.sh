@@ -1,0 +1,106 @@
+#!/bin/bash
+# test-timeout: 600
+# Issue 15 tests 2-4: breaks of the lease smbaccel holds for a client that
+# asks for none (pl_break.py, impacket + raw SMB2), default policy:
+#  - paused: a second client opening the file directly on smbd gets it
+#    only after smbaccel wrote the first client's data (it reads exactly
+#    that), RW -> R with an acknowledgement; R -> none (another client's
+#    write) drops the read cache, no acknowledgement;
+#  - concurrent: mid-write, the second client reads an exact prefix;
+#  - proxy: the second client through smbaccel behaves the same;
+#  - none: RW -> none (the second client overwrites): the first client's
+#    data reaches the server before the overwrite;
+#  - reserve: after 64 KiB writes have spent every pooled id, the reserve
+#    still pays the acknowledgement (pool_ids 0, ack_reserve true first);
+#  - own: a client's own RWH lease comes back with its key, its break is
+#    forwarded to it;
+# at 3.0 (lease v2), 2.1 (lease v1) and 2.0.2 (exclusive oplock).  From a
+# capture of the client leg: no CREATE answer carries a lease context
+# but the own-lease client's, no break reaches a client but its own.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/wb_lib.sh"
+. "$TESTS_DIR/pl_lib.sh"
+require_smbaccel "breaks of leases held for clients"
+
+CASES=${PL_CASES:-paused:3.0 concurrent:3.0 proxy:3.0 none:3.0 reserve:3.0 own:3.0 paused:2.1 reserve:2.1 paused:2.0.2 none:2.0.2}
+start_smbd
+PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
+pl_capture_start breaks
+ownkeys=
+for c in $CASES; do
+	case=${c%%:*} d=${c#*:}
+	b0=$(stat_get proxy_lease_breaks) k0=$(stat_get proxy_lease_breaks_acked)
+	if [ "$case" = reserve ]; then
+		mkfifo "$T/go"
+		"$PY" "$TESTS_DIR/pl_break.py" "$PROXY_PORT" "$SMBD_PORT" "$d" reserve "$RANDOM" 1.5 \
+		    < "$T/go" > "$T/reserve.out" 2>&1 &
+		rpid=$!
+		BG_PIDS="$BG_PIDS $rpid"
+		exec 7> "$T/go"
+		n=300
+		until grep -q READY "$T/reserve.out"; do
+			n=$((n - 1))
+			[ $n -gt 0 ] && kill -0 $rpid 2>/dev/null || { cat "$T/reserve.out"; fail "reserve $d: no READY"; }
+			sleep 0.1
+		done
+		pool=$(stat_get pool_ids)
+		rsv=$(ctl conns --json | "$PY" -c 'import json,sys; print(sum(1 for c in json.load(sys.stdin)["conns"] if c["ack_reserve"]))')
+		pl=$(ctl conns --json | "$PY" -c 'import json,sys; print(sum(c["proxy_lease_write_opens"] for c in json.load(sys.stdin)["conns"]))')
+		info "reserve $d: after the 64 KiB writes: pool_ids $pool, connections holding a reserve $rsv, opens with smbaccel's RW lease $pl"
+		echo >&7
+		exec 7>&-
+		wait $rpid
+		rc=$?
+		out=$(cat "$T/reserve.out")
+		rm -f "$T/go"
+		assert_eq 0 "$pool" "reserve $d: ids left in the pool after the flush"
+		assert_eq 1 "$rsv" "reserve $d: connections holding an acknowledgement reserve"
+		assert_eq 1 "$pl" "reserve $d: opens holding smbaccel's RW lease"
+	else
+		out=$(timeout 180 "$PY" "$TESTS_DIR/pl_break.py" "$PROXY_PORT" "$SMBD_PORT" "$d" "$case" "$RANDOM" 2>&1)
+		rc=$?
+	fi
+	echo "$out" | sed "s/^/    $case $d: /"
+	[ $rc -eq 0 ] || fail "$case at $d: pl_break.py failed (exit $rc)"
+	case $out in *OWNKEY*) ownkeys="$ownkeys $(echo "$out" | sed -n 's/^OWNKEY //p')" ;; esac
+	b=$(( $(stat_get proxy_lease_breaks) - b0 )) k=$(( $(stat_get proxy_lease_breaks_acked) - k0 ))
+	info "$case $d: breaks of smbaccel's leases $b, acknowledged $k"
+	case $case in
+	own) assert_eq 0 "$b" "$case $d: breaks of smbaccel's leases (the client's own lease)" ;;
+	*) assert_ge 1 "$k" "$case $d: break acknowledgements sent by smbaccel" ;;
+	esac
+done
+capture_stop
+pl_legs "$T/legs.json"
+"$PY" - "$T/legs.json" "$PROXY_PORT" "$SMBD_PORT" $ownkeys <<'PYEOF' || fail "client leg (above)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+cli, up, own = j[sys.argv[2]], j[sys.argv[3]], set(sys.argv[4:])
+ok = True
+keys = [k for k, _ in cli["create_answers"]["leases"]]
+print("client leg: %d CREATE answers, lease contexts %s, breaks %d (%s); acks sent by clients %d"
+      % (cli["create_answers"]["count"], keys, cli["breaks"]["count"],
+         cli["breaks"]["lease_keys"], cli["acks"]))
+print("upstream: %d CREATEs with smbaccel's lease, %d breaks, %d acknowledgements"
+      % (up["create_requests"]["ctx"].get("RqLs", 0), up["breaks"]["count"], up["acks"]))
+if any(k not in own for k in keys):
+    print("FAIL: a CREATE answer to the client carries a lease it did not ask for")
+    ok = False
+if any(k not in own for k in cli["breaks"]["lease_keys"]) or cli["breaks"]["oplock"]:
+    print("FAIL: a client got a break of a lease or oplock it did not ask for")
+    ok = False
+if not own or not keys or not cli["breaks"]["lease_keys"]:
+    print("FAIL: the own-lease client's lease or break is missing on the client leg")
+    ok = False
+if up["breaks"]["count"] <= cli["breaks"]["count"] or up["acks"] <= cli["acks"]:
+    print("FAIL: no break of smbaccel's own seen upstream")
+    ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+info "stats: $(stats_line proxy_leases_asked proxy_leases_granted proxy_leases_write proxy_lease_breaks proxy_lease_breaks_acked proxy_lease_ack_ms_mean proxy_lease_ack_ms_max breaks_unacked proxy_lease_acks_refused ack_reserve_aged writes_absorbed deferred_errors ledger_errors)"
+assert_eq 0 "$(stat_get breaks_unacked)" "stats breaks_unacked"
+assert_eq 0 "$(stat_get proxy_lease_acks_refused)" "stats proxy_lease_acks_refused"
+assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
+assert_eq 0 "$(stat_get deferred_errors)" "stats deferred_errors"
+proxy_alive || fail "proxy died"
+info "PASS"
