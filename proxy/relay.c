@@ -246,6 +246,30 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
  * client's behalf, lease.c), and create.c sends it rewritten if the
  * session allows.  1 sent, 0 forward as is, -1 close.
  */
+/*
+ * The document cache compares a cached copy's on-disk file id too
+ * (docs/design.md "The document cache"): where it may, smbaccel asks for
+ * SMB2_CREATE_QUERY_ON_DISK_ID (MS-SMB2 2.2.13.2.9, no data) for a client
+ * that did not; create.c strips it from the answer again.
+ */
+static void
+dc_disk_id(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_create_edit *ed)
+{
+	struct px_session *s = px_session_find(&c->led, h->session_id);
+	struct px_tree *t = px_tree_find(&c->led, h->session_id, h->tree_id);
+	struct smb2_create_req *cr;
+
+	if (s == NULL || t == NULL || (cr = malloc(sizeof(*cr))) == NULL)
+		return;
+	if (px_smb2_create_req_decode(e, cr) == 0 &&
+	    px_dc_wants_disk_id(c, s, t, cr) &&
+	    px_create_edit_add(ed, "QFid", NULL, 0) == -1)
+		log_debug("conn=%llu no room for QFid in a CREATE",
+		    (unsigned long long)c->id);
+	free(cr);
+}
+
 static int
 create_rewrite(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
@@ -257,6 +281,7 @@ create_rewrite(struct px_conn *c, const struct smb2_hdr *h,
 
 	px_create_edit_init(&ed);
 	px_lease_edit(c, h, e, &ed, &ask);
+	dc_disk_id(c, h, e, &ed);
 	if (!px_create_edited(&ed) || !px_create_may_edit(c, h, e, true))
 		return 0;
 	if ((rc = px_create_forward(c, h, e, &ed, &p)) == 1)

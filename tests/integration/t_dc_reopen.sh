@@ -16,7 +16,13 @@
 #      reopen is served from the store (no upstream READ, ds_loads);
 #  (5) a byte of the stored data corrupted, smbaccel restarted: the copy
 #      is detected, logged and not served (the reads are correct, READs go
-#      upstream); then the header corrupted: the same.
+#      upstream); then the header corrupted: the same;
+#  (6) the file replaced on the server by another one of the same size
+#      whose times and DOS attributes (CreationTime) are those of the old
+#      one, renamed over it (as rsync -t does): only the on-disk file id,
+#      which smbaccel asks for itself (SMB2_CREATE_QUERY_ON_DISK_ID),
+#      differs; the reopen reads the new bytes, and the client never sees
+#      the QFid context it did not ask for (client-leg capture).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "the document cache"
@@ -144,6 +150,45 @@ log_has 'document store: .* is corrupt \(header checksum\): discarded, never ser
     fail "(5) the corrupted header was not logged"
 assert_eq 0 "$(stat_get ds_loads)" "(5) copies with a corrupt header read back"
 info "(5) corrupt header: detected, logged, not served"
+
+# (6) replaced by a rename with times, size and creation time kept
+out=$(random_read cached "$PROXY_PORT" "$s4" "$SIZE4" 1500) || fail "(6) first read: wrong bytes: $out"
+s6=$((s4 + 1))
+out=$(smbdd_run write "$SMBD_PORT" docnew 4K $((SIZE4 / 4096)) -s "$s6" -q 2>&1) ||
+    fail "cannot write docnew: $out"
+"$PY" - "$F" "$SHARE_DIR/docnew" <<'PYEOF' || fail "(6) cannot replace the file"
+import os, sys
+old, new = sys.argv[1], sys.argv[2]
+for name in os.listxattr(old):          # user.DOSATTRIB: CreationTime
+    os.setxattr(new, name, os.getxattr(old, name))
+st = os.stat(old)
+os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
+assert os.stat(new).st_ino != st.st_ino
+os.rename(new, old)
+PYEOF
+v0=$(stat_get dc_valid_failed.file-id)
+CAP_FILTER="tcp port $PROXY_PORT or tcp port $SMBD_PORT" capture_start qfid
+out=$(random_read replaced "$PROXY_PORT" "$s6" "$SIZE4" 1500)
+rc=$?
+capture_stop
+[ $rc -eq 0 ] || fail "(6) the reopen of the replaced file read stale or wrong bytes: $out"
+assert_eq $((v0 + 1)) "$(stat_get dc_valid_failed.file-id)" "(6) reopens that found the copy stale by its on-disk id"
+timeout 300 "$PY" "$TESTS_DIR/pl_leg.py" "$CAP_FILE" "$PROXY_PORT" "$SMBD_PORT" > "$T/qfid.json" ||
+    fail "(6) pl_leg.py failed"
+rm -f "$CAP_FILE"
+read -r cq ca uq ua <<< "$("$PY" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+def n(port, kind):
+    return d[port][kind]["ctx"].get("QFid", 0)
+print(n(sys.argv[2], "create_requests"), n(sys.argv[2], "create_answers"),
+      n(sys.argv[3], "create_requests"), n(sys.argv[3], "create_answers"))' \
+    "$T/qfid.json" "$PROXY_PORT" "$SMBD_PORT")"
+assert_eq 0 "$cq" "(6) client CREATEs asking for QFid (smbdd asks for none)"
+assert_ge 1 "$uq" "(6) upstream CREATEs with smbaccel's QFid"
+assert_ge 1 "$ua" "(6) upstream CREATE answers with QFid"
+assert_eq 0 "$ca" "(6) CREATE answers to the client carrying the QFid it did not ask for"
+info "(6) replaced with times and size kept: caught by the on-disk id; $(stats_line dc_valid_failed.file-id creates_rewritten)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"
 info "PASS"
