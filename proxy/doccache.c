@@ -489,7 +489,10 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 	uint64_t a, w, cap, end;
 
 	*mine = false;
-	if (dcache.nb == 0 || !t->policy.read_cache)
+	/* a byte-range lock on the file (any open through this smbaccel):
+	 * the server decides every read, LOCK_CONFLICT included; a lease
+	 * does not protect a copy from locks */
+	if (dcache.nb == 0 || !t->policy.read_cache || o->locked)
 		return PX_AB_FORWARD;
 	if (o->dc_serial && (e = co_dc_find(&dcache, o->dc_serial)) == NULL)
 		o->dc_serial = 0;       /* dropped meanwhile */

@@ -169,6 +169,13 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
 	    o->closed)
 		return PX_AB_FORWARD;
+	/* a byte-range lock on the file (this open or another through this
+	 * smbaccel): the server decides every read, LOCK_CONFLICT included,
+	 * whatever lease or oplock protects the data */
+	if (o->locked) {
+		px_ra_drop(o, PX_RA_LOCK);
+		return PX_AB_FORWARD;
+	}
 	s = px_session_find(&c->led, h->session_id);
 	t = px_tree_find(&c->led, h->session_id, h->tree_id);
 	if (s == NULL || t == NULL || !s->established || !ra_gate(t, o) ||
