@@ -26,14 +26,16 @@ for c in $CASES; do
 	chown "$SMB_USER" "$SHARE_DIR/$f"
 	case $via in proxy) wp=$PROXY_PORT ;; *) wp=$SMBD_PORT ;; esac
 	h0=$(stat_get ra_hits)
+	stats_snap "$c-0"
 	capture_start "$f"
 	out=$(timeout 120 "$PY" "$TESTS_DIR/ra_lease.py" "$PROXY_PORT" "$d" "$mode" "$f" "$wp" "$T/$f.orig" 2>&1)
 	rc=$?
 	capture_stop
 	h1=$(stat_get ra_hits)
+	stats_snap "$c-1"
 	echo "$out" | sed "s/^/    $c: /"
 	[ $rc -eq 0 ] || fail "$c: the reader saw wrong bytes or no break (above)"
-	info "$c: ra_hits +$((h1 - h0))"
+	info "$c: ra_hits +$((h1 - h0)); $(stats_deltas "$c-0" "$c-1" ra_fetches ra_fetch_bytes ra_waits ra_widened ra_window_max delayed_responses)"
 	if [ "$mode" = none ]; then
 		assert_eq 0 $((h1 - h0)) "$c: reads served by read-ahead without an oplock under leased"
 	else
