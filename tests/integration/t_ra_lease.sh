@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: >= 60 % of the upstream READ bytes must be in READs >= 512 KiB (62-71 % on a quiet machine); when smbd answers late the reader nears the fetched end and read-ahead sends 64 KiB fetches (57.8 % seen beside a busy neighbour)
 # test-timeout: 300
 # Issue 4 test 2: read-ahead under read_ahead = leased (write_behind =
 # leased).  ra_lease.py: A holds a level II oplock, an R lease or an RH
