@@ -314,7 +314,8 @@ if [ "$JOBS" -gt 1 ]; then
 		echo "$x $(test_estimate "$t") $t"
 	done | sort -k1,1n -k2,2nr -k3,3 | awk '{ print $3 }')
 	for t in $queue; do [ -n "$(test_exclusive "$t")" ] && nexcl=$((nexcl + 1)); done
-	echo "$(echo $queue | wc -w) tests in $JOBS lanes; $nexcl exclusive (first, each alone)"
+	[ "$(echo $queue | wc -w)" -gt 1 ] &&
+	    echo "$(echo $queue | wc -w) tests in $JOBS lanes; $nexcl exclusive (first, each alone)"
 else
 	queue=$list
 fi
