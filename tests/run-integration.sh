@@ -5,7 +5,9 @@
 #   TEST_JOBS=N               lanes: how many tests run at once (default 2;
 #                             1 runs them one by one in list order).  A
 #                             runner started inside a test (t_host_samba,
-#                             t_sanitize's SANITIZE_TESTS) always uses 1.
+#                             t_sanitize's SANITIZE_TESTS) uses
+#                             TEST_JOBS_NESTED (default 1).
+#   INTEGRATION_DIR=DIR       run the t_*.sh of DIR (default tests/integration)
 #   TEST_TIMEOUT=N            per-test timeout in seconds (default: the
 #                             script's "# test-timeout: N" line, else 600)
 #   PROXY_IMPL=haproxy        use haproxy in TCP mode instead of bin/smbaccel
@@ -31,7 +33,9 @@
 # Lengths come from the last run's measurements in RESULTS_DIR/.durations,
 # else tests/integration/durations (one "NAME SECONDS" a line; refresh it
 # from a CI run's .durations), else a quarter of the test's timeout.  The
-# result lines come in completion order; the "failed:" list in list order.
+# result lines come in completion order; the "failed:" list in list order;
+# a failed test's lines end with the tests that ran beside it, and
+# RESULTS_DIR/lanes.log has when each test started and ended.
 #
 # Each test runs in its own cgroup (cgroup v2 where one is mounted, else
 # the cgroup v1 freezer hierarchy, else - no cgroups - its process group
@@ -55,6 +59,8 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS_DIR=${RESULTS_DIR:-$TOP/tests/results}
 export RESULTS_DIR
+# where the t_*.sh are (t_lanes points it at tests of its own)
+IDIR=${INTEGRATION_DIR:-$TOP/tests/integration}
 mkdir -p "$RESULTS_DIR"
 
 if [ -n "${TESTS:-}" ]; then
@@ -62,11 +68,11 @@ if [ -n "${TESTS:-}" ]; then
 	for t in $TESTS; do
 		t=${t%.sh}
 		case $t in unit|unit-tests) continue ;; esac
-		[ -f "$TOP/tests/integration/$t.sh" ] || { echo "no such test: $t" >&2; exit 2; }
+		[ -f "$IDIR/$t.sh" ] || { echo "no such test: $t" >&2; exit 2; }
 		list="$list $t"
 	done
 else
-	list=$(cd "$TOP/tests/integration" && ls t_*.sh 2>/dev/null | sed 's/\.sh$//')
+	list=$(cd "$IDIR" && ls t_*.sh 2>/dev/null | sed 's/\.sh$//')
 fi
 
 # kill_leftovers NAME: after a test was killed without its cleanup, stop
@@ -199,9 +205,9 @@ fi
 # test opts out); reports go to $RESULTS_DIR/T.san/.
 san_env() {
 	[ "${SANITIZE_SUITE:-}" = 1 ] || return 0
-	grep -q '^# sanitizer: no' "$TOP/tests/integration/$1.sh" && return 0
+	grep -q '^# sanitizer: no' "$IDIR/$1.sh" && return 0
 	local d=$RESULTS_DIR/$1.san extra
-	extra=$(sed -n 's/^# asan-options: *\([^ ]*\).*/:\1/p' "$TOP/tests/integration/$1.sh" | head -n 1)
+	extra=$(sed -n 's/^# asan-options: *\([^ ]*\).*/:\1/p' "$IDIR/$1.sh" | head -n 1)
 	mkdir -p "$d"
 	echo "SMBACCEL=$SAN_BIN"
 	echo "ASAN_OPTIONS=log_path=$d/asan:abort_on_error=1:halt_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1$extra"
@@ -232,7 +238,7 @@ run_one() {
 	trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1
 	    kill_leftovers "$t" >/dev/null 2>&1; rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
 	    exit 143' TERM
-	script=$TOP/tests/integration/$t.sh
+	script=$IDIR/$t.sh
 	log=$RESULTS_DIR/$t.log
 	to=$(test_timeout "$t")
 	rm -rf "$RESULTS_DIR/$t.san"
@@ -283,13 +289,13 @@ run_one() {
 test_timeout() {
 	local to
 	to=${TEST_TIMEOUT:-$(sed -n 's/^# test-timeout: *\([0-9][0-9]*\).*/\1/p' \
-	    "$TOP/tests/integration/$1.sh" | head -n 1)}
+	    "$IDIR/$1.sh" | head -n 1)}
 	echo "${to:-600}"
 }
 test_exclusive() {
-	sed -n 's/^# exclusive: *\(.*\)/\1/p' "$TOP/tests/integration/$1.sh" | head -n 1
+	sed -n 's/^# exclusive: *\(.*\)/\1/p' "$IDIR/$1.sh" | head -n 1
 }
-DURATIONS=$TOP/tests/integration/durations
+DURATIONS=$IDIR/durations
 test_estimate() {
 	local f s
 	for f in "$RESULTS_DIR/.durations" "$DURATIONS"; do
@@ -302,7 +308,7 @@ test_estimate() {
 # ---------------------------------------------------------------- lanes
 JOBS=${TEST_JOBS:-2}
 # a runner inside a test (a nested run) shares that test's lane
-[ -n "${SMBACCEL_TEST_ID:-}" ] && JOBS=1
+[ -n "${SMBACCEL_TEST_ID:-}" ] && JOBS=${TEST_JOBS_NESTED:-1}
 case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a number >= 1 (got '$JOBS')" >&2; exit 2 ;; esac
 
 # The queue: with one lane, list order; with more, the exclusive tests
@@ -323,7 +329,12 @@ fi
 LANE_DIR=$(mktemp -d "$RESULTS_DIR/.lanes.XXXXXX") || exit 2
 declare -A running=()       # lane pid -> test
 declare -A status=()        # test -> pass | fail | skip
+declare -A beside=()        # test -> the tests that ran while it ran
 excl=
+# RESULTS_DIR/lanes.log: when each test started and ended, and beside what
+TRACE=$RESULTS_DIR/lanes.log
+: > "$TRACE"
+trace() { echo "$(date +%T.%N | cut -c1-12) $*" >> "$TRACE"; }
 pass=0 failn=0 skipn=0
 
 # stop_lanes RC: on INT/TERM, stop every running test, then exit.
@@ -350,12 +361,16 @@ reap() {
 	t=${running[$pid]}
 	unset "running[$pid]"
 	[ "$t" = "$excl" ] && excl=
+	trace "end   $t exit $rc"
 	if [ -f "$LANE_DIR/$t.out" ]; then
 		cat "$LANE_DIR/$t.out"
 	else
 		rc=1
 		echo "FAIL  $t (its lane ended without a result, exit $rc), log $RESULTS_DIR/$t.log"
 	fi
+	# a failure in a lane: say what ran beside it
+	case $rc in 0|77) ;; *) [ "$JOBS" -gt 1 ] &&
+		echo "      $t ran beside:${beside[$t]:- nothing}" ;; esac
 	[ -f "$LANE_DIR/$t.out.secs" ] && cat "$LANE_DIR/$t.out.secs" >> "$LANE_DIR/durations"
 	case $rc in
 	0)	pass=$((pass + 1)); status[$t]=pass ;;
@@ -372,8 +387,14 @@ while [ $# -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
 			[ ${#running[@]} -eq 0 ] || break   # it waits for the lanes to drain
 			excl=$t
 		fi
+		beside[$t]=
+		for p in "${!running[@]}"; do
+			beside[$t]="${beside[$t]} ${running[$p]}"
+			beside[${running[$p]}]="${beside[${running[$p]}]} $t"
+		done
 		run_one "$t" "$LANE_DIR/$t.out" &
 		running[$!]=$t
+		trace "start $t${excl:+ (alone)}"
 		shift
 	done
 	reap
