@@ -357,6 +357,13 @@ reap() {
 		wait -n -p pid
 		rc=$?
 		[ -n "$pid" ] && [ -n "${running[$pid]:-}" ] && break
+		if [ -z "$pid" ] && [ $rc -eq 127 ]; then
+			# no child left although lanes are counted: never expected
+			echo "run-integration: lost track of the lanes of:${running[*]}" >&2
+			for pid in "${!running[@]}"; do status[${running[$pid]}]=fail; failn=$((failn + 1)); done
+			running=()
+			return
+		fi
 	done
 	t=${running[$pid]}
 	unset "running[$pid]"
