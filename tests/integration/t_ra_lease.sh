@@ -36,7 +36,7 @@ for c in $CASES; do
 	stats_snap "$c-1"
 	echo "$out" | sed "s/^/    $c: /"
 	[ $rc -eq 0 ] || fail "$c: the reader saw wrong bytes or no break (above)"
-	info "$c: ra_hits +$((h1 - h0)); $(stats_deltas "$c-0" "$c-1" ra_fetches ra_fetch_bytes ra_waits ra_widened ra_window_max delayed_responses)"
+	info "$c: ra_hits +$((h1 - h0)); $(stats_deltas "$c-0" "$c-1" ra_fetches ra_fetch_bytes ra_waits ra_widened delayed_responses)"
 	if [ "$mode" = none ]; then
 		assert_eq 0 $((h1 - h0)) "$c: reads served by read-ahead without an oplock under leased"
 	else

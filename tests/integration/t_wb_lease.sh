@@ -7,7 +7,11 @@
 # of what fits in whole WRITEs of >= 512 KiB, 64 KiB at 2.0.2).  Client B then opens
 # the file: A gets the break, writes 8 KiB more, acknowledges; B's open
 # completes and B reads every byte A wrote (again after A's close).  Also:
-# a writer without an oplock is not absorbed under leased.
+# a writer without an oplock is not absorbed under leased.  A takes the
+# whole credit window first (WB_LEASE_CREDITS=8192, wb_lease.py): with
+# 2048, a slow smbd left it at zero credits and the early flushes of the
+# zero-credit rule made the WRITEs small (flush_causes.credits in the
+# per-case line).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "write-behind under leased"

@@ -8,6 +8,7 @@ Issue 3 test 2 (write-behind under `leased`):
   A receives the break, writes 8 more KiB (dirty data, allowed before the
   acknowledgement), acknowledges; B's open completes and B reads the file:
   every byte A wrote must be there.  A closes, B re-reads, closes.
+A asks for WB_LEASE_CREDITS (default 8192) credits when it connects.
 Exit 0 ok, 1 mismatch / protocol failure (message on stdout)."""
 import os
 import random
@@ -31,7 +32,9 @@ def die(msg):
 
 # A takes the whole credit window at once, as libsmbclient does (SMB-NOTES):
 # its absorbed writes are answered from smbaccel's bank, which refills only
-# when the server answers the coalesced WRITEs.  With the 2 K credits of
+# when the server answers the coalesced WRITEs, and only with the ids they
+# spent (smbaccel asks the server for no credits beyond them, so a window
+# does not grow through it as it would directly).  With the 2 K credits of
 # Client's default, a server slowed down by a busy disk (answers later than
 # 2,000 local write answers take) left A with no credit, and the
 # zero-credit rule flushed whatever was buffered: small upstream WRITEs
