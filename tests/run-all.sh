@@ -49,7 +49,7 @@ fi
 SUMMARY_FILE=$RESULTS_DIR/.integration-summary
 export SUMMARY_FILE
 rm -f "$SUMMARY_FILE"
-bash "$TOP/tests/run-integration.sh" | grep -vE '^[0-9]+ passed, [0-9]+ failed|^failed:'
+bash "$TOP/tests/run-integration.sh" | grep --line-buffered -vE '^[0-9]+ passed, [0-9]+ failed|^failed:'
 if [ -f "$SUMMARY_FILE" ]; then
 	{ read -r ip if_ is; read -r ifailed; } < "$SUMMARY_FILE"
 	pass=$((pass + ip)); failn=$((failn + if_)); skipn=$((skipn + is))

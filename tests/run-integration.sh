@@ -1,7 +1,13 @@
 #!/bin/bash
-# Run the integration tests (tests/integration/t_*.sh) one by one.
+# Run the integration tests (tests/integration/t_*.sh), TEST_JOBS at a time.
 #
 #   TESTS="t_smb1 t_garbage"  run only these (names with or without .sh)
+#   TEST_JOBS=N               lanes: how many tests run at once (default 2;
+#                             1 runs them one by one in list order).  A
+#                             runner started inside a test (t_host_samba,
+#                             t_sanitize's SANITIZE_TESTS) uses
+#                             TEST_JOBS_NESTED (default 1).
+#   INTEGRATION_DIR=DIR       run the t_*.sh of DIR (default tests/integration)
 #   TEST_TIMEOUT=N            per-test timeout in seconds (default: the
 #                             script's "# test-timeout: N" line, else 600)
 #   PROXY_IMPL=haproxy        use haproxy in TCP mode instead of bin/smbaccel
@@ -15,6 +21,21 @@
 #                             bin/smbaccel; "# asan-options: A=1:B=2 (why)"
 #                             adds ASan options for that test.  `make
 #                             check` sets it.
+#
+# Lanes.  With TEST_JOBS > 1 the tests run side by side, each exactly as it
+# would alone (its own cgroup, temp directory, ports, namespaces).  A test
+# whose result depends on the machine being otherwise idle (throughput or
+# timing thresholds, RSS bounds, tests that load both cores themselves)
+# says so with a line "# exclusive: <why>" and runs alone: nothing else is
+# started while it runs.  Order: the exclusive tests first, one after the
+# other (so no lane waits for the others to drain before one), then the
+# rest longest first (so the last lane to finish ends with short tests).
+# Lengths come from the last run's measurements in RESULTS_DIR/.durations,
+# else tests/integration/durations (one "NAME SECONDS" a line; refresh it
+# from a CI run's .durations), else a quarter of the test's timeout.  The
+# result lines come in completion order; the "failed:" list in list order;
+# a failed test's lines end with the tests that ran beside it, and
+# RESULTS_DIR/lanes.log has when each test started and ended.
 #
 # Each test runs in its own cgroup (cgroup v2 where one is mounted, else
 # the cgroup v1 freezer hierarchy, else - no cgroups - its process group
@@ -38,6 +59,8 @@ set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 RESULTS_DIR=${RESULTS_DIR:-$TOP/tests/results}
 export RESULTS_DIR
+# where the t_*.sh are (t_lanes points it at tests of its own)
+IDIR=${INTEGRATION_DIR:-$TOP/tests/integration}
 mkdir -p "$RESULTS_DIR"
 
 if [ -n "${TESTS:-}" ]; then
@@ -45,11 +68,11 @@ if [ -n "${TESTS:-}" ]; then
 	for t in $TESTS; do
 		t=${t%.sh}
 		case $t in unit|unit-tests) continue ;; esac
-		[ -f "$TOP/tests/integration/$t.sh" ] || { echo "no such test: $t" >&2; exit 2; }
+		[ -f "$IDIR/$t.sh" ] || { echo "no such test: $t" >&2; exit 2; }
 		list="$list $t"
 	done
 else
-	list=$(cd "$TOP/tests/integration" && ls t_*.sh 2>/dev/null | sed 's/\.sh$//')
+	list=$(cd "$IDIR" && ls t_*.sh 2>/dev/null | sed 's/\.sh$//')
 fi
 
 # kill_leftovers NAME: after a test was killed without its cleanup, stop
@@ -170,10 +193,6 @@ contain_end() {
 	return $rc
 }
 
-# On INT/TERM: stop the running test's processes, then exit.
-trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1; exit 130' INT
-trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1; exit 143' TERM
-
 cg_setup
 
 SAN_BIN=$TOP/bin-san/smbaccel
@@ -186,9 +205,9 @@ fi
 # test opts out); reports go to $RESULTS_DIR/T.san/.
 san_env() {
 	[ "${SANITIZE_SUITE:-}" = 1 ] || return 0
-	grep -q '^# sanitizer: no' "$TOP/tests/integration/$1.sh" && return 0
+	grep -q '^# sanitizer: no' "$IDIR/$1.sh" && return 0
 	local d=$RESULTS_DIR/$1.san extra
-	extra=$(sed -n 's/^# asan-options: *\([^ ]*\).*/:\1/p' "$TOP/tests/integration/$1.sh" | head -n 1)
+	extra=$(sed -n 's/^# asan-options: *\([^ ]*\).*/:\1/p' "$IDIR/$1.sh" | head -n 1)
 	mkdir -p "$d"
 	echo "SMBACCEL=$SAN_BIN"
 	echo "ASAN_OPTIONS=log_path=$d/asan:abort_on_error=1:halt_on_error=1:detect_leaks=1:strict_string_checks=1:check_initialization_order=1$extra"
@@ -208,16 +227,25 @@ san_reports() {
 	return $found
 }
 
-pass=0 failn=0 skipn=0 failed=
-for t in $list; do
-	script=$TOP/tests/integration/$t.sh
+# ---------------------------------------------------------------- one test
+# run_one NAME OUT: run test NAME (in a background subshell: its lane) and
+# leave in OUT the lines to print for it; exit status 0 pass, 77 skip, 1
+# fail.  SIGTERM (from the main loop, on INT/TERM) stops the test's
+# processes and ends the lane.
+run_one() {
+	local t=$1 out=$2 script log to senv tag start rc secs
+	# stopped: the test's processes, then what its cleanup would remove
+	trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1
+	    kill_leftovers "$t" >/dev/null 2>&1; rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
+	    exit 143' TERM
+	script=$IDIR/$t.sh
 	log=$RESULTS_DIR/$t.log
-	to=${TEST_TIMEOUT:-$(sed -n 's/^# test-timeout: *\([0-9][0-9]*\).*/\1/p' "$script" | head -n 1)}
-	to=${to:-600}
+	to=$(test_timeout "$t")
 	rm -rf "$RESULTS_DIR/$t.san"
 	senv=$(san_env "$t")
 	tag=
 	[ -n "$senv" ] && tag=", asan"
+	[ "$JOBS" -gt 1 ] && [ -n "$(test_exclusive "$t")" ] && tag="$tag, alone"
 	start=$(date +%s.%N)
 	TEST_ID=$$.$t.$(date +%s%N)
 	if [ "$CG_MODE" != none ]; then
@@ -241,19 +269,156 @@ for t in $list; do
 		[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
 	fi
 	[ -n "$senv" ] && rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
+	echo "$t $secs" > "$out.secs"
 	case $rc in
-	0)	pass=$((pass + 1)); echo "PASS  $t (${secs}s$tag)" ;;
-	77)	skipn=$((skipn + 1))
-		echo "SKIP  $t (${secs}s): $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP \[[^]]*\]: //')" ;;
-	*)	failn=$((failn + 1)); failed="$failed $t"
-		[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "      $t timed out after ${to}s" >> "$log"
-		echo "FAIL  $t (${secs}s, exit $rc), log $log:"
+	0)	echo "PASS  $t (${secs}s$tag)" > "$out"; exit 0 ;;
+	77)	echo "SKIP  $t (${secs}s): $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP \[[^]]*\]: //')" > "$out"
+		exit 77 ;;
+	esac
+	[ $rc -eq 124 ] || [ $rc -eq 137 ] && echo "      $t timed out after ${to}s" >> "$log"
+	{
+		echo "FAIL  $t (${secs}s$tag, exit $rc), log $log:"
 		tail -n 50 "$log" | sed 's/^/    | /'
 		kill_leftovers "$t"
-		;;
+	} > "$out"
+	exit 1
+}
+
+# test_timeout T, test_exclusive T (the reason, or nothing), test_estimate T
+# (expected seconds, for the order).
+test_timeout() {
+	local to
+	to=${TEST_TIMEOUT:-$(sed -n 's/^# test-timeout: *\([0-9][0-9]*\).*/\1/p' \
+	    "$IDIR/$1.sh" | head -n 1)}
+	echo "${to:-600}"
+}
+test_exclusive() {
+	sed -n 's/^# exclusive: *\(.*\)/\1/p' "$IDIR/$1.sh" | head -n 1
+}
+DURATIONS=$IDIR/durations
+test_estimate() {
+	local f s
+	for f in "$RESULTS_DIR/.durations" "$DURATIONS"; do
+		s=$(awk -v t="$1" '$1 == t { printf "%d", $2; exit }' "$f" 2>/dev/null)
+		[ -n "$s" ] && { echo "$s"; return; }
+	done
+	echo $(( $(test_timeout "$1") / 4 ))
+}
+
+# ---------------------------------------------------------------- lanes
+JOBS=${TEST_JOBS:-2}
+# a runner inside a test (a nested run) shares that test's lane
+[ -n "${SMBACCEL_TEST_ID:-}" ] && JOBS=${TEST_JOBS_NESTED:-1}
+case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a number >= 1 (got '$JOBS')" >&2; exit 2 ;; esac
+
+# The queue: with one lane, list order; with more, the exclusive tests
+# (longest first), then the others (longest first).
+nexcl=0
+if [ "$JOBS" -gt 1 ]; then
+	queue=$(for t in $list; do
+		x=1; [ -n "$(test_exclusive "$t")" ] && x=0
+		echo "$x $(test_estimate "$t") $t"
+	done | sort -k1,1n -k2,2nr -k3,3 | awk '{ print $3 }')
+	for t in $queue; do [ -n "$(test_exclusive "$t")" ] && nexcl=$((nexcl + 1)); done
+	[ "$(echo $queue | wc -w)" -gt 1 ] &&
+	    echo "$(echo $queue | wc -w) tests in $JOBS lanes; $nexcl exclusive (first, each alone)"
+else
+	queue=$list
+fi
+
+LANE_DIR=$(mktemp -d "$RESULTS_DIR/.lanes.XXXXXX") || exit 2
+declare -A running=()       # lane pid -> test
+declare -A status=()        # test -> pass | fail | skip
+declare -A beside=()        # test -> the tests that ran while it ran
+excl=
+# RESULTS_DIR/lanes.log: when each test started and ended, and beside what
+TRACE=$RESULTS_DIR/lanes.log
+: > "$TRACE"
+trace() { echo "$(date +%T.%N | cut -c1-12) $*" >> "$TRACE"; }
+pass=0 failn=0 skipn=0
+
+# stop_lanes RC: on INT/TERM, stop every running test, then exit.
+stop_lanes() {
+	local p
+	trap '' INT TERM
+	for p in "${!running[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	wait
+	rm -rf "$LANE_DIR"
+	exit "$1"
+}
+trap 'stop_lanes 130' INT
+trap 'stop_lanes 143' TERM
+
+# reap: wait for one lane to end, print its lines, count it.
+reap() {
+	local pid rc t
+	while :; do
+		pid=
+		wait -n -p pid
+		rc=$?
+		[ -n "$pid" ] && [ -n "${running[$pid]:-}" ] && break
+		if [ -z "$pid" ] && [ $rc -eq 127 ]; then
+			# no child left although lanes are counted: never expected
+			echo "run-integration: lost track of the lanes of:${running[*]}" >&2
+			for pid in "${!running[@]}"; do status[${running[$pid]}]=fail; failn=$((failn + 1)); done
+			running=()
+			return
+		fi
+	done
+	t=${running[$pid]}
+	unset "running[$pid]"
+	[ "$t" = "$excl" ] && excl=
+	trace "end   $t exit $rc"
+	if [ -f "$LANE_DIR/$t.out" ]; then
+		cat "$LANE_DIR/$t.out"
+	else
+		rc=1
+		echo "FAIL  $t (its lane ended without a result, exit $rc), log $RESULTS_DIR/$t.log"
+	fi
+	# a failure in a lane: say what ran beside it
+	case $rc in 0|77) ;; *) [ "$JOBS" -gt 1 ] &&
+		echo "      $t ran beside:${beside[$t]:- nothing}" ;; esac
+	[ -f "$LANE_DIR/$t.out.secs" ] && cat "$LANE_DIR/$t.out.secs" >> "$LANE_DIR/durations"
+	case $rc in
+	0)	pass=$((pass + 1)); status[$t]=pass ;;
+	77)	skipn=$((skipn + 1)); status[$t]=skip ;;
+	*)	failn=$((failn + 1)); status[$t]=fail ;;
 	esac
+}
+
+set -- $queue
+while [ $# -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
+	while [ $# -gt 0 ] && [ -z "$excl" ] && [ ${#running[@]} -lt "$JOBS" ]; do
+		t=$1
+		if [ "$JOBS" -gt 1 ] && [ -n "$(test_exclusive "$t")" ]; then
+			[ ${#running[@]} -eq 0 ] || break   # it waits for the lanes to drain
+			excl=$t
+		fi
+		beside[$t]=
+		for p in "${!running[@]}"; do
+			beside[$t]="${beside[$t]} ${running[$p]}"
+			beside[${running[$p]}]="${beside[${running[$p]}]} $t"
+		done
+		run_one "$t" "$LANE_DIR/$t.out" &
+		running[$!]=$t
+		trace "start $t${excl:+ (alone)}"
+		shift
+	done
+	reap
 done
 
+# measured lengths, for the next run's order
+if [ -f "$LANE_DIR/durations" ]; then
+	{
+		cat "$LANE_DIR/durations"
+		[ -f "$RESULTS_DIR/.durations" ] && cat "$RESULTS_DIR/.durations"
+	} | awk '!seen[$1]++' | sort > "$LANE_DIR/durations.all" &&
+	    mv "$LANE_DIR/durations.all" "$RESULTS_DIR/.durations"
+fi
+rm -rf "$LANE_DIR"
+
+failed=
+for t in $list; do [ "${status[$t]:-}" = fail ] && failed="$failed $t"; done
 [ -n "${SUMMARY_FILE:-}" ] && printf '%s %s %s\n%s\n' "$pass" "$failn" "$skipn" "$failed" > "$SUMMARY_FILE"
 line="$pass passed, $failn failed"
 [ $skipn -gt 0 ] && line="$line, $skipn skipped"

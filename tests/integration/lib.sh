@@ -207,33 +207,53 @@ bg() {
 # ---------------------------------------------------------------- ports
 
 # free_port: print an unused TCP port on 127.0.0.1 below the ephemeral
-# range, never one handed out before in this test.
+# range, never one handed out before in this test, nor one handed out to
+# another test still running on this machine: tests run side by side
+# (run-integration.sh's lanes, other checkouts), and a port probed free
+# here can be taken by another test's smbd before ours binds it.  Every
+# port handed out is recorded, with the pid of the test's shell, in
+# PORT_REGISTRY (flock'ed); entries of tests that have ended are dropped.
+PORT_REGISTRY=${PORT_REGISTRY:-/tmp/smbaccel-test-ports}
 free_port() {
-	"$PY" - "$T/.ports" <<'EOF'
-import random, socket, sys
-path = sys.argv[1]
+	"$PY" - "$T/.ports" "$PORT_REGISTRY" "$$" <<'EOF'
+import fcntl, os, random, socket, sys
+path, registry, owner = sys.argv[1], sys.argv[2], int(sys.argv[3])
 try:
     used = {int(x) for x in open(path).read().split()}
 except FileNotFoundError:
     used = set()
-for _ in range(500):
-    p = random.randint(20000, 32000)
-    if p in used:
-        continue
-    ok = True
-    for addr in ("127.0.0.1", "0.0.0.0"):
-        s = socket.socket()
-        try:
-            s.bind((addr, p))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-    if ok:
-        open(path, "a").write("%d\n" % p)
-        print(p)
-        sys.exit(0)
-sys.exit(1)
+fd = os.open(registry, os.O_RDWR | os.O_CREAT, 0o644)
+with os.fdopen(fd, "r+") as reg:
+    fcntl.flock(reg, fcntl.LOCK_EX)
+    live = []
+    for line in reg:
+        f = line.split()
+        if len(f) == 2 and f[0].isdigit() and f[1].isdigit() and os.path.exists("/proc/" + f[1]):
+            live.append((int(f[0]), int(f[1])))
+    taken = used | {p for p, _ in live}
+    for _ in range(500):
+        p = random.randint(20000, 32000)
+        if p in taken:
+            continue
+        ok = True
+        for addr in ("127.0.0.1", "0.0.0.0"):
+            s = socket.socket()
+            try:
+                s.bind((addr, p))
+            except OSError:
+                ok = False
+            finally:
+                s.close()
+        if ok:
+            break
+    else:
+        sys.exit(1)
+    live.append((p, owner))
+    reg.seek(0)
+    reg.truncate()
+    reg.write("".join("%d %d\n" % e for e in live))
+open(path, "a").write("%d\n" % p)
+print(p)
 EOF
 }
 
@@ -355,9 +375,12 @@ smbd_ns() {
 
 # ---------------------------------------------------------------- smbd
 
+# ensure_test_user: create smbtest once; tests starting side by side take
+# turns (two useradd at once: "cannot lock /etc/passwd").
 ensure_test_user() {
 	id "$SMB_USER" >/dev/null 2>&1 && return 0
-	useradd -M -s /usr/sbin/nologin "$SMB_USER" ||
+	flock /tmp/smbaccel-test-useradd.lock sh -c \
+	    'id "$1" >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$1"' sh "$SMB_USER" ||
 	    id "$SMB_USER" >/dev/null 2>&1 || fail "cannot create user $SMB_USER"
 }
 

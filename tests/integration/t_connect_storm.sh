@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: sub-second timing: SYN retransmission against connect_timeout, queues drained within 2-4 s, a 3.5 s SIGSTOP window
 # Login storm, max_connecting (smbaccel.conf(5)).  Everything runs in a
 # private network namespace, so its kernel counter of connections dropped
 # at a full listen backlog (TcpExt ListenOverflows) counts only this test.

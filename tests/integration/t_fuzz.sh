@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: two libFuzzer jobs (FUZZ_CHECK_JOBS=2) and the build use both cores; a test beside it would get a third of the CPU
 # sanitizer: no (libFuzzer builds of its own)
 # test-timeout: 600
 # libFuzzer drivers (tests/fuzz/fuzz_*.c): build them (make fuzz-build,

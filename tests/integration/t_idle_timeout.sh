@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: a client asking every 0.4 s must not look idle with idle_timeout = 1s, a quiet one must be closed 1-3 s after
 # idle_timeout (smbaccel.conf(5)), against load_idle.py's one-process
 # upstream (answers NEGOTIATE):
 #  1. idle_timeout = 1s: a client that negotiates, then sends nothing, is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: smbtorture lanes of its own (direct and proxied at once); timing-dependent results (smb2.lock) must equal the direct run's
 # test-timeout: 400
 # Issue 5 test 5: smbtorture suites (KT_SUITES; default smb2.connect
 # smb2.read smb2.lock smb2.compound) with signing required by the client

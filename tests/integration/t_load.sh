@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: 200 smbdd clients and their smbd children fill both cores for minutes; the clients' 60 s answer timeout and the CPU/RSS figures assume nothing else runs
 # asan-options: quarantine_size_mb=16 (reports RSS; freed memory is not kept 256 MB deep)
 # test-timeout: 1800
 # Load, with numbers for the notes (smbaccel's peak RSS = VmHWM, CPU from

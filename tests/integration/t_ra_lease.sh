@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: >= 60 % of the upstream READ bytes must be in READs >= 512 KiB (62-71 % on a quiet machine); when smbd answers late the reader nears the fetched end and read-ahead sends 64 KiB fetches (57.8 % seen beside a busy neighbour)
 # test-timeout: 300
 # Issue 4 test 2: read-ahead under read_ahead = leased (write_behind =
 # leased).  ra_lease.py: A holds a level II oplock, an R lease or an RH
@@ -28,14 +29,16 @@ for c in $CASES; do
 	chown "$SMB_USER" "$SHARE_DIR/$f"
 	case $via in proxy) wp=$PROXY_PORT ;; *) wp=$SMBD_PORT ;; esac
 	h0=$(stat_get ra_hits)
+	stats_snap "$c-0"
 	capture_start "$f"
 	out=$(timeout 120 "$PY" "$TESTS_DIR/ra_lease.py" "$PROXY_PORT" "$d" "$mode" "$f" "$wp" "$T/$f.orig" 2>&1)
 	rc=$?
 	capture_stop
 	h1=$(stat_get ra_hits)
+	stats_snap "$c-1"
 	echo "$out" | sed "s/^/    $c: /"
 	[ $rc -eq 0 ] || fail "$c: the reader saw wrong bytes or no break (above)"
-	info "$c: ra_hits +$((h1 - h0))"
+	info "$c: ra_hits +$((h1 - h0)); $(stats_deltas "$c-0" "$c-1" ra_fetches ra_fetch_bytes ra_waits ra_widened delayed_responses)"
 	if [ "$mode" = none ]; then
 		# smbaccel's own R lease serves the first half; B's write
 		# through smbaccel breaks it (the rest goes to the server)

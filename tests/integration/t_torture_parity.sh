@@ -1,4 +1,5 @@
 #!/bin/bash
+# exclusive: six smbtorture lanes of its own (3 configurations x 2 suite groups); oplock/lease tests wait on timers, and their results must equal the direct run's
 # test-timeout: 1200
 # smbtorture parity (issue 2; issue 3 test 8; issue 4 test 6; issue 15):
 # each suite runs directly against smbd and through smbaccel with the

@@ -83,3 +83,24 @@ problem() {
 problems_end() {
 	[ -z "$WB_PROBLEMS" ] || fail "problems:$WB_PROBLEMS"
 }
+
+# stats_snap NAME: save `smbaccelctl stats --json` as $T/NAME.stats.json.
+stats_snap() { ctl stats --json > "$T/$1.stats.json" 2>/dev/null || echo '{}' > "$T/$1.stats.json"; }
+
+# stats_deltas FROM TO [KEYS...]: what grew between two stats_snap
+# snapshots: "flush causes: cause=n ..." (the flush causes that grew), then
+# KEY=delta for each KEY (default: delayed_responses upstream_writes
+# upstream_echoes).  Which timer, rule or request split the coalesced
+# writes or reads: when a size check fails, this line says why.
+stats_deltas() {
+	local from=$1 to=$2; shift 2
+	"$PY" - "$T/$from.stats.json" "$T/$to.stats.json" "$@" <<'PYEOF'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+keys = sys.argv[3:] or ["delayed_responses", "upstream_writes", "upstream_echoes"]
+fa, fb = a.get("flush_causes", {}), b.get("flush_causes", {})
+out = ["%s=%d" % (k, fb[k] - fa.get(k, 0)) for k in sorted(fb) if fb[k] - fa.get(k, 0)]
+print("flush causes: " + (" ".join(out) or "none") + "; " +
+      " ".join("%s=%d" % (k, b.get(k, 0) - a.get(k, 0)) for k in keys))
+PYEOF
+}
