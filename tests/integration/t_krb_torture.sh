@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 600
+# exclusive: runs its own smbtorture lanes (direct and through smbaccel at once), like t_keyed_torture
 # Issue 12: smbtorture suites (KT_SUITES; default those of t_keyed_torture:
 # smb2.connect smb2.read smb2.lock smb2.compound) with Kerberos
 # (--use-kerberos=required), against the AD DC (signing mandatory) directly
