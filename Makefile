@@ -53,6 +53,7 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/keytab.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
+              coalesce/brl.c \
               coalesce/doccache.c \
               coalesce/signing.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
