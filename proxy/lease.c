@@ -35,6 +35,7 @@
 #include <netinet/in.h>
 
 #include "proxy/lease.h"
+#include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/writebehind.h"
 #include "proxy/create.h"
@@ -256,6 +257,20 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	    reads(cr->desired_access));
 	if (!want_r)
 		goto out;
+	/*
+	 * A file with byte-range locks seen through smbaccel: with a lease
+	 * caching reads (writes), Samba's `strict locking = auto` would skip
+	 * the lock check of this open's reads (writes), which a client that
+	 * asked for no lease expects the server to make.  No lease; opens
+	 * already holding one are checked by locks.c.
+	 */
+	if (px_coh_path_locked(c, t->share, cr->name)) {
+		px_stats.pl_locked++;
+		log_debug("conn=%llu share=%s file=%s byte-range locks on the "
+		    "file: no lease of smbaccel's for this open",
+		    (unsigned long long)c->id, t->share, cr->name);
+		goto out;
+	}
 	ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
 	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
 	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
