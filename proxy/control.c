@@ -139,6 +139,7 @@ static const struct {
 	STAT("lock_conflicts", lock_conflicts),
 	STAT("locks_unchecked", locks_unchecked),
 	STAT("locks_overflow", locks_overflow),
+	STAT("breaks_unacked_stopped", pl_starve_ended),
 	STAT("ack_reserve_aged", reserve_aged),
 };
 #undef STAT
@@ -297,7 +298,8 @@ stats_dump(FILE *f, bool json)
 		    "caching); %llu asked, %llu granted (%llu with write), %llu "
 		    "CREATEs failed; breaks %llu, acknowledged %llu (mean %.0f "
 		    "ms, max %llu ms), unacknowledged %llu, refused %llu; "
-		    "reserves aged %llu\n", pl_now, pl_w,
+		    "reserves aged %llu; unacknowledged breaks that stopped "
+		    "absorbing %llu\n", pl_now, pl_w,
 		    (unsigned long long)s->pl_asked,
 		    (unsigned long long)s->pl_granted,
 		    (unsigned long long)s->pl_granted_write,
@@ -307,7 +309,8 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->pl_ack_ms_max,
 		    (unsigned long long)s->breaks_unacked,
 		    (unsigned long long)s->pl_ack_refused,
-		    (unsigned long long)s->reserve_aged);
+		    (unsigned long long)s->reserve_aged,
+		    (unsigned long long)s->pl_starve_ended);
 		fprintf(f, "byte-range locks   %llu opens of a locked file not "
 		    "leased; %llu conflicts answered by smbaccel, %llu it could "
 		    "not answer; %llu handles past the lock bound\n",

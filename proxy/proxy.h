@@ -232,7 +232,9 @@ struct px_stats {
 	uint64_t lock_conflicts;        /* FILE_LOCK_CONFLICT answered by
 	                                 * smbaccel (locks.c) */
 	uint64_t locks_unchecked;       /* ... it could not answer: forwarded */
-	uint64_t locks_overflow;        /* opens past PX_BRL_MAX locks */
+	uint64_t locks_overflow;        /* opens past CO_BRL_MAX locks */
+	uint64_t pl_starve_ended;       /* unacknowledged breaks whose opens
+	                                 * stopped absorbing (lease.c) */
 	uint64_t reserve_aged;          /* reserves given back unused at the
 	                                 * hoard bound */
 };

@@ -797,8 +797,10 @@ double
 px_relay_timer(struct px_conn *c, double now_ms)
 {
 	double t = px_wb_timer(c, now_ms), d = px_dc_timer(c, now_ms);
+	double l = c->pl_owed ? px_lease_timer(c, now_ms) : 0;
 
-	return t == 0 || (d != 0 && d < t) ? d : t;
+	t = t == 0 || (d != 0 && d < t) ? d : t;
+	return t == 0 || (l != 0 && l < t) ? l : t;
 }
 
 void

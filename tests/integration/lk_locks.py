@@ -37,6 +37,10 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
   zero     a zero-length lock (conflicts only with I/O strictly around it)
   overflow h1 holds 70 locks at once (more than smbaccel keeps per open):
            the transcript of this one differs by design (see the test)
+  ext-r    (with --direct) a client that does not go through smbaccel
+           locks: smbd breaks the read lease smbaccel holds, checks again
+  ext-w    (with --direct) the same while a break of smbaccel's write
+           caching has no id for its acknowledgement (35 s)
 """
 import struct
 import sys
@@ -324,6 +328,51 @@ class Run(object):
         self.say("h2-close", c.close(h2))
         self.say("h1-close", c.close(h1))
 
+    def ext_conn(self):
+        c2 = Conn(self.a.direct, self.a.dialect, self.a.sign, self.a.seal,
+                  self.a.share)
+        w = c2.create("lk-%s-warmup3" % self.tag, FILE_OVERWRITE_IF)
+        c2.close(w)
+        return c2
+
+    def s_ext_r(self):
+        """A lock taken by a client that does not go through smbaccel
+        (--direct): it breaks smbaccel's read lease (smbd breaks R leases of
+        other lease keys on a lock), then the server checks again."""
+        c = self.c
+        c2 = self.ext_conn()
+        h2 = c2.create(self.name(), FILE_OVERWRITE_IF)
+        self.say("e-write-200", c2.write(h2, 0, (b"ext-r" * 40)))
+        h1 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-read-0+10", c.read(h1, 0, 10))
+        self.say("e-lock-0+100", c2.lock(h2, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h1", c, h1, 150, 10)
+        self.say("h1-close", c.close(h1))
+        self.say("e-close", c2.close(h2))
+        c2.logoff()
+
+    def s_ext_w(self):
+        """The same while smbaccel holds write caching it cannot give back:
+        h1's one 200-byte write leaves no id for the acknowledgement of the
+        break the other client's open causes, so that open waits for the
+        server's break timeout (35 s); smbaccel must not absorb writes under
+        a write caching the server has taken away by then."""
+        c = self.c
+        h1 = c.create(self.name(), FILE_OVERWRITE_IF)
+        self.say("h1-write-200", c.write(h1, 0, (b"ext-w" * 40)))
+        h1b = c.create(self.name(), FILE_OPEN)
+        c2 = self.ext_conn()
+        h2 = c2.create(self.name(), FILE_OPEN)
+        self.say("e-lock-0+100", c2.lock(h2, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        for n, h in (("h1", h1), ("h1b", h1b)):
+            self.rw(n, c, h, 0, 10)
+            self.rw(n, c, h, 150, 10)
+        self.say("h1b-close", c.close(h1b))
+        self.say("h1-close", c.close(h1))
+        self.say("e-close", c2.close(h2))
+        c2.logoff()
+
     def s_overflow(self):
         c = self.c
         h1 = self.h1_file()
@@ -341,7 +390,8 @@ class Run(object):
 
 
 ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "multi",
-         "close", "conn2", "zero", "overflow"]
+         "close", "conn2", "zero", "overflow", "ext-r", "ext-w"]
+NEEDS_DIRECT = ("ext-r", "ext-w")
 
 
 def main():
@@ -353,6 +403,8 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--skip", default="")
     ap.add_argument("--share", default="share")
+    ap.add_argument("--direct", type=int, default=0,
+                    help="port of the server itself, for ext-r and ext-w")
     ap.add_argument("--sign", action="store_true")
     ap.add_argument("--seal", action="store_true")
     a = ap.parse_args()
@@ -360,7 +412,7 @@ def main():
     skip = set(x for x in a.skip.split(",") if x)
     r = Run(a, a.tag)
     for s in ORDER:
-        if s not in only or s in skip:
+        if s not in only or s in skip or (s in NEEDS_DIRECT and not a.direct):
             continue
         r.scen = s
         getattr(r, "s_" + s.replace("-", "_"))()

@@ -32,6 +32,11 @@
 #      documented fallback, never an unchecked access) until the locking
 #      handle is closed; the locking handle's own I/O and everything else as
 #      directly; locks_overflow counted.
+#   5. a lock taken directly on smbd, by a client that bypasses smbaccel,
+#      while smbaccel holds read caching (smbd breaks it) and while a break
+#      of its write caching waits for an id (absorbing stops before the
+#      server's break timeout, 35 s): the same answers and files as
+#      directly, no acknowledged write refused later.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "lock checks for smbaccel's leases"
@@ -115,6 +120,28 @@ diff "$T/ovf.want" "$T/ovf.got" > /dev/null ||
 assert_ge 1 "$D_locks_overflow" "overflow: locks_overflow"
 log_has 'more than 64 byte-range locks' || fail "overflow: not logged"
 info "overflow: as documented (locks_overflow +$D_locks_overflow)"
+
+# ---- 5. a lock of a client that does not go through smbaccel (unsigned,
+# 3.0): smbd breaks smbaccel's read lease and checks again (ext-r); while
+# a break of its write caching waits for an id, smbaccel stops absorbing
+# before the server's break timeout, so the other client's lock that
+# follows refuses the client's writes at once, as directly, instead of
+# their flush after an early SUCCESS (ext-w: deferred_errors stays 0)
+lk_run ext-direct "$SMBD_PORT" 3.0 dext --only ext-r,ext-w --direct "$SMBD_PORT"
+snap ext-before
+lk_run ext-proxy "$PROXY_PORT" 3.0 pext --only ext-r,ext-w --direct "$SMBD_PORT"
+snap ext-after
+deltas ext-before ext-after
+diff "$T/ext-direct.out" "$T/ext-proxy.out" > "$T/ext.diff" || {
+	sed 's/^/    /' "$T/ext.diff"
+	fail "ext: answers through smbaccel differ from smbd's (< direct, > proxied)"
+}
+lk_disk dext > "$T/ext-direct.disk"
+lk_disk pext > "$T/ext-proxy.disk"
+diff "$T/ext-direct.disk" "$T/ext-proxy.disk" > /dev/null || fail "ext: files on disk differ"
+info "ext: $(wc -l < "$T/ext-direct.out") steps alike; breaks unacknowledged +$D_breaks_unacked, stopped absorbing +$D_breaks_unacked_stopped, deferred errors +$D_deferred_errors"
+assert_ge 1 "$D_breaks_unacked_stopped" "ext: unacknowledged break that stopped absorbing"
+assert_eq 0 "$D_deferred_errors" "ext: deferred write errors (acknowledged writes refused later)"
 assert_eq 0 "$(stat_get ledger_errors)" "ledger_errors"
 stop_proxy
 [ "$PROXY_RC" = 0 ] || fail "smbaccel exited with $PROXY_RC"
