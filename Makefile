@@ -53,14 +53,16 @@ AUTH_SRC   := proxy/auth/der.c proxy/auth/spnego.c proxy/auth/ntlm.c \
               proxy/auth/keytab.c
 POLICY_SRC := policy/policy.c
 COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
+              coalesce/brl.c \
               coalesce/doccache.c \
               coalesce/signing.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
 # only the ones after it; the relay layer is relay.c .. keyed.c.
 PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c proxy/upstream.c \
-              proxy/relay.c proxy/lease.c proxy/coherence.c proxy/readahead.c \
-              proxy/doccache.c proxy/compound.c proxy/writebehind.c \
+              proxy/relay.c proxy/lease.c proxy/coherence.c proxy/locks.c \
+              proxy/readahead.c proxy/doccache.c proxy/compound.c \
+              proxy/writebehind.c \
               proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c \
               proxy/ledger.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \

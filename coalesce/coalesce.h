@@ -11,7 +11,8 @@
  *  - the per-open write extent: one contiguous run of absorbed bytes;
  *  - the read-ahead chunk cache;
  *  - the signing rule: what may be altered in a session without its key;
- *  - the document cache: whole files in chunks, validators, LRU, checksums.
+ *  - the document cache: whole files in chunks, validators, LRU, checksums;
+ *  - the byte-range locks of one open, and the MS-FSA lock check of I/O.
  */
 #ifndef SMBACCEL_COALESCE_H
 #define SMBACCEL_COALESCE_H
@@ -392,6 +393,68 @@ enum co_alter {
  */
 bool co_may_alter(enum co_alter what, enum co_signs session,
     bool server_signs_all);
+
+/* ---- byte-range locks of one open (proxy/locks.c) ------------------------------ */
+
+/*
+ * The ranges one open holds locked, as granted by the server: kept so that
+ * smbaccel can check I/O the server would not check (an open holding
+ * smbaccel's lease under Samba's strict locking = auto; proxy/locks.c).  At
+ * most CO_BRL_MAX ranges are kept; the others are only counted, exclusive
+ * and shared (lost_x, lost_s: upper bounds once an unlock of one of them,
+ * whose kind is unknown, has arrived), and whatever they could refuse is
+ * refused wherever they lie (co_brl_check).
+ */
+#define CO_BRL_MAX 64
+
+struct co_brl_range {
+	uint64_t off;
+	uint64_t len;
+	bool excl;
+};
+
+struct co_brl {
+	struct co_brl_range *r;     /* malloc'd, n used of cap */
+	uint16_t n, cap;
+	uint32_t lost;              /* granted, not kept */
+	uint32_t lost_x, lost_s;    /* ... exclusive, shared (at most) */
+};
+
+enum co_brl_kept {
+	CO_BRL_KEPT = 0,
+	CO_BRL_LOST,                /* past CO_BRL_MAX: counted */
+	CO_BRL_NOMEM,               /* no memory: counted, as LOST */
+};
+
+/* I/O judged against one open's locks. */
+enum co_brl_verdict {
+	CO_BRL_OK = 0,
+	CO_BRL_LOCKED,              /* a kept range refuses it */
+	CO_BRL_UNKNOWN,             /* a range not kept might */
+};
+
+void co_brl_free(struct co_brl *b);
+/* The open was granted [off, +len), exclusive or shared. */
+enum co_brl_kept co_brl_lock(struct co_brl *b, uint64_t off, uint64_t len,
+    bool excl);
+/* The open was granted a lock it does not know (a request whose elements
+ * were not kept): counted as lost of either kind. */
+void co_brl_lock_unknown(struct co_brl *b);
+/* The server unlocked [off, +len) of the open: the exact range is removed
+ * (an exclusive one first, MS-FSA 2.1.5.9), 1; else one lost lock, 0; -1
+ * neither was there (a lock smbaccel did not see granted). */
+int co_brl_unlock(struct co_brl *b, uint64_t off, uint64_t len);
+/*
+ * I/O [off, +len) (len >= 1) of an open against b, the locks of `own` ?
+ * that open : another open of the same file (MS-FSA 2.1.4.10 with the
+ * read/write checks of 2.1.5.2 and 2.1.5.3): another open's exclusive lock
+ * refuses reads and writes, a shared lock refuses writes of every open,
+ * the owner's included; the owner's exclusive lock permits its own I/O.
+ * A lock of length 0 at offset 0 overlaps nothing, one at offset n only
+ * I/O that contains both n - 1 and n.
+ */
+enum co_brl_verdict co_brl_check(const struct co_brl *b, bool own,
+    uint64_t off, uint64_t len, bool write);
 
 /* ---- document cache (DESIGN.md section 5a) ------------------------------------ */
 

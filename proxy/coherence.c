@@ -161,23 +161,33 @@ lock_path(struct px_conn *c, const char *share, const char *name)
 	}
 }
 
-/* Does another open of this file (any connection) hold locks? */
+/* Does an open of file `name` of share `share` on c's server, other than
+ * `except`, carry a LOCK seen through this smbaccel (any connection)? */
 static bool
-path_locked(struct px_conn *c, const struct px_open *n)
+path_locked(struct px_conn *c, const char *share, const char *name,
+    const struct px_open *except)
 {
 	struct px_conn *x;
 	struct px_open *o;
 
+	if (name == NULL)
+		return false;
 	for (x = px_rt.conns; x; x = x->next) {
 		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (o != n && o->locked && o->name && n->name &&
-			    strcasecmp(o->name, n->name) == 0 &&
-			    strcasecmp(px_tree_share(x, o), px_tree_share(c, n)) == 0)
+			if (o != except && o->locked && o->name &&
+			    strcasecmp(o->name, name) == 0 &&
+			    strcasecmp(px_tree_share(x, o), share) == 0)
 				return true;
 	}
 	return false;
+}
+
+bool
+px_coh_path_locked(struct px_conn *c, const char *share, const char *name)
+{
+	return path_locked(c, share, name, NULL);
 }
 
 /*
@@ -374,7 +384,7 @@ px_coh_opened(struct px_conn *c, struct px_open *o)
 {
 	/* opened after another handle locked the file */
 	if (!o->locked)
-		o->locked = path_locked(c, o);
+		o->locked = path_locked(c, px_tree_share(c, o), o->name, o);
 	/* a cached copy of the file: valid for this open? */
 	px_dc_opened(c, o);
 }

@@ -20,6 +20,11 @@ bool px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
  * hold (through this smbaccel), and the document cache validates its copy
  * of the file against the answer. */
 void px_coh_opened(struct px_conn *c, struct px_open *o);
+/* Does an open of file `name` of share `share` on c's server carry a LOCK
+ * seen through this smbaccel (any connection)?  Such a file gets no lease
+ * of smbaccel's (lease.c, locks.c). */
+bool px_coh_path_locked(struct px_conn *c, const char *share,
+    const char *name);
 /* Wake connections whose stalled frame waits on other connections. */
 void px_coh_kick_waiters(struct px_conn *c);
 

@@ -135,6 +135,11 @@ static const struct {
 	STAT("breaks_unacked", breaks_unacked),
 	STAT("proxy_lease_acks_refused", pl_ack_refused),
 	STAT("proxy_lease_ack_ms_max", pl_ack_ms_max),
+	STAT("proxy_lease_locked", pl_locked),
+	STAT("lock_conflicts", lock_conflicts),
+	STAT("locks_unchecked", locks_unchecked),
+	STAT("locks_overflow", locks_overflow),
+	STAT("breaks_unacked_stopped", pl_starve_ended),
 	STAT("ack_reserve_aged", reserve_aged),
 };
 #undef STAT
@@ -293,7 +298,8 @@ stats_dump(FILE *f, bool json)
 		    "caching); %llu asked, %llu granted (%llu with write), %llu "
 		    "CREATEs failed; breaks %llu, acknowledged %llu (mean %.0f "
 		    "ms, max %llu ms), unacknowledged %llu, refused %llu; "
-		    "reserves aged %llu\n", pl_now, pl_w,
+		    "reserves aged %llu; unacknowledged breaks that stopped "
+		    "absorbing %llu\n", pl_now, pl_w,
 		    (unsigned long long)s->pl_asked,
 		    (unsigned long long)s->pl_granted,
 		    (unsigned long long)s->pl_granted_write,
@@ -303,7 +309,15 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->pl_ack_ms_max,
 		    (unsigned long long)s->breaks_unacked,
 		    (unsigned long long)s->pl_ack_refused,
-		    (unsigned long long)s->reserve_aged);
+		    (unsigned long long)s->reserve_aged,
+		    (unsigned long long)s->pl_starve_ended);
+		fprintf(f, "byte-range locks   %llu opens of a locked file not "
+		    "leased; %llu conflicts answered by smbaccel, %llu it could "
+		    "not answer; %llu handles past the lock bound\n",
+		    (unsigned long long)s->pl_locked,
+		    (unsigned long long)s->lock_conflicts,
+		    (unsigned long long)s->locks_unchecked,
+		    (unsigned long long)s->locks_overflow);
 		fprintf(f, "invalidations     ");
 		for (i = 0; i < PX_RA_NCAUSES; i++)
 			if (s->ra_invalidations[i])

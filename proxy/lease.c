@@ -35,6 +35,7 @@
 #include <netinet/in.h>
 
 #include "proxy/lease.h"
+#include "proxy/coherence.h"
 #include "proxy/readahead.h"
 #include "proxy/writebehind.h"
 #include "proxy/create.h"
@@ -53,6 +54,7 @@ struct px_lease_owed {
 	uint8_t level;              /* oplock: the level to acknowledge */
 	double since_ms;            /* when the break arrived */
 	bool counted;               /* counted in breaks_unacked */
+	bool expired;               /* ... and absorbing under it stopped */
 	bool have_id;               /* mid is set aside for it */
 	uint64_t mid;
 };
@@ -256,6 +258,20 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	    reads(cr->desired_access));
 	if (!want_r)
 		goto out;
+	/*
+	 * A file with byte-range locks seen through smbaccel: with a lease
+	 * caching reads (writes), Samba's `strict locking = auto` would skip
+	 * the lock check of this open's reads (writes), which a client that
+	 * asked for no lease expects the server to make.  No lease; opens
+	 * already holding one are checked by locks.c.
+	 */
+	if (px_coh_path_locked(c, t->share, cr->name)) {
+		px_stats.pl_locked++;
+		log_debug("conn=%llu share=%s file=%s byte-range locks on the "
+		    "file: no lease of smbaccel's for this open",
+		    (unsigned long long)c->id, t->share, cr->name);
+		goto out;
+	}
 	ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
 	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
 	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
@@ -621,6 +637,8 @@ progress_conn(struct px_conn *c)
 				sa.starved = true;
 				(void)each_open(c, a->kind, a->key, &a->fid,
 				    starve_open, &sa);
+				/* it starves for a while only (px_lease_timer) */
+				px_relay_ops->arm_timer(c);
 			}
 		}
 		if (!a->have_id || r.busy > 0 || !sendable(c)) {
@@ -672,6 +690,55 @@ px_lease_progress(struct px_conn *c)
 		if (x != c && x->pl_owed && progress_conn(x))
 			(void)px_emit_tend_reserve(x);
 	}
+}
+
+/*
+ * A break whose acknowledgement has no id lets its opens go on absorbing
+ * (starved): write caching is the client's until it is acknowledged, and
+ * a writing client donates the id.  But the server waits only so long
+ * (its break timeout: 35 s for smbd 4.17 and Windows, MS-SMB2 3.3.2.1's
+ * Oplock Break Acknowledgment Timer), then takes the caching away, and
+ * lets the other client in: what smbaccel absorbed after that would be
+ * written without it, after whatever that client did meanwhile (a
+ * byte-range lock, say, that then refuses the flush: acknowledged data
+ * lost).  So starving ends PL_STARVE_MS after the break: absorbing stops
+ * and what is buffered is flushed while the server still waits; an id
+ * that comes later still pays the acknowledgement.
+ */
+#define PL_STARVE_MS 25000.0
+
+double
+px_lease_timer(struct px_conn *c, double now_ms)
+{
+	struct starve_arg sa = { false, NULL };
+	struct px_lease_owed *a;
+	double next = 0, due;
+	struct px_open *o;
+
+	for (a = c->pl_owed; a; a = a->next) {
+		if (a->have_id || !a->counted || a->expired)
+			continue;
+		due = a->since_ms + PL_STARVE_MS;
+		if (now_ms < due) {
+			if (next == 0 || due < next)
+				next = due;
+			continue;
+		}
+		a->expired = true;
+		px_stats.pl_starve_ended++;
+		for (o = c->led.opens; o && !open_is(o, a->kind, a->key, &a->fid);
+		    o = o->next)
+			;
+		log_warnx("conn=%llu share=%s file=%s still no message id to "
+		    "acknowledge the break of smbaccel's %s after %.0f s: writes "
+		    "are no longer absorbed on it (the server's break timeout is "
+		    "near)", (unsigned long long)c->id, o ? px_tree_share(c, o) :
+		    "?", o && o->name ? o->name : "?",
+		    a->kind == PX_PL_LEASE ? "lease" : "oplock",
+		    PL_STARVE_MS / 1000);
+		(void)each_open(c, a->kind, a->key, &a->fid, starve_open, &sa);
+	}
+	return next;
 }
 
 /* The acknowledgement was answered: what smbaccel holds now. */

@@ -38,6 +38,10 @@ void px_lease_progress(struct px_conn *c);
 /* Opens went away (CLOSE, LOGOFF, TREE_DISCONNECT answered): forget what
  * they owed, give back an id no longer needed. */
 void px_lease_released(struct px_conn *c);
+/* Breaks of c whose acknowledgement found no id stop letting writes be
+ * absorbed before the server's break timeout; the next deadline (ms) or
+ * 0. */
+double px_lease_timer(struct px_conn *c, double now_ms);
 /* Opens of c holding smbaccel's lease with read (and write) caching. */
 unsigned int px_lease_opens(const struct px_conn *c, unsigned int *write);
 /* The connection is closed. */

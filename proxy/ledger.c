@@ -42,6 +42,8 @@ px_pending_free(struct px_pending *p)
 		free(p->u.tcon.path);
 	else if (p->command == SMB2_SESSION_SETUP && p->origin == PX_ORIGIN_CLIENT)
 		free(p->u.sess.auth);
+	else if (p->command == SMB2_LOCK)
+		free(p->u.lock.req);
 	free(p);
 }
 
@@ -64,6 +66,7 @@ px_open_free(struct px_open *o)
 	px_stats.ra_bytes_now -= o->ra.bytes;
 	co_ra_invalidate(&o->ra);
 	co_extent_free(&o->wb);
+	co_brl_free(&o->brl);       /* its byte-range locks go with it */
 	free(o->name);
 	free(o);
 }

@@ -63,6 +63,9 @@ struct px_tree {
 };
 
 struct px_open;
+/* The elements of a LOCK request in flight (locks.c; one malloc'd block,
+ * freed with its pending entry). */
+struct px_brl_req;
 
 /* A request in flight upstream (forwarded, or originated by the proxy). */
 enum px_origin { PX_ORIGIN_CLIENT = 0, PX_ORIGIN_PROXY };
@@ -107,6 +110,9 @@ struct px_pending {
 			uint8_t preauth[64];     /* hash including this request */
 			void *auth;              /* struct px_ntlm_auth, malloc'd */
 		} sess;
+		struct {
+			struct px_brl_req *req; /* its elements (locks.c) */
+		} lock;
 		struct {
 			uint8_t oplock_level;   /* oplock break ack */
 			uint32_t lease_state;   /* lease break ack */
@@ -181,6 +187,7 @@ struct px_open {
 	bool dc_stale;              /* dcv no longer describes the file */
 	bool is_dir;                /* a directory (attributes or options) */
 	bool locked;                /* a LOCK was seen on this file */
+	struct co_brl brl;          /* locks granted to it (locks.c) */
 	struct px_plock pl;         /* smbaccel's lease on the client's behalf */
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */

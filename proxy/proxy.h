@@ -227,6 +227,14 @@ struct px_stats {
 	                                 * refused (its timeout had passed) */
 	uint64_t pl_ack_ms_sum;         /* break -> acknowledgement sent */
 	uint64_t pl_ack_ms_max;
+	uint64_t pl_locked;             /* CREATEs of a file locked through
+	                                 * smbaccel: no lease asked */
+	uint64_t lock_conflicts;        /* FILE_LOCK_CONFLICT answered by
+	                                 * smbaccel (locks.c) */
+	uint64_t locks_unchecked;       /* ... it could not answer: forwarded */
+	uint64_t locks_overflow;        /* opens past CO_BRL_MAX locks */
+	uint64_t pl_starve_ended;       /* unacknowledged breaks whose opens
+	                                 * stopped absorbing (lease.c) */
 	uint64_t reserve_aged;          /* reserves given back unused at the
 	                                 * hoard bound */
 };

@@ -28,6 +28,7 @@
 #include "proxy/relay.h"
 #include "proxy/lease.h"
 #include "proxy/coherence.h"
+#include "proxy/locks.h"
 #include "proxy/readahead.h"
 #include "proxy/compound.h"
 #include "proxy/doccache.h"
@@ -326,6 +327,18 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			px_stats.requests[first.command]++;
 			return PX_RC_DONE;
 		}
+		if (first.command == SMB2_READ || first.command == SMB2_WRITE) {
+			/* a lock the server would not check under smbaccel's
+			 * lease: answered FILE_LOCK_CONFLICT here */
+			ar = px_locks_check(c, &first, &e);
+			if (ar == PX_AB_DONE) {
+				if (c->pl_owed)
+					px_lease_progress(c);
+				return PX_RC_DONE;
+			}
+			if (ar == PX_AB_FAIL)
+				return PX_RC_CLOSE;
+		}
 		if (first.command == SMB2_READ) {
 			ar = px_ra_read(c, &first, &e, msg, mlen);
 			if (ar == PX_AB_DONE)
@@ -407,6 +420,10 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		if (h.command == SMB2_NEGOTIATE && !compound)
 			px_keyed_negotiate_req(c, e.hdr, e.len);
 		p = px_ledger_client_request(&c->led, &h, &e, compound, &related);
+		if (p && h.command == SMB2_LOCK)
+			px_locks_request(c, &e, p);
+		if (compound)
+			px_locks_forwarded(c, &h, &e);
 		if (p && h.command == SMB2_SESSION_SETUP && !compound)
 			px_keyed_setup_req(c, &h, e.hdr, e.len, p);
 		if (p && h.command == SMB2_CLOSE)
@@ -456,6 +473,9 @@ px_relay_client_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 		t = px_tree_find(&c->led, o->session_id, o->tree_id);
 		if (t && w.length <= px_wb_coalesce_limit(c, t))
 			return false;   /* might be absorbed: decide on all of it */
+		/* might be answered FILE_LOCK_CONFLICT (locks.c) */
+		if (px_locks_blocks(c, o, w.offset, w.length, true))
+			return false;
 	}
 	if (must_wait(c, &h, &e, false) || px_coh_must_wait(c, &h, &e))
 		return false;
@@ -643,6 +663,9 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		/* what the session's server signs decides what may be
 		 * altered (alter.c) */
 		px_alter_learn(c, &h, p, interim, sealed_id != 0);
+		if (p && !interim && h.command == SMB2_LOCK &&
+		    p->command == SMB2_LOCK)
+			px_locks_answered(c, &h, p, &last_create);
 		if (h.command == SMB2_CREATE && h.status == NT_STATUS_SUCCESS &&
 		    p && !interim) {
 			struct px_open *o = px_open_find(&c->led, &last_create);
@@ -774,8 +797,10 @@ double
 px_relay_timer(struct px_conn *c, double now_ms)
 {
 	double t = px_wb_timer(c, now_ms), d = px_dc_timer(c, now_ms);
+	double l = c->pl_owed ? px_lease_timer(c, now_ms) : 0;
 
-	return t == 0 || (d != 0 && d < t) ? d : t;
+	t = t == 0 || (d != 0 && d < t) ? d : t;
+	return t == 0 || (l != 0 && l < t) ? l : t;
 }
 
 void

@@ -11,8 +11,8 @@
 #    of its own layer or of a lower one (see LAYER below).
 # 3. Inside the relay layer, a file includes the headers of, and calls,
 #    only the files after it: relay.c -> lease.c -> coherence.c ->
-#    readahead.c -> doccache.c -> compound.c -> writebehind.c -> create.c ->
-#    keyed.c (conn_state.h is the whole layer's);
+#    locks.c -> readahead.c -> doccache.c -> compound.c -> writebehind.c ->
+#    create.c -> keyed.c (conn_state.h is the whole layer's);
 #    calls are checked by the function prefixes each file defines.
 # 4. Size: proxy/relay.c at most 1,000 lines; no .c or .h file under
 #    proxy/ (subfolders included) or coalesce/ over 1,300 lines.
@@ -30,7 +30,7 @@ layer() {
 	proxy/proxy.h|proxy/log.c|proxy/buf.c|proxy/ledger.h|proxy/ledger.c|\
 	proxy/docstore.[ch]) echo 1 ;;
 	proxy/conn_state.h|proxy/relay.[ch]|proxy/lease.[ch]|proxy/coherence.[ch]|\
-	proxy/readahead.[ch]|proxy/doccache.[ch]|proxy/compound.[ch]|\
+	proxy/locks.[ch]|proxy/readahead.[ch]|proxy/doccache.[ch]|proxy/compound.[ch]|\
 	proxy/writebehind.[ch]|proxy/create.[ch]|\
 	proxy/alter.[ch]|proxy/emit.[ch]|proxy/keyed.[ch]) echo 2 ;;
 	proxy/conn.[ch]|proxy/side.[ch]|proxy/upstream.[ch]) echo 3 ;;
@@ -49,14 +49,15 @@ rank() {
 	relay.[ch]) echo 0 ;;
 	lease.[ch]) echo 1 ;;
 	coherence.[ch]) echo 2 ;;
-	readahead.[ch]) echo 3 ;;
-	doccache.[ch]) echo 4 ;;
-	compound.[ch]) echo 5 ;;
-	writebehind.[ch]) echo 6 ;;
-	create.[ch]) echo 7 ;;
-	alter.[ch]) echo 8 ;;
-	emit.[ch]) echo 9 ;;
-	keyed.[ch]) echo 10 ;;
+	locks.[ch]) echo 3 ;;
+	readahead.[ch]) echo 4 ;;
+	doccache.[ch]) echo 5 ;;
+	compound.[ch]) echo 6 ;;
+	writebehind.[ch]) echo 7 ;;
+	create.[ch]) echo 8 ;;
+	alter.[ch]) echo 9 ;;
+	emit.[ch]) echo 10 ;;
+	keyed.[ch]) echo 11 ;;
 	esac
 }
 
@@ -105,12 +106,13 @@ for f in $files; do
 done
 
 # 3: calls inside the relay layer, by the prefixes each file defines
-order="relay.c lease.c coherence.c readahead.c doccache.c compound.c writebehind.c create.c alter.c emit.c keyed.c"
+order="relay.c lease.c coherence.c locks.c readahead.c doccache.c compound.c writebehind.c create.c alter.c emit.c keyed.c"
 prefix_of() {
 	case $1 in
 	relay.c) echo 'px_relay_(client|server|flush|quiet|timer|stall|free)' ;;
 	lease.c) echo 'px_lease_' ;;
 	coherence.c) echo 'px_coh_' ;;
+	locks.c) echo 'px_locks_' ;;
 	readahead.c) echo 'px_ra_(drop|read|fetch_done|widened_answer)' ;;
 	compound.c) echo 'px_cmp_' ;;
 	doccache.c) echo 'px_dc_' ;;
@@ -139,7 +141,7 @@ for f in $order; do
 done
 # conn.c and side.c reach the relay layer only through relay.h's entry points
 for f in proxy/conn.c proxy/side.c; do
-	hits=$(grep -nE '\b(px_lease_|px_create_|px_coh_|px_ra_(drop|read|fetch)|px_dc_|px_wb_|px_emit_|px_keyed_(sign|verify|encrypt|decrypt|setup|negotiate))' "$f" | head -n 3)
+	hits=$(grep -nE '\b(px_lease_|px_create_|px_coh_|px_locks_|px_ra_(drop|read|fetch)|px_dc_|px_wb_|px_emit_|px_keyed_(sign|verify|encrypt|decrypt|setup|negotiate))' "$f" | head -n 3)
 	[ -z "$hits" ] && continue
 	while IFS= read -r h; do
 		violation "$f:${h%%:*}: calls the relay's glue directly: ${h#*:}"

@@ -782,6 +782,48 @@ fail:
 	return -1;
 }
 
+/* ---- LOCK (2.2.26) ---------------------------------------------------------- */
+
+/*
+ * StructureSize 48 counts the first of the LockCount elements; all of
+ * them must lie inside the element (a LockCount of 0 is invalid, MS-SMB2
+ * 3.3.5.14).
+ */
+int
+px_smb2_lock_req_decode(const struct smb2_elem *e, struct smb2_lock_req *out)
+{
+	struct px_rd r;
+
+	memset(out, 0, sizeof(*out));
+	if (body_open(e, 48, &r) == -1)
+		goto fail;
+	out->count = px_rd_u16(&r);
+	out->sequence = px_rd_u32(&r);
+	rd_fileid(&r, &out->file_id);
+	if (r.err || out->count == 0)
+		goto fail;
+	/* the elements start right after the FileId, at body offset 24 */
+	if ((size_t)out->count * SMB2_LOCK_ELEM_LEN >
+	    e->len - (SMB2_HDR_LEN + 24))
+		goto fail;
+	out->locks = e->hdr + SMB2_HDR_LEN + 24;
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+void
+px_smb2_lock_elem_get(const struct smb2_lock_req *rq, uint16_t i,
+    struct smb2_lock_elem *out)
+{
+	const uint8_t *p = rq->locks + (size_t)i * SMB2_LOCK_ELEM_LEN;
+
+	out->offset = px_get_u64(p);
+	out->length = px_get_u64(p + 8);
+	out->flags = px_get_u32(p + 16);
+}
+
 /* ---- READ (2.2.19, 2.2.20) ----------------------------------------------- */
 
 /* Like WRITE, offset + length must not overflow. */

@@ -541,6 +541,34 @@ struct smb2_write_rsp {
 int px_smb2_write_rsp_decode(const struct smb2_elem *e,
     struct smb2_write_rsp *out) PX_MUSTCHECK;
 
+/* ---- LOCK (2.2.26) ---------------------------------------------------------- */
+
+#define SMB2_LOCKFLAG_SHARED_LOCK      0x00000001u
+#define SMB2_LOCKFLAG_EXCLUSIVE_LOCK   0x00000002u
+#define SMB2_LOCKFLAG_UNLOCK           0x00000004u
+#define SMB2_LOCKFLAG_FAIL_IMMEDIATELY 0x00000010u
+#define SMB2_LOCK_ELEM_LEN 24           /* 2.2.26.1 */
+
+struct smb2_lock_req {
+	uint16_t count;                 /* LockCount, at least 1 */
+	uint32_t sequence;              /* LockSequenceNumber/Index */
+	struct smb2_fileid file_id;
+	const uint8_t *locks;           /* count elements, inside the message */
+};
+/* One SMB2_LOCK_ELEMENT (2.2.26.1). */
+struct smb2_lock_elem {
+	uint64_t offset;
+	uint64_t length;
+	uint32_t flags;
+};
+/* Checks StructureSize 48, LockCount >= 1 and that all LockCount elements
+ * lie inside the element.  Values are not judged (the server does). */
+int px_smb2_lock_req_decode(const struct smb2_elem *e,
+    struct smb2_lock_req *out) PX_MUSTCHECK;
+/* Element i (< count) of a decoded request. */
+void px_smb2_lock_elem_get(const struct smb2_lock_req *rq, uint16_t i,
+    struct smb2_lock_elem *out);
+
 /* ---- OPLOCK_BREAK (2.2.23, 2.2.24, 2.2.25, 2.2.26) ----------------------- */
 
 enum smb2_break_kind {

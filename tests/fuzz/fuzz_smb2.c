@@ -55,6 +55,7 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 		struct smb2_write_rsp wr;
 		struct smb2_oplock_break ob;
 		struct smb2_set_info_req si;
+		struct smb2_lock_req lk;
 	} u;
 	struct smb2_fileid fid;
 	uint16_t cmd;
@@ -104,6 +105,16 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 		abort();
 	if (px_smb2_set_info_req_decode(e, &u.si) == 0)
 		inside(e, u.si.buffer, u.si.buffer_len);
+	if (px_smb2_lock_req_decode(e, &u.lk) == 0) {
+		struct smb2_lock_elem el;
+		uint16_t i;
+
+		if (u.lk.count == 0)
+			abort();
+		inside(e, u.lk.locks, (size_t)u.lk.count * SMB2_LOCK_ELEM_LEN);
+		for (i = 0; i < u.lk.count; i++)
+			px_smb2_lock_elem_get(&u.lk, i, &el);
+	}
 	for (cmd = 0; cmd <= SMB2_NCMDS; cmd++)
 		rc |= px_smb2_req_file_id(e, cmd, &fid);
 	if (h != NULL)

@@ -1,6 +1,7 @@
 /*
  * test_coalesce.c - the id pool, the credit bank (zero-credit rule, hoard
- * bound), the write extent and the absorb decision.
+ * bound), the write extent and the absorb decision, and an open's
+ * byte-range locks with the lock check of I/O.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -546,6 +547,152 @@ test_ra_spanning(void)
  * unkeyed session, and what it may then alter.  Rows: an answer, the state
  * before, the state after.
  */
+/* ---- byte-range locks (coalesce/brl.c) ---------------------------------------- */
+
+/*
+ * I/O against one lock, as MS-FSA 2.1.4.10 and Samba's brl_conflict_other
+ * judge it: (lock, own?, I/O, write?) -> refused?
+ */
+static void
+test_brl_check_table(void)
+{
+	static const struct {
+		uint64_t loff, llen;
+		bool excl, own;
+		uint64_t off, len;
+		bool write;
+		enum co_brl_verdict want;
+	} t[] = {
+		/* another open's exclusive lock: reads and writes refused */
+		{ 0, 100, true, false, 0, 10, false, CO_BRL_LOCKED },
+		{ 0, 100, true, false, 0, 10, true, CO_BRL_LOCKED },
+		{ 0, 100, true, false, 99, 1, false, CO_BRL_LOCKED },
+		{ 0, 100, true, false, 90, 20, true, CO_BRL_LOCKED },
+		{ 0, 100, true, false, 100, 10, false, CO_BRL_OK },
+		{ 100, 100, true, false, 0, 100, true, CO_BRL_OK },
+		{ 100, 100, true, false, 0, 101, true, CO_BRL_LOCKED },
+		/* the owner's exclusive lock permits its own I/O */
+		{ 0, 100, true, true, 0, 10, false, CO_BRL_OK },
+		{ 0, 100, true, true, 0, 10, true, CO_BRL_OK },
+		/* shared: writes refused for everyone, reads for nobody */
+		{ 0, 100, false, false, 0, 10, false, CO_BRL_OK },
+		{ 0, 100, false, true, 0, 10, false, CO_BRL_OK },
+		{ 0, 100, false, false, 50, 10, true, CO_BRL_LOCKED },
+		{ 0, 100, false, true, 50, 10, true, CO_BRL_LOCKED },
+		{ 0, 100, false, true, 100, 10, true, CO_BRL_OK },
+		/* zero-length I/O is never refused */
+		{ 0, 100, true, false, 50, 0, true, CO_BRL_OK },
+		/* a lock of length 0 at n: only I/O holding n - 1 and n */
+		{ 50, 0, true, false, 40, 20, false, CO_BRL_LOCKED },
+		{ 50, 0, true, false, 49, 2, true, CO_BRL_LOCKED },
+		{ 50, 0, true, false, 50, 10, false, CO_BRL_OK },
+		{ 50, 0, true, false, 40, 10, false, CO_BRL_OK },
+		/* ... and the {0, 0} lock overlaps nothing */
+		{ 0, 0, true, false, 0, 10, true, CO_BRL_OK },
+		/* near the top of the 64-bit range */
+		{ UINT64_MAX - 10, 10, true, false, UINT64_MAX - 1, 1, false,
+		    CO_BRL_LOCKED },
+		{ UINT64_MAX - 10, 10, true, false, UINT64_MAX - 20, 10, false,
+		    CO_BRL_OK },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct co_brl b;
+
+		memset(&b, 0, sizeof(b));
+		CU_ASSERT_EQUAL_FATAL(co_brl_lock(&b, t[i].loff, t[i].llen,
+		    t[i].excl), CO_BRL_KEPT);
+		CU_ASSERT_EQUAL(co_brl_check(&b, t[i].own, t[i].off, t[i].len,
+		    t[i].write), t[i].want);
+		co_brl_free(&b);
+	}
+}
+
+static void
+test_brl_unlock(void)
+{
+	struct co_brl b;
+
+	memset(&b, 0, sizeof(b));
+	/* stacked: shared twice, one unlock leaves the other */
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 0, 10, false), CO_BRL_KEPT);
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 0, 10, false), CO_BRL_KEPT);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 0, 10), 1);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 1, true), CO_BRL_LOCKED);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 0, 10), 1);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 1, true), CO_BRL_OK);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 0, 10), -1);
+	/* only the exact range unlocks */
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 0, 10, true), CO_BRL_KEPT);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 0, 5), -1);
+	CU_ASSERT_EQUAL(b.n, 1);
+	/* exclusive then shared on the same range: the exclusive one goes
+	 * first (MS-FSA 2.1.5.9), the shared one still refuses writes */
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 0, 10, false), CO_BRL_KEPT);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 1, false), CO_BRL_LOCKED);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 0, 10), 1);
+	CU_ASSERT_EQUAL(b.n, 1);
+	CU_ASSERT_FALSE(b.r[0].excl);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 1, false), CO_BRL_OK);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 1, true), CO_BRL_LOCKED);
+	co_brl_free(&b);
+	CU_ASSERT_PTR_NULL(b.r);
+	CU_ASSERT_EQUAL(b.n, 0);
+}
+
+static void
+test_brl_bound(void)
+{
+	struct co_brl b;
+	int i;
+
+	memset(&b, 0, sizeof(b));
+	for (i = 0; i < CO_BRL_MAX; i++)
+		CU_ASSERT_EQUAL(co_brl_lock(&b, 1000 + 2 * (uint64_t)i, 1, true),
+		    CO_BRL_KEPT);
+	CU_ASSERT_EQUAL(b.cap, CO_BRL_MAX);
+	/* past the bound: counted, by kind */
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 5000, 1, true), CO_BRL_LOST);
+	CU_ASSERT_EQUAL(b.n, CO_BRL_MAX);
+	CU_ASSERT_EQUAL(b.lost, 1);
+	CU_ASSERT_EQUAL(b.lost_x, 1);
+	CU_ASSERT_EQUAL(b.lost_s, 0);
+	/* an exclusive lock may be anywhere: other opens' I/O refused, the
+	 * owner's permitted (an own exclusive lock never refuses it) */
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 10, false), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 10, true), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 10, true), CO_BRL_OK);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 10, false), CO_BRL_OK);
+	/* a kept one still answers LOCKED where it lies */
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 1000, 1, false), CO_BRL_LOCKED);
+	/* a shared one lost: the owner's writes too */
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 6000, 1, false), CO_BRL_LOST);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 10, true), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 10, false), CO_BRL_OK);
+	/* unlocks of ranges not kept take lost ones, of a kind unknown:
+	 * both counts stay upper bounds */
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 5000, 1), 0);
+	CU_ASSERT_EQUAL(b.lost, 1);
+	CU_ASSERT_EQUAL(b.lost_x, 1);
+	CU_ASSERT_EQUAL(b.lost_s, 1);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 10, true), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 6000, 1), 0);
+	CU_ASSERT_EQUAL(b.lost, 0);
+	CU_ASSERT_EQUAL(b.lost_x + b.lost_s, 0);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 10, true), CO_BRL_OK);
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 7000, 1), -1);
+	/* room again once kept ones go */
+	CU_ASSERT_EQUAL(co_brl_unlock(&b, 1000, 1), 1);
+	CU_ASSERT_EQUAL(co_brl_lock(&b, 8000, 1, false), CO_BRL_KEPT);
+	/* a grant whose elements are not known counts as both kinds */
+	co_brl_lock_unknown(&b);
+	CU_ASSERT_EQUAL(co_brl_check(&b, false, 0, 1, false), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 1, true), CO_BRL_UNKNOWN);
+	CU_ASSERT_EQUAL(co_brl_check(&b, true, 0, 1, false), CO_BRL_OK);
+	co_brl_free(&b);
+}
+
 static void
 test_signs_rule(void)
 {
@@ -629,4 +776,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "read-ahead EOF answers", test_ra_eof);
 	CU_add_test(s, "read-ahead spanning chunks", test_ra_spanning);
 	CU_add_test(s, "signing rule: what may be altered", test_signs_rule);
+	CU_add_test(s, "byte-range lock checks", test_brl_check_table);
+	CU_add_test(s, "byte-range unlocks", test_brl_unlock);
+	CU_add_test(s, "byte-range lock bound", test_brl_bound);
 }

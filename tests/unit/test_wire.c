@@ -1209,6 +1209,93 @@ test_io_valid(void)
 	CU_ASSERT_EQUAL(px_get_u64(si.buffer), 777);
 }
 
+/* LOCK request (2.2.26) with n elements of 24 bytes from body offset 24:
+ * [4096, +512) exclusive|fail-immediately, then [i * 100, +10) shared. */
+static size_t
+mk_lock_req(uint8_t *b, uint16_t n)
+{
+	uint8_t *p = b + 64;
+	uint16_t i;
+
+	mk_hdr(b, SMB2_LOCK, 0, 0);
+	px_put_u16(p, 48);
+	px_put_u16(p + 2, n);
+	px_put_u32(p + 4, 0x21);
+	put_fid(p + 8, &FID);
+	for (i = 0; i < n; i++) {
+		uint8_t *l = p + 24 + 24 * (size_t)i;
+
+		px_put_u64(l, i == 0 ? 4096 : (uint64_t)i * 100);
+		px_put_u64(l + 8, i == 0 ? 512 : 10);
+		px_put_u32(l + 16, i == 0 ? SMB2_LOCKFLAG_EXCLUSIVE_LOCK |
+		    SMB2_LOCKFLAG_FAIL_IMMEDIATELY : SMB2_LOCKFLAG_SHARED_LOCK);
+	}
+	return 64 + 24 + 24 * (size_t)n;
+}
+
+static void
+test_lock_req(void)
+{
+	uint8_t b[BUFSZ];
+	struct smb2_elem e;
+	struct smb2_lock_req rq;
+	struct smb2_lock_elem el;
+	struct smb2_fileid fid;
+	size_t n;
+
+	elem_of(&e, b, mk_lock_req(b, 3));
+	CU_ASSERT_EQUAL_FATAL(px_smb2_lock_req_decode(&e, &rq), 0);
+	CU_ASSERT_EQUAL(rq.count, 3);
+	CU_ASSERT_EQUAL(rq.sequence, 0x21);
+	CU_ASSERT_TRUE(px_fileid_eq(&rq.file_id, &FID));
+	CU_ASSERT_PTR_EQUAL(rq.locks, e.hdr + 88);
+	px_smb2_lock_elem_get(&rq, 0, &el);
+	CU_ASSERT_EQUAL(el.offset, 4096);
+	CU_ASSERT_EQUAL(el.length, 512);
+	CU_ASSERT_EQUAL(el.flags, SMB2_LOCKFLAG_EXCLUSIVE_LOCK |
+	    SMB2_LOCKFLAG_FAIL_IMMEDIATELY);
+	px_smb2_lock_elem_get(&rq, 2, &el);
+	CU_ASSERT_EQUAL(el.offset, 200);
+	CU_ASSERT_EQUAL(el.length, 10);
+	CU_ASSERT_EQUAL(el.flags, SMB2_LOCKFLAG_SHARED_LOCK);
+	CU_ASSERT_EQUAL(px_smb2_req_file_id(&e, SMB2_LOCK, &fid), 0);
+	CU_ASSERT_TRUE(px_fileid_eq(&fid, &FID));
+
+	/* one element: exactly the StructureSize */
+	elem_of(&e, b, mk_lock_req(b, 1));
+	CU_ASSERT_EQUAL(e.len, 112);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), 0);
+	CU_ASSERT_EQUAL(rq.count, 1);
+
+	/* LockCount claims an element that is not there */
+	n = mk_lock_req(b, 2);
+	px_put_u16(b + 66, 3);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+	CU_ASSERT_EQUAL(rq.count, 0);
+	CU_ASSERT_PTR_NULL(rq.locks);
+	/* ... or one byte of it is missing */
+	elem_of(&e, b, mk_lock_req(b, 2) - 1);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+	/* LockCount 0 */
+	n = mk_lock_req(b, 1);
+	px_put_u16(b + 66, 0);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+	/* wrong StructureSize, and a body shorter than one element */
+	n = mk_lock_req(b, 1);
+	px_put_u16(b + 64, 49);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+	elem_of(&e, b, mk_lock_req(b, 1) - 8);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+	/* the largest count that fits: LockCount 0xFFFF in a short element */
+	n = mk_lock_req(b, 4);
+	px_put_u16(b + 66, 0xFFFF);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL(px_smb2_lock_req_decode(&e, &rq), -1);
+}
+
 static void
 test_oplock_break_kinds(void)
 {
@@ -2358,6 +2445,7 @@ ut_register_wire(void)
 	CU_add_test(s, "rename info", test_rename_info);
 	CU_add_test(s, "close/flush/read/write/set_info valid", test_io_valid);
 	CU_add_test(s, "oplock break kinds", test_oplock_break_kinds);
+	CU_add_test(s, "lock request", test_lock_req);
 	CU_add_test(s, "truncated at every length",
 	    test_truncated_every_length);
 	CU_add_test(s, "oversized", test_oversized);

@@ -1,0 +1,423 @@
+"""lk_locks - byte-range locks seen from a client that asks for no lease.
+
+Usage: lk_locks.py PORT DIALECT TAG [--only NAME[,NAME...]] [--skip NAME,...]
+                   [--share SHARE] [--sign] [--seal]
+
+impacket (Debian's python3-impacket, /usr/bin/python3) opens files with no
+oplock and no lease, takes byte-range locks (SMB2 LOCK with
+FAIL_IMMEDIATELY, built here: impacket 0.10's own lock() cannot build its
+elements under Python 3) and reads and writes through two or three
+handles, on one connection and on a second one.  Every step prints one
+line, "SCENARIO STEP STATUS", the NTSTATUS name the server (or smbaccel)
+answered: the test runs it directly against smbd and through smbaccel and
+compares the transcripts line by line.  TAG makes the file names of one run
+(lk-TAG-SCENARIO), so two runs on one share do not meet.  --sign asks
+impacket to sign (the server requires it anyway when it is mandatory),
+--seal to encrypt (SMB 3.x, the server offering it).
+
+The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
+  late-x   smbtorture's smb2.lock.rw-exclusive: h1 creates, writes 200
+           bytes, locks [0,100) and [100,200) exclusively; h2 opens after
+           that; h1 reads and writes, h2 gets FILE_LOCK_CONFLICT for both
+  late-s   rw-shared: the same with shared locks; every write conflicts
+           (the owner's too), reads succeed
+  early-x  h2 opened BEFORE h1 locks (so smbaccel already holds its lease
+           for h2): h2's reads and writes in the range conflict, outside
+           it they do not; after h1's unlock they succeed
+  early-s  shared locks of h1 and of h2: the owner's own write conflicts;
+           each unlock frees its range
+  cross    shared locks of h1 and h2 on the same range (a share with
+           posix locking = no only: see s_cross)
+  stack    one open locks the same range twice (shared): one unlock leaves
+           the other; a third unlock is RANGE_NOT_LOCKED
+  multi    one LOCK request with an exclusive and a shared element
+  close    h1's CLOSE drops its locks: h2 reads again
+  conn2    an open on a second connection (another client GUID, another
+           lease key) made before the lock: its reads and writes conflict
+  zero     a zero-length lock (conflicts only with I/O strictly around it)
+  overflow h1 holds 70 locks at once (more than smbaccel keeps per open):
+           the transcript of this one differs by design (see the test)
+  ext-r    (with --direct) a client that does not go through smbaccel
+           locks: smbd breaks the read lease smbaccel holds, checks again
+  ext-w    (with --direct) the same while a break of smbaccel's write
+           caching has no id for its acknowledgement (35 s)
+"""
+import struct
+import sys
+
+from impacket.smbconnection import SMBConnection, SessionError
+from impacket import smb3structs as s3
+from impacket import nt_errors
+
+# impacket 0.10 offers no 3.0.2 and signs 3.1.1 wrongly (smbd: bad signature)
+DIALECTS = {"2.0.2": s3.SMB2_DIALECT_002, "2.1": s3.SMB2_DIALECT_21,
+            "3.0": s3.SMB2_DIALECT_30}
+
+SHARED, EXCLUSIVE, UNLOCK, FAIL_IMMEDIATELY = 0x1, 0x2, 0x4, 0x10
+GENERIC_READ, GENERIC_WRITE = 0x80000000, 0x40000000
+FILE_OPEN, FILE_OPEN_IF, FILE_OVERWRITE_IF = 1, 3, 5
+
+NAMES = {0: "SUCCESS"}
+for _k, _v in nt_errors.ERROR_MESSAGES.items():
+    NAMES[_k] = _v[0].replace("STATUS_", "")
+
+
+def status_name(st):
+    return NAMES.get(st, "0x%08x" % st)
+
+
+class Conn(object):
+    def __init__(self, port, dialect, sign, seal, share="share",
+                 user="smbtest", password="testpass"):
+        self.c = SMBConnection("127.0.0.1", "127.0.0.1", sess_port=port,
+                               preferredDialect=DIALECTS[dialect], timeout=60)
+        smb = self.c.getSMBServer()
+        if not seal:
+            # impacket encrypts every 3.x session the server allows to be
+            # encrypted; a real client encrypts only on demand
+            smb._Connection["SupportsEncryption"] = False
+        if sign:
+            smb._Connection["RequireSigning"] = True
+        self.c.login(user, password)
+        self.tid = self.c.connectTree(share)
+        self.smb = smb
+
+    def create(self, name, disposition):
+        return self.c.createFile(self.tid, name,
+                                 desiredAccess=GENERIC_READ | GENERIC_WRITE,
+                                 shareMode=7, creationDisposition=disposition)
+
+    def lock(self, fid, elems):
+        """LOCK with elems [(offset, length, flags)]; the status."""
+        p = self.smb.SMB_PACKET()
+        p["Command"] = s3.SMB2_LOCK
+        p["TreeID"] = self.tid
+        body = s3.SMB2Lock()
+        body["FileID"] = fid
+        body["LockCount"] = len(elems)
+        body["LockSequence"] = 0
+        body["Locks"] = b"".join(struct.pack("<QQII", o, n, f, 0)
+                                 for o, n, f in elems)
+        p["Data"] = body
+        ans = self.smb.recvSMB(self.smb.sendSMB(p))
+        return ans["Status"]
+
+    def read(self, fid, off, n):
+        try:
+            self.c.readFile(self.tid, fid, off, n)
+            return 0
+        except SessionError as e:
+            return e.getErrorCode()
+
+    def write(self, fid, off, data):
+        try:
+            self.c.writeFile(self.tid, fid, data, off)
+            return 0
+        except SessionError as e:
+            return e.getErrorCode()
+
+    def close(self, fid):
+        # impacket's GlobalFileTable has one entry per name: the second
+        # CLOSE of a name opened twice would fail on a missing key
+        o = self.smb._Session["OpenTable"].get(fid)
+        if o is not None:
+            self.smb.GlobalFileTable.setdefault(o["FileName"], o)
+        try:
+            self.c.closeFile(self.tid, fid)
+            return 0
+        except SessionError as e:
+            return e.getErrorCode()
+
+    def logoff(self):
+        try:
+            self.c.logoff()
+        except Exception:
+            pass
+        self.c.close()
+
+
+class Run(object):
+    def __init__(self, a, tag):
+        self.a = a
+        self.tag = tag
+        self.scen = None
+        self.c = Conn(a.port, a.dialect, a.sign, a.seal, a.share)
+        # smbaccel alters nothing of a session until its server's signing
+        # habits are known (the first CREATE's answer tells): open one file
+        # first, as any client does before it gets to its documents
+        fid = self.c.create("lk-%s-warmup" % tag, FILE_OVERWRITE_IF)
+        self.c.close(fid)
+
+    def say(self, step, st):
+        print("%s %s %s" % (self.scen, step, status_name(st)))
+        sys.stdout.flush()
+
+    def name(self):
+        return "lk-%s-%s" % (self.tag, self.scen)
+
+    def h1_file(self):
+        """h1: the creating open, 200 bytes written."""
+        h1 = self.c.create(self.name(), FILE_OVERWRITE_IF)
+        # the same bytes in every run: the test compares the files on disk
+        # in two writes: under smbaccel's lease the second one's id is
+        # spare and pays for the acknowledgement of a break (conn2)
+        data = (self.scen.encode() * 200)[:200]
+        self.say("h1-write-200", self.c.write(h1, 0, data[:100]) or
+                 self.c.write(h1, 100, data[100:]))
+        return h1
+
+    def rw(self, who, c, fid, off, n):
+        self.say("%s-read-%d+%d" % (who, off, n), c.read(fid, off, n))
+        self.say("%s-write-%d+%d" % (who, off, n),
+                 c.write(fid, off, b"w" * n))
+
+    # ---- scenarios ----------------------------------------------------------
+    def late(self, flag):
+        c = self.c
+        h1 = self.h1_file()
+        self.say("h1-lock-0+100", c.lock(h1, [(0, 100, flag | FAIL_IMMEDIATELY)]))
+        self.say("h1-lock-100+100", c.lock(h1, [(100, 100, flag | FAIL_IMMEDIATELY)]))
+        h2 = c.create(self.name(), FILE_OPEN_IF)
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h1", c, h1, 150, 10)
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h2", c, h2, 150, 10)
+        self.rw("h2", c, h2, 250, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_late_x(self):
+        self.late(EXCLUSIVE)
+
+    def s_late_s(self):
+        self.late(SHARED)
+
+    def s_early_x(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h1-lock-0+100", c.lock(h1, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h2", c, h2, 90, 20)
+        self.rw("h2", c, h2, 99, 1)
+        self.rw("h2", c, h2, 100, 10)
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h1", c, h1, 95, 10)
+        self.say("h2-lock-50+10", c.lock(h2, [(50, 10, SHARED | FAIL_IMMEDIATELY)]))
+        self.say("h1-unlock-0+100", c.lock(h1, [(0, 100, UNLOCK)]))
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h1", c, h1, 0, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_early_s(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-lock-0+100", c.lock(h1, [(0, 100, SHARED | FAIL_IMMEDIATELY)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h2", c, h2, 100, 10)
+        self.say("h2-lock-100+50", c.lock(h2, [(100, 50, SHARED | FAIL_IMMEDIATELY)]))
+        self.rw("h1", c, h1, 95, 10)
+        self.rw("h1", c, h1, 120, 10)
+        self.rw("h2", c, h2, 120, 10)
+        self.say("h1-unlock-0+100", c.lock(h1, [(0, 100, UNLOCK)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h1", c, h1, 120, 10)
+        self.say("h2-unlock-100+50", c.lock(h2, [(100, 50, UNLOCK)]))
+        self.rw("h1", c, h1, 120, 10)
+        self.rw("h2", c, h2, 120, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_cross(self):
+        """Shared locks of two opens on the same range, unlocked one by one.
+        Only on a share with `posix locking = no`: with POSIX locking smbd
+        keeps the first unlocker's fcntl (OFD) lock while another open's
+        Windows lock covers the range, and then refuses the other open's
+        writes after both unlocks (Samba 4.17; the Windows locks say
+        nothing is locked)."""
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-lock-0+100", c.lock(h1, [(0, 100, SHARED | FAIL_IMMEDIATELY)]))
+        self.say("h2-lock-0+100", c.lock(h2, [(0, 100, SHARED | FAIL_IMMEDIATELY)]))
+        self.say("h1-unlock-0+100", c.lock(h1, [(0, 100, UNLOCK)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h2-unlock-0+100", c.lock(h2, [(0, 100, UNLOCK)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_stack(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        for i in (1, 2):
+            self.say("h1-lock-0+10-%d" % i,
+                     c.lock(h1, [(0, 10, SHARED | FAIL_IMMEDIATELY)]))
+        self.say("h1-unlock-0+10-1", c.lock(h1, [(0, 10, UNLOCK)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 5, 10)
+        self.say("h1-unlock-0+10-2", c.lock(h1, [(0, 10, UNLOCK)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h2", c, h2, 5, 10)
+        self.say("h1-unlock-0+10-3", c.lock(h1, [(0, 10, UNLOCK)]))
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_multi(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-lock-x0+10-s20+10", c.lock(h1, [
+            (0, 10, EXCLUSIVE | FAIL_IMMEDIATELY),
+            (20, 10, SHARED | FAIL_IMMEDIATELY)]))
+        for off in (5, 12, 25):
+            self.rw("h1", c, h1, off, 3)
+            self.rw("h2", c, h2, off, 3)
+        self.say("h1-unlock-both", c.lock(h1, [(0, 10, UNLOCK), (20, 10, UNLOCK)]))
+        self.rw("h2", c, h2, 5, 3)
+        self.rw("h2", c, h2, 25, 3)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def s_close(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-lock-0+200", c.lock(h1, [(0, 200, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h2", c, h2, 20, 10)
+        self.say("h1-close", c.close(h1))
+        self.rw("h2", c, h2, 20, 10)
+        self.say("h2-close", c.close(h2))
+
+    def s_conn2(self):
+        c = self.c
+        h1 = self.h1_file()
+        c2 = Conn(self.a.port, self.a.dialect, self.a.sign, self.a.seal,
+                  self.a.share)
+        w = c2.create("lk-%s-warmup2" % self.tag, FILE_OVERWRITE_IF)
+        c2.close(w)
+        h3 = c2.create(self.name(), FILE_OPEN)
+        self.rw("h3", c2, h3, 10, 10)
+        self.say("h1-lock-0+100", c.lock(h1, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h3", c2, h3, 10, 10)
+        self.rw("h3", c2, h3, 110, 10)
+        self.say("h3-lock-150+10", c2.lock(h3, [(150, 10, SHARED | FAIL_IMMEDIATELY)]))
+        self.rw("h1", c, h1, 10, 10)
+        self.rw("h1", c, h1, 155, 10)
+        self.say("h3-close", c2.close(h3))
+        self.rw("h1", c, h1, 155, 10)
+        c2.logoff()
+        self.say("h1-close", c.close(h1))
+
+    def s_zero(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-lock-50+0", c.lock(h1, [(50, 0, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h2", c, h2, 40, 20)
+        self.rw("h2", c, h2, 50, 10)
+        self.rw("h2", c, h2, 40, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
+    def ext_conn(self):
+        c2 = Conn(self.a.direct, self.a.dialect, self.a.sign, self.a.seal,
+                  self.a.share)
+        w = c2.create("lk-%s-warmup3" % self.tag, FILE_OVERWRITE_IF)
+        c2.close(w)
+        return c2
+
+    def s_ext_r(self):
+        """A lock taken by a client that does not go through smbaccel
+        (--direct): it breaks smbaccel's read lease (smbd breaks R leases of
+        other lease keys on a lock), then the server checks again."""
+        c = self.c
+        c2 = self.ext_conn()
+        h2 = c2.create(self.name(), FILE_OVERWRITE_IF)
+        self.say("e-write-200", c2.write(h2, 0, (b"ext-r" * 40)))
+        h1 = c.create(self.name(), FILE_OPEN)
+        self.say("h1-read-0+10", c.read(h1, 0, 10))
+        self.say("e-lock-0+100", c2.lock(h2, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h1", c, h1, 0, 10)
+        self.rw("h1", c, h1, 150, 10)
+        self.say("h1-close", c.close(h1))
+        self.say("e-close", c2.close(h2))
+        c2.logoff()
+
+    def s_ext_w(self):
+        """The same while smbaccel holds write caching it cannot give back:
+        h1's one 200-byte write leaves no id for the acknowledgement of the
+        break the other client's open causes, so that open waits for the
+        server's break timeout (35 s); smbaccel must not absorb writes under
+        a write caching the server has taken away by then."""
+        c = self.c
+        h1 = c.create(self.name(), FILE_OVERWRITE_IF)
+        self.say("h1-write-200", c.write(h1, 0, (b"ext-w" * 40)))
+        h1b = c.create(self.name(), FILE_OPEN)
+        c2 = self.ext_conn()
+        h2 = c2.create(self.name(), FILE_OPEN)
+        self.say("e-lock-0+100", c2.lock(h2, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        for n, h in (("h1", h1), ("h1b", h1b)):
+            self.rw(n, c, h, 0, 10)
+            self.rw(n, c, h, 150, 10)
+        self.say("h1b-close", c.close(h1b))
+        self.say("h1-close", c.close(h1))
+        self.say("e-close", c2.close(h2))
+        c2.logoff()
+
+    def s_overflow(self):
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        st = 0
+        for i in range(70):
+            st = st or c.lock(h1, [(1000 + 2 * i, 1, EXCLUSIVE | FAIL_IMMEDIATELY)])
+        self.say("h1-lock-70", st)
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h2", c, h2, 1000, 1)
+        self.rw("h1", c, h1, 0, 10)
+        self.say("h1-close", c.close(h1))
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h2-close", c.close(h2))
+
+
+ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "multi",
+         "close", "conn2", "zero", "overflow", "ext-r", "ext-w"]
+NEEDS_DIRECT = ("ext-r", "ext-w")
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port", type=int)
+    ap.add_argument("dialect", choices=sorted(DIALECTS))
+    ap.add_argument("tag")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--skip", default="")
+    ap.add_argument("--share", default="share")
+    ap.add_argument("--direct", type=int, default=0,
+                    help="port of the server itself, for ext-r and ext-w")
+    ap.add_argument("--sign", action="store_true")
+    ap.add_argument("--seal", action="store_true")
+    a = ap.parse_args()
+    only = [x for x in a.only.split(",") if x] or ORDER
+    skip = set(x for x in a.skip.split(",") if x)
+    r = Run(a, a.tag)
+    for s in ORDER:
+        if s not in only or s in skip or (s in NEEDS_DIRECT and not a.direct):
+            continue
+        r.scen = s
+        getattr(r, "s_" + s.replace("-", "_"))()
+    r.c.logoff()
+
+
+if __name__ == "__main__":
+    main()
