@@ -385,8 +385,14 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	}
 	if (px_emit_delay(c, msg, len, credit_request) == -1)
 		return -1;
-	/* the bank refills only from responses to proxy requests */
-	px_wb_flush_all(c, CO_FLUSH_CREDITS);
+	/*
+	 * The bank refills only from responses to proxy requests.  With some
+	 * in flight their answers refill it (px_emit_send_delayed); a flush
+	 * now would only cut the coalesced WRITE short (a server slowed by
+	 * its disk made 8 KiB WRITEs of it).  With none, start one at once.
+	 */
+	if (c->proxy_inflight == 0)
+		px_wb_flush_all(c, CO_FLUSH_CREDITS);
 	return 0;
 }
 
