@@ -69,6 +69,7 @@ UNIT_LIB_SRC := proxy/log.c proxy/ledger.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
+CRYPTOFLOOR_SRC := tests/bench/cryptofloor.c
 
 LIBS_DAEMON := -lev -linih -lsystemd -lssl -lcrypto -lnl-route-3 -lnl-3 -lm
 CFLAGS_NL   := $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)
@@ -76,7 +77,8 @@ CPPFLAGS    += $(CFLAGS_NL)
 
 obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
-PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem
+PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem \
+         $(BIN)/cryptofloor
 ifneq ($(SANITIZE),1)
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 else
@@ -109,6 +111,10 @@ $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 $(BIN)/wanem: $(call obj,$(WANEM_SRC))
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ -lev -lm
+
+$(BIN)/cryptofloor: $(call obj,$(CRYPTOFLOOR_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcrypto
 
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
 
