@@ -4,7 +4,8 @@
 #   make check      install dependencies, build (plain and SANITIZE=1), run unit
 #                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
-#   make bench      benchmarks (ratios against a direct run)
+#   make bench      benchmarks (ratios against a direct run; bench-crypto:
+#                   only the CPU cost of keyed sessions)
 #   make fuzz       libFuzzer drivers for a set time each
 #   make install    DESTDIR / PREFIX honoured
 #   make SANITIZE=1 ASan + UBSan build
@@ -85,7 +86,8 @@ else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench fuzz install uninstall clean deps
+.PHONY: all check unit integration demo bench bench-crypto fuzz install \
+        uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -142,6 +144,11 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
+	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
+
+# only the keyed-session CPU benchmark (tests/bench/crypto)
+bench-crypto: all
+	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
 
 # --- fuzzing (clang libFuzzer; tests/fuzz/) --------------------------------
 # make fuzz-build     build every driver into build-fuzz/
