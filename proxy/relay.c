@@ -199,7 +199,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			return client_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, NULL,
 			    frame, len);
 		if (px_classify(plain, plen) != PX_MAGIC_SMB2) {
-			free(plain);
+			px_keyed_release(plain);
 			return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
 			    "detail=sealed-non-smb2", frame, len);
 		}
@@ -207,7 +207,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		c->cur_enc_sid = s->id;
 		rc = client_smb2(c, plain, plen, frame, len);
 		c->cur_encrypted = false;
-		free(plain);
+		px_keyed_release(plain);
 		return rc;
 	}
 	case PX_MAGIC_SMB1:
@@ -435,10 +435,10 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 
 			if (plain && px_classify(plain, plen) == PX_MAGIC_SMB2) {
 				rc = server_smb2(c, plain, plen, frame, len, s);
-				free(plain);
+				px_keyed_release(plain);
 				return rc;
 			}
-			free(plain);
+			px_keyed_release(plain);
 		}
 		break;
 	case PX_MAGIC_SMB1:

@@ -61,30 +61,25 @@ wb_account(struct px_conn *c, int64_t delta)
 }
 
 /*
- * Send the buffered extent of o upstream as one or more WRITEs, each
- * spending a contiguous run of donated ids as its CreditCharge.
+ * Send len bytes of o's data at file offset off upstream as one or more
+ * WRITEs, each spending a contiguous run of donated ids as its
+ * CreditCharge.  Each WRITE is encoded in the server's output buffer and
+ * signed or sealed there (px_emit_place).  data is not kept.
  */
-void
-px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+static void
+wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
+    const uint8_t *data, size_t len)
 {
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
-	size_t unit = max_write_unit(c, t), pos = 0, len;
-	uint64_t off;
-	uint8_t *data;
-	struct px_prot prot;
+	size_t unit = max_write_unit(c, t), pos = 0;
+	struct px_prot prot = px_emit_prot(c, o->session_id, o->tree_id);
 
-	if (o->wb.len == 0)
-		return;
-	prot = px_emit_prot(c, o->session_id, o->tree_id);
-	px_stats.flushes[cause]++;
-	data = co_extent_take(&o->wb, &off, &len);
 	while (pos < len) {
 		uint64_t lo, run;
 		size_t n, need, cap;
 		uint8_t *dst;
 		struct smb2_hdr_out h;
 		struct px_pending *p;
-		struct px_buf *ob;
 
 		/* take only the ids this write needs: another open's buffer
 		 * may be waiting for the rest of the run */
@@ -105,8 +100,6 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 			run = co_pool_take_run(&c->led.pool, want, &lo);
 		}
 		if (run == 0) {
-			/* cannot happen while ids are only spent on data or,
-			 * with no data left, on ECHOs; keep the rest buffered */
 			/* never expected (ids are spent on ECHOs only when no
 			 * data is buffered); rather than wait forever, report
 			 * the loss on the open and in the log */
@@ -136,31 +129,12 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 		h.message_id = lo;
 		h.tree_id = o->tree_id;
 		h.session_id = o->session_id;
-		if (prot.sign || prot.encrypt) {
-			/* a keyed session: sign or seal a separate copy */
-			uint8_t *tmp = malloc(need);
-
-			if (tmp == NULL || px_smb2_write_req_encode(tmp, need, &h,
-			    &o->fid, off + pos, data + pos, (uint32_t)n, 0) !=
-			    need || px_emit_protected(c, PX_SERVER, &prot,
-			    tmp, need) == -1) {
-				free(tmp);
-				goto nomem;
-			}
-			free(tmp);
-		} else {
-			ob = px_relay_ops->outbuf(c, PX_SERVER);
-			if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
-				goto nomem;
-			dst = ob->data + ob->tail;
-			if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
-			    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
-			    off + pos, data + pos, (uint32_t)n, 0) != need)
-				goto nomem;
-			px_frame_put_hdr(dst, need);
-			ob->tail += need + PX_NBSS_HDR;
-			px_relay_ops->out_commit(c, PX_SERVER, need + PX_NBSS_HDR);
-		}
+		/* signed or sealed in place in a keyed session */
+		if ((dst = px_emit_place(c, PX_SERVER, &prot, need)) == NULL ||
+		    px_smb2_write_req_encode(dst, need, &h, &o->fid, off + pos,
+		    data + pos, (uint32_t)n, 0) != need ||
+		    px_emit_finish(c, PX_SERVER, &prot, dst, need) == -1)
+			goto nomem;
 		if ((p = px_emit_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
 			goto nomem;
 		p->fid = o->fid;
@@ -185,7 +159,6 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 		px_stats.upstream_write_bytes += n;
 		pos += n;
 	}
-	free(data);
 	px_stats.pool_ids_now = c->led.pool.count;
 	return;
 nomem:
@@ -195,6 +168,21 @@ nomem:
 	    len - pos);
 	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
 	wb_account(c, -(int64_t)(len - pos));
+}
+
+/* Send the buffered extent of o upstream (wb_send). */
+void
+px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	uint64_t off;
+	size_t len;
+	uint8_t *data;
+
+	if (o->wb.len == 0)
+		return;
+	px_stats.flushes[cause]++;
+	data = co_extent_take(&o->wb, &off, &len);
+	wb_send(c, o, off, data, len);
 	free(data);
 }
 
@@ -262,21 +250,25 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
     uint32_t status, uint32_t count)
 {
 	struct smb2_hdr_out h;
-	uint8_t *msg = malloc(64 + 17 + 8);
+	uint8_t msg[64 + 17 + 8], *copy;
+	uint16_t grant;
 	size_t n;
 
-	if (msg == NULL)
-		return -1;
 	px_emit_rsp_hdr(&h, rq, status);
 	if (status != NT_STATUS_SUCCESS)
-		n = px_smb2_error_rsp_encode(msg, 64 + 17 + 8, &h);
+		n = px_smb2_error_rsp_encode(msg, sizeof(msg), &h);
 	else
-		n = px_smb2_write_rsp_encode(msg, 64 + 17 + 8, &h, count);
-	if (n == 0) {
-		free(msg);
+		n = px_smb2_write_rsp_encode(msg, sizeof(msg), &h, count);
+	if (n == 0)
 		return -1;
-	}
-	return px_wb_answer(c, rq->credit, msg, n);
+	/* built on the stack; copied only if it has to wait (px_wb_answer) */
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, rq->credit, &grant))
+		return px_emit_synth(c, msg, n, grant, &c->cur_prot);
+	if ((copy = malloc(n)) == NULL)
+		return -1;
+	memcpy(copy, msg, n);
+	return px_wb_answer(c, rq->credit, copy, n);
 }
 
 /* ---- write absorption ------------------------------------------------------- */
@@ -310,6 +302,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	enum co_absorb ab;
 	uint64_t charge;
 	size_t lim;
+	bool direct;
 
 	if (px_smb2_write_req_decode(e, &w) == -1)
 		return PX_AB_FORWARD;
@@ -387,10 +380,15 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		px_wb_flush_all(c, CO_FLUSH_POOL);
 		return PX_AB_FORWARD;
 	}
-	if (co_extent_append(&o->wb, w.offset, w.data, w.length,
+	/* a write of the whole coalesce size into an empty buffer would
+	 * fill it and be flushed at once: it goes upstream straight from
+	 * the request (no copy into the buffer), before its answer, which
+	 * may spend the pool on ECHOs once nothing is buffered */
+	direct = o->wb.len == 0 && w.length >= lim;
+	if (!direct && co_extent_append(&o->wb, w.offset, w.data, w.length,
 	    px_now_ms()) == -1)
 		return PX_AB_FAIL;
-	if (o->wb.len == w.length)
+	if (!direct && o->wb.len == w.length)
 		px_relay_ops->arm_timer(c);
 	wb_account(c, (int64_t)w.length);
 	if (h->message_id + charge > c->led.cr.client_next)
@@ -400,9 +398,13 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;
 	px_stats.pool_ids_now = c->led.pool.count;
+	if (direct) {
+		px_stats.flushes[CO_FLUSH_FULL]++;
+		wb_send(c, o, w.offset, w.data, w.length);
+	}
 	if (px_wb_answer_status(c, h, NT_STATUS_SUCCESS, w.length) == -1)
 		return PX_AB_FAIL;
-	if (o->wb.len >= lim)
+	if (!direct && o->wb.len >= lim)
 		px_wb_flush_open(c, o, CO_FLUSH_FULL);
 	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window))
