@@ -272,7 +272,7 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 		}
 		if (first.command == SMB2_WRITE) {
-			ar = px_wb_absorb(c, &first, &e);
+			ar = px_wb_absorb(c, &first, &e, frame, len);
 			if (ar == PX_AB_DONE) {
 				px_coh_on_request(c, &first, &e);
 				px_stats.requests[SMB2_WRITE]++;

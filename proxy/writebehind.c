@@ -61,6 +61,41 @@ wb_account(struct px_conn *c, int64_t delta)
 }
 
 /*
+ * Record an upstream WRITE of o just sent (ids from mid, charge; n bytes
+ * at off) as the proxy's own request in flight.
+ */
+static int
+wb_in_flight(struct px_conn *c, struct px_open *o, uint64_t mid,
+    uint16_t charge, uint64_t off, size_t n)
+{
+	struct px_pending *p;
+
+	if ((p = px_emit_pending(c, mid, SMB2_WRITE, charge)) == NULL)
+		return -1;
+	p->fid = o->fid;
+	p->u.io.offset = off;
+	p->u.io.length = (uint32_t)n;
+	p->u.io.open = o;
+	if (o->wb_inflight++ == 0) {
+		o->wb_inflight_lo = off;
+		o->wb_inflight_hi = off + n;
+	} else {
+		if (off < o->wb_inflight_lo)
+			o->wb_inflight_lo = off;
+		if (off + n > o->wb_inflight_hi)
+			o->wb_inflight_hi = off + n;
+	}
+	o->wb_inflight_bytes += n;
+	/* ids of this run beyond the first stay with this request; at
+	 * 2.0.2 the run is one id */
+	c->up_writes++;
+	c->up_write_bytes += n;
+	px_stats.upstream_writes++;
+	px_stats.upstream_write_bytes += n;
+	return 0;
+}
+
+/*
  * Send len bytes of o's data at file offset off upstream as one or more
  * WRITEs, each spending a contiguous run of donated ids as its
  * CreditCharge.  Each WRITE is encoded in the server's output buffer and
@@ -79,7 +114,6 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 		size_t n, need, cap;
 		uint8_t *dst;
 		struct smb2_hdr_out h;
-		struct px_pending *p;
 
 		/* take only the ids this write needs: another open's buffer
 		 * may be waiting for the rest of the run */
@@ -133,30 +167,9 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 		if ((dst = px_emit_place(c, PX_SERVER, &prot, need)) == NULL ||
 		    px_smb2_write_req_encode(dst, need, &h, &o->fid, off + pos,
 		    data + pos, (uint32_t)n, 0) != need ||
-		    px_emit_finish(c, PX_SERVER, &prot, dst, need) == -1)
+		    px_emit_finish(c, PX_SERVER, &prot, dst, need) == -1 ||
+		    wb_in_flight(c, o, lo, h.credit_charge, off + pos, n) == -1)
 			goto nomem;
-		if ((p = px_emit_pending(c, lo, SMB2_WRITE, h.credit_charge)) == NULL)
-			goto nomem;
-		p->fid = o->fid;
-		p->u.io.offset = off + pos;
-		p->u.io.length = (uint32_t)n;
-		p->u.io.open = o;
-		if (o->wb_inflight++ == 0) {
-			o->wb_inflight_lo = off + pos;
-			o->wb_inflight_hi = off + pos + n;
-		} else {
-			if (off + pos < o->wb_inflight_lo)
-				o->wb_inflight_lo = off + pos;
-			if (off + pos + n > o->wb_inflight_hi)
-				o->wb_inflight_hi = off + pos + n;
-		}
-		o->wb_inflight_bytes += n;
-		/* ids of this run beyond the first stay with this request; at
-		 * 2.0.2 the run is one id */
-		c->up_writes++;
-		c->up_write_bytes += n;
-		px_stats.upstream_writes++;
-		px_stats.upstream_write_bytes += n;
 		pos += n;
 	}
 	px_stats.pool_ids_now = c->led.pool.count;
@@ -291,7 +304,7 @@ px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t)
  */
 enum px_absorb
 px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e)
+    const struct smb2_elem *e, const uint8_t *frame, size_t flen)
 {
 	struct smb2_write_req w;
 	struct px_session *s;
@@ -376,15 +389,21 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		px_emit_spend_pool(c, false);
 		return PX_AB_STALL;
 	}
-	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+	/*
+	 * A write of the whole coalesce size into an empty buffer would fill
+	 * it and be flushed at once as the same WRITE (same file, offset and
+	 * data) under the ids it donates: then the client's own message, as
+	 * it arrived (its signature verified, or sealed by the client), is
+	 * that WRITE, and goes upstream unchanged as the proxy's request
+	 * without being re-encoded, re-signed or re-sealed.  Its ids never
+	 * enter the pool.  It is sent before the answer, which may spend the
+	 * pool on ECHOs once nothing is buffered.
+	 */
+	direct = o->wb.len == 0 && w.length >= lim;
+	if (!direct && co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
 		px_wb_flush_all(c, CO_FLUSH_POOL);
 		return PX_AB_FORWARD;
 	}
-	/* a write of the whole coalesce size into an empty buffer would
-	 * fill it and be flushed at once: it goes upstream straight from
-	 * the request (no copy into the buffer), before its answer, which
-	 * may spend the pool on ECHOs once nothing is buffered */
-	direct = o->wb.len == 0 && w.length >= lim;
 	if (!direct && co_extent_append(&o->wb, w.offset, w.data, w.length,
 	    px_now_ms()) == -1)
 		return PX_AB_FAIL;
@@ -400,7 +419,10 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	px_stats.pool_ids_now = c->led.pool.count;
 	if (direct) {
 		px_stats.flushes[CO_FLUSH_FULL]++;
-		wb_send(c, o, w.offset, w.data, w.length);
+		if (wb_in_flight(c, o, h->message_id, (uint16_t)charge, w.offset,
+		    w.length) == -1 ||
+		    px_relay_ops->send_frame(c, PX_SERVER, frame, flen) == -1)
+			return PX_AB_FAIL;
 	}
 	if (px_wb_answer_status(c, h, NT_STATUS_SUCCESS, w.length) == -1)
 		return PX_AB_FAIL;
