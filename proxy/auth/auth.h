@@ -5,8 +5,9 @@
  * (DESIGN.md section 7).
  *
  * Everything here is pure: byte buffers in, byte buffers out, no sockets.
- * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF); MD4 and
- * RC4 come from the legacy provider.  px_crypto_init() loads the providers
+ * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF; AES-CMAC
+ * is composed in smbcrypto.c from OpenSSL's AES-128-CBC); MD4 and RC4 come
+ * from the legacy provider.  px_crypto_init() loads the providers
  * once; every other function calls it on first use, but the daemon should
  * call it at start-up to fail early with a readable message.  The module
  * keeps process-wide state (fetched algorithms) and is not thread-safe
