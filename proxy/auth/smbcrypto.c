@@ -318,8 +318,9 @@ fail:
  * (C2S, S2C) one context that encrypts and one that decrypts.
  */
 struct mac_slot {
-	EVP_MAC_CTX *c;             /* HMAC-SHA256, AES-GMAC */
-	EVP_CIPHER_CTX *cbc;        /* AES-CMAC: AES-128-CBC (cmac_*) */
+	EVP_MAC_CTX *c;             /* HMAC-SHA256 */
+	EVP_CIPHER_CTX *cc;         /* AES-CMAC: AES-128-CBC (cmac_*);
+	                             * AES-GMAC: AES-128-GCM (gmac_*) */
 	uint16_t alg;
 	uint8_t key[16];
 	uint8_t k1[16], k2[16];     /* AES-CMAC subkeys */
@@ -342,7 +343,7 @@ static void
 mac_drop(struct mac_slot *m)
 {
 	EVP_MAC_CTX_free(m->c);
-	EVP_CIPHER_CTX_free(m->cbc);
+	EVP_CIPHER_CTX_free(m->cc);
 	OPENSSL_cleanse(m, sizeof(*m));
 }
 
@@ -417,7 +418,7 @@ cmac_blocks(struct mac_slot *m, const uint8_t *p, size_t n)
 	while (n > 0) {
 		size_t k = n < sizeof(scratch) ? n : sizeof(scratch);
 
-		if (EVP_EncryptUpdate(m->cbc, scratch, &outl, p, (int)k) != 1 ||
+		if (EVP_EncryptUpdate(m->cc, scratch, &outl, p, (int)k) != 1 ||
 		    (size_t)outl != k)
 			return false;
 		p += k;
@@ -435,12 +436,12 @@ cmac_setup(struct mac_slot *m, const uint8_t key[16])
 	int outl;
 	bool ok;
 
-	if ((m->cbc = EVP_CIPHER_CTX_new()) == NULL)
+	if ((m->cc = EVP_CIPHER_CTX_new()) == NULL)
 		return false;
 	/* L = AES(K, 0^128): one CBC block under IV 0 (2.3) */
-	ok = EVP_EncryptInit_ex2(m->cbc, px_alg.cbc128, key, zero, NULL) == 1 &&
-	    EVP_CIPHER_CTX_set_padding(m->cbc, 0) == 1 &&
-	    EVP_EncryptUpdate(m->cbc, l, &outl, zero, 16) == 1 && outl == 16;
+	ok = EVP_EncryptInit_ex2(m->cc, px_alg.cbc128, key, zero, NULL) == 1 &&
+	    EVP_CIPHER_CTX_set_padding(m->cc, 0) == 1 &&
+	    EVP_EncryptUpdate(m->cc, l, &outl, zero, 16) == 1 && outl == 16;
 	if (ok) {
 		cmac_dbl(l, m->k1);
 		cmac_dbl(m->k1, m->k2);
@@ -455,7 +456,7 @@ cmac_start(struct mac_slot *m)
 	static const uint8_t zero[16];
 
 	m->nlast = 0;
-	return EVP_EncryptInit_ex2(m->cbc, NULL, NULL, zero, NULL) == 1;
+	return EVP_EncryptInit_ex2(m->cc, NULL, NULL, zero, NULL) == 1;
 }
 
 static bool
@@ -499,8 +500,46 @@ cmac_final(struct mac_slot *m, uint8_t tag[16])
 	for (i = 0; i < 16; i++)
 		m->last[i] ^= sub[i];
 	m->nlast = 0;
-	return EVP_EncryptUpdate(m->cbc, tag, &outl, m->last, 16) == 1 &&
+	return EVP_EncryptUpdate(m->cc, tag, &outl, m->last, 16) == 1 &&
 	    outl == 16;
+}
+
+/*
+ * AES-GMAC (MS-SMB2 3.1.4.1) as AES-128-GCM over additional data only,
+ * straight on a cipher context: the key (and GCM's tables) set once, each
+ * message a new 12-byte IV, the message as AAD, the tag.  (EVP_MAC's GMAC
+ * does the same through a parameter layer that cost about as much as the
+ * GHASH of a 1 KiB message.)
+ */
+static bool
+gmac_setup(struct mac_slot *m, const uint8_t key[16])
+{
+	return (m->cc = EVP_CIPHER_CTX_new()) != NULL &&
+	    EVP_EncryptInit_ex2(m->cc, px_alg.gcm128, key, NULL, NULL) == 1;
+}
+
+static bool
+gmac_start(struct mac_slot *m, const uint8_t iv[12])
+{
+	return EVP_EncryptInit_ex2(m->cc, NULL, NULL, iv, NULL) == 1;
+}
+
+static bool
+gmac_update(struct mac_slot *m, const uint8_t *p, size_t n)
+{
+	int outl;
+
+	return EVP_EncryptUpdate(m->cc, NULL, &outl, p, (int)n) == 1;
+}
+
+static bool
+gmac_final(struct mac_slot *m, uint8_t tag[16])
+{
+	uint8_t none[16];
+	int outl = 0;
+
+	return EVP_EncryptFinal_ex(m->cc, none, &outl) == 1 && outl == 0 &&
+	    EVP_CIPHER_CTX_ctrl(m->cc, EVP_CTRL_AEAD_GET_TAG, 16, tag) == 1;
 }
 
 /* The slot m set up for alg under key, if it holds another; NULL on
@@ -508,16 +547,16 @@ cmac_final(struct mac_slot *m, uint8_t tag[16])
 static struct mac_slot *
 mac_get(struct mac_slot *m, uint16_t alg, const uint8_t key[16])
 {
-	static const uint8_t zero_iv[12];
 	EVP_MAC *mac;
-	OSSL_PARAM p[3];
+	OSSL_PARAM p[2];
 
-	if ((m->c != NULL || m->cbc != NULL) && m->alg == alg &&
+	if ((m->c != NULL || m->cc != NULL) && m->alg == alg &&
 	    memcmp(m->key, key, 16) == 0)
 		return m;
 	mac_drop(m);
-	if (alg == PX_SIGN_AES_CMAC) {
-		if (!cmac_setup(m, key)) {
+	if (alg == PX_SIGN_AES_CMAC || alg == PX_SIGN_AES_GMAC) {
+		if (!(alg == PX_SIGN_AES_CMAC ? cmac_setup(m, key) :
+		    gmac_setup(m, key))) {
 			mac_drop(m);
 			return NULL;
 		}
@@ -525,23 +564,10 @@ mac_get(struct mac_slot *m, uint16_t alg, const uint8_t key[16])
 		memcpy(m->key, key, 16);
 		return m;
 	}
-	switch (alg) {
-	case PX_SIGN_HMAC_SHA256:
-		mac = px_alg.hmac;
-		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-		    (char *)(uintptr_t)"SHA256", 0);
-		p[1] = OSSL_PARAM_construct_end();
-		break;
-	default:
-		/* the key schedule needs an IV; each message sets its own */
-		mac = px_alg.gmac;
-		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-		    (char *)(uintptr_t)"AES-128-GCM", 0);
-		p[1] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
-		    (void *)(uintptr_t)zero_iv, sizeof(zero_iv));
-		p[2] = OSSL_PARAM_construct_end();
-		break;
-	}
+	mac = px_alg.hmac;
+	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)(uintptr_t)"SHA256", 0);
+	p[1] = OSSL_PARAM_construct_end();
 	if ((m->c = EVP_MAC_CTX_new(mac)) == NULL)
 		return NULL;
 	if (EVP_MAC_init(m->c, key, 16, p) != 1) {
@@ -557,7 +583,8 @@ mac_get(struct mac_slot *m, uint16_t alg, const uint8_t key[16])
 
 /*
  * MAC of one element with its signature field taken as zero, without
- * writing to it: the MAC is fed [0, 48), 16 zero bytes, [64, len).
+ * writing to it: the MAC is fed a copy of the header with 16 zero bytes
+ * at 48, then [64, len).
  * x NULL: a context for this message only.
  */
 static int
@@ -565,11 +592,9 @@ smb2_mac(struct px_smb_ctx *x, const struct px_smb_keys *k, uint16_t dialect,
     uint16_t alg, const uint8_t *msg, size_t len, bool from_server,
     bool is_cancel, uint8_t sig[16])
 {
-	static const uint8_t zero[16];
 	struct px_smb_ctx once;
 	struct mac_slot *m;
-	OSSL_PARAM p[2], *pp = NULL;
-	uint8_t iv[12], out[EVP_MAX_MD_SIZE];
+	uint8_t iv[12], head[SMB2_HDR_LEN], out[EVP_MAX_MD_SIZE];
 	size_t outlen = 0;
 	int ok;
 
@@ -596,27 +621,25 @@ smb2_mac(struct px_smb_ctx *x, const struct px_smb_keys *k, uint16_t dialect,
 		memset(&once, 0, sizeof(once));
 		x = &once;
 	}
-	if (alg == PX_SIGN_AES_GMAC) {
-		/* 3.1.4.1: nonce = MessageId || 32-bit flags word, LE. */
-		memcpy(iv, msg + MSGID_OFF, 8);
-		px_put_u32(iv + 8, (from_server ? 1u : 0u) |
-		    (is_cancel ? 2u : 0u));
-		p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV,
-		    iv, sizeof(iv));
-		p[1] = OSSL_PARAM_construct_end();
-		pp = p;
-	}
+	/* 3.1.4.1: nonce = MessageId || 32-bit flags word, LE. */
+	memcpy(iv, msg + MSGID_OFF, 8);
+	px_put_u32(iv + 8, (from_server ? 1u : 0u) | (is_cancel ? 2u : 0u));
+	/* the header with its signature zeroed, then the rest as it is */
+	memcpy(head, msg, SIG_OFF);
+	memset(head + SIG_OFF, 0, SMB2_HDR_LEN - SIG_OFF);
 	if ((m = mac_get(&x->mac, alg, k->signing)) == NULL)
 		ok = false;
 	else if (alg == PX_SIGN_AES_CMAC)
-		ok = cmac_start(m) && cmac_update(m, msg, SIG_OFF) &&
-		    cmac_update(m, zero, sizeof(zero)) &&
+		ok = cmac_start(m) && cmac_update(m, head, SMB2_HDR_LEN) &&
 		    cmac_update(m, msg + SMB2_HDR_LEN, len - SMB2_HDR_LEN) &&
 		    cmac_final(m, out);
+	else if (alg == PX_SIGN_AES_GMAC)
+		ok = gmac_start(m, iv) && gmac_update(m, head, SMB2_HDR_LEN) &&
+		    gmac_update(m, msg + SMB2_HDR_LEN, len - SMB2_HDR_LEN) &&
+		    gmac_final(m, out);
 	else
-		ok = EVP_MAC_init(m->c, NULL, 0, pp) == 1 &&
-		    EVP_MAC_update(m->c, msg, SIG_OFF) == 1 &&
-		    EVP_MAC_update(m->c, zero, sizeof(zero)) == 1 &&
+		ok = EVP_MAC_init(m->c, NULL, 0, NULL) == 1 &&
+		    EVP_MAC_update(m->c, head, SMB2_HDR_LEN) == 1 &&
 		    EVP_MAC_update(m->c, msg + SMB2_HDR_LEN,
 		    len - SMB2_HDR_LEN) == 1 &&
 		    EVP_MAC_final(m->c, out, &outlen, sizeof(out)) == 1 &&

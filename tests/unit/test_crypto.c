@@ -1499,26 +1499,34 @@ test_ctx_reuse(void)
 }
 
 /*
- * smbaccel computes AES-CMAC itself over OpenSSL's AES-128-CBC (see
- * smbcrypto.c); here it must agree with OpenSSL's own CMAC (EVP_MAC
- * "CMAC") on the message with its signature field zeroed, for every
+ * smbaccel computes AES-CMAC itself over OpenSSL's AES-128-CBC, and
+ * AES-GMAC straight on an AES-128-GCM context (see smbcrypto.c); here both
+ * must agree with OpenSSL's EVP_MAC ("CMAC", "GMAC" with the MS-SMB2
+ * nonce) on the message with its signature field zeroed, for every
  * element length from 64 to 600 bytes (every way the last block can
- * fall), around its 16 KiB bursts, and up to a 1 MiB WRITE, with and
+ * fall), around CMAC's 16 KiB bursts, and up to a 1 MiB WRITE, with and
  * without a context kept across messages.
  */
 static int
-ossl_cmac(const uint8_t key[16], const uint8_t *msg, size_t len,
-    uint8_t tag[16])
+ossl_mac(const char *name, const uint8_t key[16], const uint8_t *msg,
+    size_t len, bool from_server, uint8_t tag[16])
 {
-	EVP_MAC *mac = EVP_MAC_fetch(NULL, "CMAC", NULL);
+	EVP_MAC *mac = EVP_MAC_fetch(NULL, name, NULL);
 	EVP_MAC_CTX *c = mac ? EVP_MAC_CTX_new(mac) : NULL;
-	OSSL_PARAM p[2];
+	OSSL_PARAM p[3];
+	uint8_t iv[12];
 	size_t n = 0;
 	int ok;
 
+	memcpy(iv, msg + 24, 8);
+	px_put_u32(iv + 8, from_server ? 1 : 0);
 	p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
-	    (char *)(uintptr_t)"AES-128-CBC", 0);
-	p[1] = OSSL_PARAM_construct_end();
+	    (char *)(uintptr_t)(strcmp(name, "GMAC") == 0 ? "AES-128-GCM" :
+	    "AES-128-CBC"), 0);
+	p[1] = strcmp(name, "GMAC") == 0 ?
+	    OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv, 12) :
+	    OSSL_PARAM_construct_end();
+	p[2] = OSSL_PARAM_construct_end();
 	ok = c != NULL && EVP_MAC_init(c, key, 16, p) == 1 &&
 	    EVP_MAC_update(c, msg, len) == 1 &&
 	    EVP_MAC_final(c, tag, &n, 16) == 1 && n == 16;
@@ -1528,16 +1536,23 @@ ossl_cmac(const uint8_t key[16], const uint8_t *msg, size_t len,
 }
 
 static void
-test_cmac_vs_openssl(void)
+test_mac_vs_openssl(void)
 {
 	static const size_t big[] = { 1023, 1024, 1025, 16383, 16384, 16385,
 	    16400, 16447, 16448, 16449, 32768 + 64, 65536 + 112,
 	    1048576 + 112, 1048576 + 113 };
-	size_t lens[600 - 64 + NELEM(big)], nl = 0, i, n;
+	static const struct {
+		const char *name;
+		uint16_t dialect, alg;
+	} m[] = {
+		{ "CMAC", SMB2_DIALECT_0300, PX_SIGN_AES_CMAC },
+		{ "GMAC", SMB2_DIALECT_0311, PX_SIGN_AES_GMAC },
+	};
+	size_t lens[600 - 64 + NELEM(big)], nl = 0, i, j, n;
 	struct px_smb_keys k;
 	struct px_smb_ctx *x = px_smb_ctx_new();
 	uint8_t *msg = malloc(1048576 + 200), *z = malloc(1048576 + 200);
-	uint8_t sk[16], tag[16];
+	uint8_t sk[16], pre[64], tag[16];
 	uint64_t seed = 4493;
 	int r;
 
@@ -1550,29 +1565,34 @@ test_cmac_vs_openssl(void)
 		lens[nl++] = big[i];
 	for (i = 0; i < 1048576 + 200; i++)
 		msg[i] = (uint8_t)rnd(&seed);
+	unhex(ANAT_PREAUTH[4], pre, 64);
+	for (j = 0; j < NELEM(m); j++)
 	for (r = 0; r < 2; r++) {
 		unhex(ANAT_SK, sk, 16);
 		sk[15] ^= (uint8_t)r;      /* a second key on the context */
-		CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(SMB2_DIALECT_0300, sk,
-		    16, NULL, 0, &k), 0);
+		CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(m[j].dialect, sk, 16,
+		    pre, 0, &k), 0);
 		for (i = 0; i < nl; i++) {
+			bool srv = (i + (size_t)r) % 2 == 1;
+
 			n = lens[i];
 			memcpy(z, msg, n);
+			px_put_u64(z + 24, rnd(&seed));     /* MessageId */
 			/* what is MACed: the flag set, the signature zero */
 			px_put_u32(z + 16, px_get_u32(z + 16) | SMB2_FLAGS_SIGNED);
 			memset(z + 48, 0, 16);
-			CU_ASSERT_EQUAL_FATAL(ossl_cmac(k.signing, z, n, tag), 0);
-			UT_CHECK(px_smb2_sign(&k, SMB2_DIALECT_0300, 0, z, n,
-			    false, false) == 0 && memcmp(z + 48, tag, 16) == 0,
-			    "one-shot len %zu key %d", n, r);
+			CU_ASSERT_EQUAL_FATAL(ossl_mac(m[j].name, k.signing, z, n,
+			    srv, tag), 0);
+			UT_CHECK(px_smb2_sign(&k, m[j].dialect, m[j].alg, z, n,
+			    srv, false) == 0 && memcmp(z + 48, tag, 16) == 0,
+			    "%s one-shot len %zu key %d", m[j].name, n, r);
 			memset(z + 48, 0, 16);
-			UT_CHECK(px_smb2_sign_ctx(x, &k, SMB2_DIALECT_0300, 0, z,
-			    n, false, false) == 0 &&
-			    memcmp(z + 48, tag, 16) == 0, "ctx len %zu key %d",
-			    n, r);
-			UT_CHECK(px_smb2_verify_ctx(x, &k, SMB2_DIALECT_0300, 0,
-			    z, n, true, false) == 0, "verify len %zu key %d",
-			    n, r);
+			UT_CHECK(px_smb2_sign_ctx(x, &k, m[j].dialect, m[j].alg, z,
+			    n, srv, false) == 0 && memcmp(z + 48, tag, 16) == 0,
+			    "%s ctx len %zu key %d", m[j].name, n, r);
+			UT_CHECK(px_smb2_verify_ctx(x, &k, m[j].dialect, m[j].alg,
+			    z, n, srv, false) == 0, "%s verify len %zu key %d",
+			    m[j].name, n, r);
 		}
 	}
 	px_smb_ctx_free(x);
@@ -2123,7 +2143,8 @@ ut_register_crypto(void)
 	CU_add_test(s, "encryption round trips, tampering",
 	    test_encrypt_roundtrip);
 	CU_add_test(s, "contexts kept across messages", test_ctx_reuse);
-	CU_add_test(s, "AES-CMAC against OpenSSL's CMAC", test_cmac_vs_openssl);
+	CU_add_test(s, "AES-CMAC, AES-GMAC against OpenSSL's EVP_MAC",
+	    test_mac_vs_openssl);
 	CU_add_test(s, "nonce generator", test_nonce_gen);
 	CU_add_test(s, "parsers: every truncation", test_truncated);
 	CU_add_test(s, "parsers: lying lengths", test_lying);
