@@ -396,8 +396,8 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	 * it arrived (its signature verified, or sealed by the client), is
 	 * that WRITE, and goes upstream unchanged as the proxy's request
 	 * without being re-encoded, re-signed or re-sealed.  Its ids never
-	 * enter the pool.  It is sent before the answer, which may spend the
-	 * pool on ECHOs once nothing is buffered.
+	 * enter the pool (so the answer, which may spend the pool on ECHOs,
+	 * cannot take them): the client gets its answer first.
 	 */
 	direct = o->wb.len == 0 && w.length >= lim;
 	if (!direct && co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
@@ -417,15 +417,20 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;
 	px_stats.pool_ids_now = c->led.pool.count;
-	if (direct) {
-		px_stats.flushes[CO_FLUSH_FULL]++;
-		if (wb_in_flight(c, o, h->message_id, (uint16_t)charge, w.offset,
-		    w.length) == -1 ||
-		    px_relay_ops->send_frame(c, PX_SERVER, frame, flen) == -1)
-			return PX_AB_FAIL;
+	/* direct: in flight from here on, so that whatever fails after the
+	 * answer is logged as lost when the connection goes (px_wb_free) */
+	if (direct && wb_in_flight(c, o, h->message_id, (uint16_t)charge,
+	    w.offset, w.length) == -1) {
+		wb_account(c, -(int64_t)w.length);
+		return PX_AB_FAIL;
 	}
 	if (px_wb_answer_status(c, h, NT_STATUS_SUCCESS, w.length) == -1)
 		return PX_AB_FAIL;
+	if (direct) {
+		px_stats.flushes[CO_FLUSH_FULL]++;
+		if (px_relay_ops->send_frame(c, PX_SERVER, frame, flen) == -1)
+			return PX_AB_FAIL;
+	}
 	if (!direct && o->wb.len >= lim)
 		px_wb_flush_open(c, o, CO_FLUSH_FULL);
 	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
