@@ -4,7 +4,8 @@
 #   make check      install dependencies, build (plain and SANITIZE=1), run unit
 #                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
-#   make bench      benchmarks (ratios against a direct run)
+#   make bench      benchmarks (ratios against a direct run; bench-crypto:
+#                   only the CPU cost of keyed sessions)
 #   make bench-tcp  the WAN emulator against TCP's textbook behaviour
 #   make fuzz       libFuzzer drivers for a set time each
 #   make install    DESTDIR / PREFIX honoured
@@ -79,6 +80,7 @@ UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/docstore.c $(AUTH_SRC) $(WIRE_S
 SMBDD_SRC  := tests/tools/smbdd.c
 WANEM_SRC  := tests/tools/wanem.c
 WANLINK_SRC := tests/tools/wanlink.c
+CRYPTOFLOOR_SRC := tests/bench/cryptofloor.c
 
 # MIT Kerberos (libkrb5-dev): keytab API and krb5_c_decrypt (proxy/auth/keytab.c)
 CFLAGS_KRB5 := $(shell pkg-config --cflags krb5 2>/dev/null)
@@ -90,14 +92,15 @@ CPPFLAGS    += $(CFLAGS_NL) $(CFLAGS_KRB5)
 obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
 PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem \
-         $(BIN)/wanlink
+         $(BIN)/wanlink $(BIN)/cryptofloor
 ifneq ($(SANITIZE),1)
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench bench-tcp fuzz install uninstall clean deps
+.PHONY: all check unit integration demo bench bench-tcp bench-crypto fuzz \
+        install uninstall clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -128,6 +131,10 @@ $(BIN)/wanlink: $(call obj,$(WANLINK_SRC))
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
+$(BIN)/cryptofloor: $(call obj,$(CRYPTOFLOOR_SRC))
+	@mkdir -p $(BIN)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcrypto
+
 -include $(shell find $(OBJDIR) -name '*.d' 2>/dev/null)
 
 # --- tests ----------------------------------------------------------------
@@ -154,6 +161,11 @@ demo: deps
 bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
+	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
+
+# only the keyed-session CPU benchmark (tests/bench/crypto)
+bench-crypto: all
+	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
 
 # one TCP stream per link and congestion control through bin/wanlink,
 # against the Mathis estimate (docs/performance.md)

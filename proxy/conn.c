@@ -905,6 +905,7 @@ process_input(struct px_side *s)
 	struct px_link *l = s->link;
 	struct px_conn *c = &l->c;
 	const struct pol_global *g = glob();
+	size_t largest = 0;              /* largest frame handled here */
 
 	while (c->state != PX_CONN_CLOSED && px_buf_len(&s->in) > 0) {
 		size_t flen;
@@ -998,6 +999,8 @@ process_input(struct px_side *s)
 			return;
 		}
 		px_buf_consume(&s->in, flen);
+		if (flen > largest)
+			largest = flen;
 	}
 	if (s->rd_eof && px_buf_len(&s->in) > 0 && c->state != PX_CONN_OPAQUE) {
 		size_t flen;
@@ -1014,8 +1017,11 @@ process_input(struct px_side *s)
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 		}
 	}
-	px_buf_shrink(&s->in, s->rd_want < READ_CHUNK ? READ_IDLE_KEEP :
-	    1024 * 1024);
+	/* a buffer that just held a large frame is kept (up to 4 MiB, as
+	 * the output queue), not grown again from 16 KiB, copying, for the
+	 * next one of a stream of 1 MiB WRITEs; it was that large anyway */
+	px_buf_shrink(&s->in, s->rd_want < READ_CHUNK && largest <= READ_CHUNK ?
+	    READ_IDLE_KEEP : 4 * 1024 * 1024);
 	if (s->rd_eof && s == &l->cli && c->state != PX_CONN_CLOSED)
 		on_client_eof(c);
 	if (c->state != PX_CONN_CLOSED && !conn_check_done(c))

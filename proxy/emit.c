@@ -280,36 +280,100 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 
 /* ---- protected sending ------------------------------------------------------ */
 
+/*
+ * What smbaccel sends is built, signed and sealed where it is sent from:
+ * the output buffer of its end (px_relay_ops->outbuf, the hold queue
+ * while a frame is cut through), behind the NBSS header and, sealed,
+ * behind the transform header, so that a 1 MiB WRITE is written once
+ * (encoded there), signed or encrypted in place, and not copied again.
+ */
+static size_t
+lead(const struct px_prot *prot)
+{
+	return PX_NBSS_HDR + (prot->encrypt ? PX_TRANSFORM_HDR_LEN : 0);
+}
+
+static int
+cannot_seal(struct px_conn *c, const struct px_prot *prot)
+{
+	struct px_session *s = px_session_find(&c->led, prot->sid);
+
+	log_warnx("conn=%llu cannot seal for session 0x%llx%s",
+	    (unsigned long long)c->id, (unsigned long long)prot->sid,
+	    s && s->keyed ? "" : " (no key)");
+	/* with the key, only an allocation can fail */
+	return s && s->keyed ? -1 : px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
+}
+
+static int
+cannot_sign(struct px_conn *c, const struct px_prot *prot)
+{
+	log_warnx("conn=%llu cannot sign for session 0x%llx (no key)",
+	    (unsigned long long)c->id, (unsigned long long)prot->sid);
+	return px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
+}
+
+uint8_t *
+px_emit_place(struct px_conn *c, enum px_end to, const struct px_prot *prot,
+    size_t len)
+{
+	struct px_buf *ob = px_relay_ops->outbuf(c, to);
+
+	if (len > PX_NBSS_MAX - PX_TRANSFORM_HDR_LEN ||
+	    px_buf_reserve(ob, lead(prot) + len) == -1)
+		return NULL;
+	return ob->data + ob->tail + lead(prot);
+}
+
+int
+px_emit_finish(struct px_conn *c, enum px_end to, const struct px_prot *prot,
+    uint8_t *msg, size_t len)
+{
+	struct px_buf *ob = px_relay_ops->outbuf(c, to);
+	uint8_t *f = ob->data + ob->tail;
+	size_t n = len;
+
+	/* only what px_emit_place gave, with nothing queued since */
+	if (msg != f + lead(prot) || ob->cap - ob->tail < lead(prot) + len)
+		return -1;
+	if (prot->encrypt) {
+		if (px_keyed_seal(c, to, prot->sid, msg, len,
+		    f + PX_NBSS_HDR) == -1)
+			return cannot_seal(c, prot);
+		n += PX_TRANSFORM_HDR_LEN;
+	} else if (prot->sign && px_keyed_sign(c, prot->sid, msg, len,
+	    to == PX_CLIENT) == -1)
+		return cannot_sign(c, prot);
+	px_frame_put_hdr(f, n);
+	ob->tail += PX_NBSS_HDR + n;
+	px_relay_ops->out_commit(c, to, PX_NBSS_HDR + n);
+	return 0;
+}
+
 int
 px_emit_protected(struct px_conn *c, enum px_end to,
     const struct px_prot *prot, uint8_t *msg, size_t len)
 {
 	if (prot->encrypt) {
-		size_t n;
-		uint8_t *sealed = px_keyed_encrypt(c, to, prot->sid, msg, len, &n);
-		struct px_session *s;
-		int rc;
+		/* sealed from msg straight into the output buffer */
+		struct px_buf *ob;
+		uint8_t *f;
 
-		if (sealed == NULL) {
-			s = px_session_find(&c->led, prot->sid);
-			log_warnx("conn=%llu cannot seal for session 0x%llx%s",
-			    (unsigned long long)c->id,
-			    (unsigned long long)prot->sid,
-			    s && s->keyed ? "" : " (no key)");
-			/* with the key, only an allocation can fail */
-			return s && s->keyed ? -1 :
-			    px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
-		}
-		rc = px_relay_ops->send(c, to, sealed, n);
-		free(sealed);
-		return rc;
+		if (px_emit_place(c, to, prot, len) == NULL)
+			return -1;
+		ob = px_relay_ops->outbuf(c, to);
+		f = ob->data + ob->tail;
+		if (px_keyed_seal(c, to, prot->sid, msg, len,
+		    f + PX_NBSS_HDR) == -1)
+			return cannot_seal(c, prot);
+		px_frame_put_hdr(f, PX_TRANSFORM_HDR_LEN + len);
+		ob->tail += lead(prot) + len;
+		px_relay_ops->out_commit(c, to, lead(prot) + len);
+		return 0;
 	}
 	if (prot->sign && px_keyed_sign(c, prot->sid, msg, len,
-	    to == PX_CLIENT) == -1) {
-		log_warnx("conn=%llu cannot sign for session 0x%llx (no key)",
-		    (unsigned long long)c->id, (unsigned long long)prot->sid);
-		return px_relay_fail(c, PX_CLOSE_CANNOT_SIGN);
-	}
+	    to == PX_CLIENT) == -1)
+		return cannot_sign(c, prot);
 	return px_relay_ops->send(c, to, msg, len);
 }
 

@@ -29,9 +29,21 @@ int px_relay_fail(struct px_conn *c, enum px_close_reason r);
 bool px_large_mtu(const struct px_conn *c);
 /* The share name of o's tree, for log lines. */
 const char *px_tree_share(struct px_conn *c, const struct px_open *o);
-/* Send msg (a complete SMB2 message) to `to` as prot says: signed,
- * sealed, or as is (DESIGN.md section 7). */
+/* Send msg (a complete SMB2 message, not in an output buffer) to `to` as
+ * prot says: signed (msg is signed in place), sealed, or as is (DESIGN.md
+ * section 7). */
 int px_emit_protected(struct px_conn *c, enum px_end to,
+    const struct px_prot *prot, uint8_t *msg, size_t len) PX_MUSTCHECK;
+/*
+ * Build a message in place instead: px_emit_place gives where its len
+ * bytes go in the output buffer of `to` (NULL: out of memory), and
+ * px_emit_finish signs or seals them there and sends them.  Nothing else
+ * may be sent to `to` in between (it would move the buffer); a message
+ * placed but not finished is simply not sent.
+ */
+uint8_t *px_emit_place(struct px_conn *c, enum px_end to,
+    const struct px_prot *prot, size_t len);
+int px_emit_finish(struct px_conn *c, enum px_end to,
     const struct px_prot *prot, uint8_t *msg, size_t len) PX_MUSTCHECK;
 /* How a proxy request of session sid on tree tid must travel. */
 struct px_prot px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid);

@@ -23,6 +23,7 @@
  * existing Session.SessionKey will be retained").
  */
 #include <netdb.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,7 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 	}
 	return 0;
 }
+static void plain_pool_free(void);
 
 void
 px_keyed_shutdown(void)
@@ -154,6 +156,7 @@ px_keyed_shutdown(void)
 	keytabs_free(keytabs, nkeytabs);
 	keytabs = NULL;
 	nkeytabs = 0;
+	plain_pool_free();
 }
 
 static struct px_keyed *
@@ -592,14 +595,27 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 
 /* ---- signing and encryption ------------------------------------------------- */
 
+/*
+ * The session's OpenSSL contexts (one per key, reset per message, see
+ * smbcrypto.c), made on first use.  NULL when out of memory: each message
+ * then gets a context of its own, slower but the same bytes.
+ */
+static struct px_smb_ctx *
+ctx_of(struct px_session *s)
+{
+	if (s->kx->ctx == NULL)
+		s->kx->ctx = px_smb_ctx_new();
+	return s->kx->ctx;
+}
+
 bool
 px_keyed_verify(struct px_conn *c, struct px_session *s, const uint8_t *msg,
     size_t len, uint16_t command)
 {
 	if (!s->keyed)
 		return false;
-	if (px_smb2_verify(&s->kx->keys, c->led.dialect, c->led.signing_alg,
-	    msg, len, false, command == SMB2_CANCEL) == 0)
+	if (px_smb2_verify_ctx(ctx_of(s), &s->kx->keys, c->led.dialect,
+	    c->led.signing_alg, msg, len, false, command == SMB2_CANCEL) == 0)
 		return true;
 	px_stats.bad_signatures++;
 	log_warnx("conn=%llu session=0x%llx bad signature on %s: forwarded "
@@ -617,14 +633,88 @@ px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
 	if (s == NULL || !s->keyed)
 		return -1;
 	px_stats.signed_out++;
-	return px_smb2_sign(&s->kx->keys, c->led.dialect, c->led.signing_alg,
-	    msg, len, from_server, false);
+	return px_smb2_sign_ctx(ctx_of(s), &s->kx->keys, c->led.dialect,
+	    c->led.signing_alg, msg, len, from_server, false);
 }
 
 /*
- * Decrypt a TRANSFORM message (without its NBSS header).  Returns a
- * malloc'd plaintext and its session, or NULL when the session is not
- * keyed or the message does not authenticate.
+ * Plaintext buffers.  A sealed message is opened into a buffer kept from
+ * one message to the next instead of a malloc per message.  Handling one
+ * opened message may open another before it is done (a kick of a stalled
+ * client frame from inside a server frame, another connection's frame
+ * from a coherence kick), so buffers are lent, not shared: each message
+ * takes one and gives it back with px_keyed_release().  At most
+ * PLAIN_KEEP buffers are kept while no message holds them, each as large
+ * as the largest message it held (an NBSS frame, 16 MiB at most).
+ */
+#define PLAIN_KEEP 2
+#define PLAIN_MIN  (64 * 1024)
+
+struct plain_buf {
+	size_t cap;
+	uint8_t data[];
+};
+
+static struct plain_buf *plain_pool[PLAIN_KEEP];
+
+static uint8_t *
+plain_take(size_t n)
+{
+	struct plain_buf *b, *nb;
+	size_t cap;
+	int i, best = -1;
+
+	for (i = 0; i < PLAIN_KEEP; i++)
+		if (plain_pool[i] != NULL && (best == -1 ||
+		    (plain_pool[i]->cap >= n && plain_pool[best]->cap < n)))
+			best = i;
+	if (best != -1) {
+		b = plain_pool[best];
+		plain_pool[best] = NULL;
+		if (b->cap >= n)
+			return b->data;
+		free(b);    /* too small; its bytes are not needed */
+	}
+	cap = n < PLAIN_MIN ? PLAIN_MIN : n;
+	if ((nb = malloc(sizeof(*nb) + cap)) == NULL)
+		return NULL;
+	nb->cap = cap;
+	return nb->data;
+}
+
+void
+px_keyed_release(uint8_t *plain)
+{
+	struct plain_buf *b;
+	int i;
+
+	if (plain == NULL)
+		return;
+	b = (struct plain_buf *)(void *)(plain - offsetof(struct plain_buf,
+	    data));
+	for (i = 0; i < PLAIN_KEEP; i++)
+		if (plain_pool[i] == NULL) {
+			plain_pool[i] = b;
+			return;
+		}
+	free(b);
+}
+
+static void
+plain_pool_free(void)
+{
+	int i;
+
+	for (i = 0; i < PLAIN_KEEP; i++) {
+		free(plain_pool[i]);
+		plain_pool[i] = NULL;
+	}
+}
+
+/*
+ * Decrypt a TRANSFORM message (without its NBSS header).  Returns the
+ * plaintext (give it back with px_keyed_release) and its session, or NULL
+ * when the session is not keyed or the message does not authenticate.
  */
 uint8_t *
 px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
@@ -638,11 +728,11 @@ px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
 	s = px_session_find(&c->led, px_get_u64(msg + 44));
 	if (s == NULL || !s->keyed || c->led.cipher == 0)
 		return NULL;
-	if ((out = malloc(len - PX_TRANSFORM_HDR_LEN)) == NULL)
+	if ((out = plain_take(len - PX_TRANSFORM_HDR_LEN)) == NULL)
 		return NULL;
-	if (px_smb2_decrypt(&s->kx->keys, c->led.cipher,
+	if (px_smb2_decrypt_ctx(ctx_of(s), &s->kx->keys, c->led.cipher,
 	    from_server ? PX_S2C : PX_C2S, msg, len, out, outlen) == -1) {
-		free(out);
+		px_keyed_release(out);
 		log_warnx("conn=%llu session=0x%llx message from %s does not "
 		    "decrypt", (unsigned long long)c->id,
 		    (unsigned long long)s->id, from_server ? "server" : "client");
@@ -653,27 +743,23 @@ px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
 	return out;
 }
 
-uint8_t *
-px_keyed_encrypt(struct px_conn *c, enum px_end to, uint64_t session_id,
-    const uint8_t *msg, size_t len, size_t *outlen)
+int
+px_keyed_seal(struct px_conn *c, enum px_end to, uint64_t session_id,
+    const uint8_t *msg, size_t len, uint8_t *out)
 {
 	struct px_session *s = px_session_find(&c->led, session_id);
 	bool to_client = to == PX_CLIENT;
-	uint8_t nonce[16], *out;
+	uint8_t nonce[16];
 
 	if (s == NULL || !s->keyed || c->led.cipher == 0)
-		return NULL;
+		return -1;
 	if (px_nonce_next(to_client ? &s->kx->nonce_s2c : &s->kx->nonce_c2s,
 	    nonce) == -1)
-		return NULL;
-	if ((out = malloc(PX_TRANSFORM_HDR_LEN + len)) == NULL)
-		return NULL;
-	if (px_smb2_encrypt(&s->kx->keys, c->led.cipher,
-	    to_client ? PX_S2C : PX_C2S, session_id, nonce, msg, len, out) == -1) {
-		free(out);
-		return NULL;
-	}
+		return -1;
+	if (px_smb2_encrypt_ctx(ctx_of(s), &s->kx->keys, c->led.cipher,
+	    to_client ? PX_S2C : PX_C2S, session_id, nonce, msg, len,
+	    out) == -1)
+		return -1;
 	px_stats.encrypted_out++;
-	*outlen = PX_TRANSFORM_HDR_LEN + len;
-	return out;
+	return 0;
 }

@@ -22,11 +22,15 @@ bool px_keyed_verify(struct px_conn *c, struct px_session *s,
     const uint8_t *msg, size_t len, uint16_t command);
 int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
     size_t len, bool from_server) PX_MUSTCHECK;
+/* The plaintext of a sealed message and its session, or NULL; hand the
+ * plaintext back with px_keyed_release() (a kept buffer, not malloc'd). */
 uint8_t *px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
     bool from_server, size_t *outlen, struct px_session **sp);
+void px_keyed_release(uint8_t *plain);   /* NULL ok */
 /* msg sealed for `to` (client: S2C key, server: C2S key) under session
- * session_id: a malloc'd TRANSFORM message of *outlen bytes, or NULL. */
-uint8_t *px_keyed_encrypt(struct px_conn *c, enum px_end to,
-    uint64_t session_id, const uint8_t *msg, size_t len, size_t *outlen);
+ * session_id into out[0..52 + len): a TRANSFORM message; out + 52 may be
+ * msg (in place).  0, or -1: no key, nonces used up, or OpenSSL failed. */
+int px_keyed_seal(struct px_conn *c, enum px_end to, uint64_t session_id,
+    const uint8_t *msg, size_t len, uint8_t *out) PX_MUSTCHECK;
 
 #endif

@@ -54,6 +54,7 @@ px_session_free(struct px_session *s)
 		return;
 	if (s->kx) {
 		/* the session's keys do not outlive it */
+		px_smb_ctx_free(s->kx->ctx);
 		explicit_bzero(s->kx, sizeof(*s->kx));
 		free(s->kx);
 	}

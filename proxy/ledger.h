@@ -29,6 +29,8 @@ struct px_keyed {
 	struct px_smb_keys keys;
 	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
+	struct px_smb_ctx *ctx;          /* OpenSSL contexts for keys (made
+	                                  * on first use by keyed.c) */
 };
 
 struct px_session {

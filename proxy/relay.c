@@ -208,7 +208,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			return client_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, NULL,
 			    frame, len);
 		if (px_classify(plain, plen) != PX_MAGIC_SMB2) {
-			free(plain);
+			px_keyed_release(plain);
 			return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
 			    "detail=sealed-non-smb2", frame, len);
 		}
@@ -219,7 +219,7 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		s->client_seals = true;
 		rc = client_smb2(c, plain, plen, frame, len);
 		c->cur_encrypted = false;
-		free(plain);
+		px_keyed_release(plain);
 		return rc;
 	}
 	case PX_MAGIC_SMB1:
@@ -349,7 +349,7 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 		}
 		if (first.command == SMB2_WRITE) {
-			ar = px_wb_absorb(c, &first, &e);
+			ar = px_wb_absorb(c, &first, &e, frame, len);
 			if (ar == PX_AB_DONE) {
 				px_coh_on_request(c, &first, &e);
 				px_stats.requests[SMB2_WRITE]++;
@@ -556,10 +556,10 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 
 			if (plain && px_classify(plain, plen) == PX_MAGIC_SMB2) {
 				rc = server_smb2(c, plain, plen, frame, len, s);
-				free(plain);
+				px_keyed_release(plain);
 				return rc;
 			}
-			free(plain);
+			px_keyed_release(plain);
 		}
 		break;
 	case PX_MAGIC_SMB1:

@@ -152,30 +152,24 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
 }
 
 /*
- * Send the buffered extent of o upstream as one or more WRITEs, each
- * spending a contiguous run of donated ids as its CreditCharge.
+ * Send len bytes of o's data at file offset off upstream as one or more
+ * WRITEs, each spending a contiguous run of donated ids as its
+ * CreditCharge.  Each WRITE is encoded in the server's output buffer and
+ * signed or sealed there (px_emit_place).  data is not kept.
  */
-void
-px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+static void
+wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
+    const uint8_t *data, size_t len)
 {
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
-	size_t unit = max_write_unit(c, t), pos = 0, len;
-	uint64_t off;
-	uint8_t *data;
-	struct px_prot prot;
+	size_t unit = max_write_unit(c, t), pos = 0;
+	struct px_prot prot = px_emit_prot(c, o->session_id, o->tree_id);
 
-	if (o->wb.len == 0)
-		return;
-	prot = px_emit_prot(c, o->session_id, o->tree_id);
-	px_stats.flushes[cause]++;
-	data = co_extent_take(&o->wb, &off, &len);
 	while (pos < len) {
 		uint64_t lo = 0, run = 0;
 		size_t n, need;
 		uint8_t *dst;
 		struct smb2_hdr_out h;
-		struct px_buf *ob;
-
 		n = wb_take_ids(c, &c->led.pool, unit, len - pos, &lo, &run);
 		if (n == 0) {
 			/* never expected (ids are spent on ECHOs only when no
@@ -195,38 +189,17 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 		}
 		need = 64 + 48 + n;
 		wb_write_hdr(c, o, lo, run, &h);
-		if (prot.sign || prot.encrypt) {
-			/* a keyed session: sign or seal a separate copy */
-			uint8_t *tmp = malloc(need);
-
-			if (tmp == NULL || px_smb2_write_req_encode(tmp, need, &h,
-			    &o->fid, off + pos, data + pos, (uint32_t)n, 0) !=
-			    need || px_emit_protected(c, PX_SERVER, &prot,
-			    tmp, need) == -1) {
-				free(tmp);
-				goto nomem;
-			}
-			free(tmp);
-		} else {
-			ob = px_relay_ops->outbuf(c, PX_SERVER);
-			if (px_buf_reserve(ob, need + PX_NBSS_HDR) == -1)
-				goto nomem;
-			dst = ob->data + ob->tail;
-			if (px_smb2_write_req_encode(dst + PX_NBSS_HDR,
-			    ob->cap - ob->tail - PX_NBSS_HDR, &h, &o->fid,
-			    off + pos, data + pos, (uint32_t)n, 0) != need)
-				goto nomem;
-			px_frame_put_hdr(dst, need);
-			ob->tail += need + PX_NBSS_HDR;
-			px_relay_ops->out_commit(c, PX_SERVER, need + PX_NBSS_HDR);
-		}
-		/* ids of this run beyond the first stay with this request; at
-		 * 2.0.2 the run is one id */
-		if (wb_write_sent(c, o, lo, h.credit_charge, off + pos, n) == NULL)
+		/* signed or sealed in place in a keyed session; ids of this run
+		 * beyond the first stay with this request (at 2.0.2 the run is
+		 * one id) */
+		if ((dst = px_emit_place(c, PX_SERVER, &prot, need)) == NULL ||
+		    px_smb2_write_req_encode(dst, need, &h, &o->fid, off + pos,
+		    data + pos, (uint32_t)n, 0) != need ||
+		    px_emit_finish(c, PX_SERVER, &prot, dst, need) == -1 ||
+		    wb_write_sent(c, o, lo, h.credit_charge, off + pos, n) == NULL)
 			goto nomem;
 		pos += n;
 	}
-	free(data);
 	px_stats.pool_ids_now = c->led.pool.count;
 	return;
 nomem:
@@ -236,6 +209,21 @@ nomem:
 	    len - pos);
 	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
 	wb_account(c, -(int64_t)(len - pos));
+}
+
+/* Send the buffered extent of o upstream (wb_send). */
+void
+px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	uint64_t off;
+	size_t len;
+	uint8_t *data;
+
+	if (o->wb.len == 0)
+		return;
+	px_stats.flushes[cause]++;
+	data = co_extent_take(&o->wb, &off, &len);
+	wb_send(c, o, off, data, len);
 	free(data);
 }
 
@@ -401,21 +389,25 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
     uint32_t status, uint32_t count)
 {
 	struct smb2_hdr_out h;
-	uint8_t *msg = malloc(64 + 17 + 8);
+	uint8_t msg[64 + 17 + 8], *copy;
+	uint16_t grant;
 	size_t n;
 
-	if (msg == NULL)
-		return -1;
 	px_emit_rsp_hdr(&h, rq, status);
 	if (status != NT_STATUS_SUCCESS)
-		n = px_smb2_error_rsp_encode(msg, 64 + 17 + 8, &h);
+		n = px_smb2_error_rsp_encode(msg, sizeof(msg), &h);
 	else
-		n = px_smb2_write_rsp_encode(msg, 64 + 17 + 8, &h, count);
-	if (n == 0) {
-		free(msg);
+		n = px_smb2_write_rsp_encode(msg, sizeof(msg), &h, count);
+	if (n == 0)
 		return -1;
-	}
-	return px_wb_answer(c, rq->credit, msg, n);
+	/* built on the stack; copied only if it has to wait (px_wb_answer) */
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, rq->credit, &grant))
+		return px_emit_synth(c, msg, n, grant, &c->cur_prot);
+	if ((copy = malloc(n)) == NULL)
+		return -1;
+	memcpy(copy, msg, n);
+	return px_wb_answer(c, rq->credit, copy, n);
 }
 
 /* ---- write absorption ------------------------------------------------------- */
@@ -438,7 +430,7 @@ px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t)
  */
 enum px_absorb
 px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e)
+    const struct smb2_elem *e, const uint8_t *frame, size_t flen)
 {
 	struct smb2_write_req w;
 	struct px_session *s;
@@ -449,6 +441,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	enum co_absorb ab;
 	uint64_t charge;
 	size_t lim;
+	bool direct;
 
 	if (px_smb2_write_req_decode(e, &w) == -1)
 		return PX_AB_FORWARD;
@@ -522,18 +515,29 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		px_emit_spend_pool(c, false);
 		return PX_AB_STALL;
 	}
-	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+	/*
+	 * A write of the whole coalesce size into an empty buffer would fill
+	 * it and be flushed at once as the same WRITE (same file, offset and
+	 * data) under the ids it donates: then the client's own message, as
+	 * it arrived (its signature verified, or sealed by the client), is
+	 * that WRITE, and goes upstream unchanged as the proxy's request
+	 * without being re-encoded, re-signed or re-sealed.  Its ids never
+	 * enter the pool (so the answer, which may spend the pool on ECHOs,
+	 * cannot take them): the client gets its answer first.
+	 */
+	direct = o->wb.len == 0 && w.length >= lim;
+	if (!direct && co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
 		px_wb_flush_all(c, CO_FLUSH_POOL);
 		return PX_AB_FORWARD;
 	}
-	if (co_extent_append(&o->wb, w.offset, w.data, w.length,
+	if (!direct && co_extent_append(&o->wb, w.offset, w.data, w.length,
 	    px_now_ms()) == -1)
 		return PX_AB_FAIL;
 	/* ids beyond what the data needs may fund a break acknowledgement
 	 * reserve (DESIGN.md section 3: data first, then the reserve) */
 	if (!c->led.rsv.held)
 		(void)px_emit_tend_reserve(c);
-	if (o->wb.len == w.length)
+	if (!direct && o->wb.len == w.length)
 		px_relay_ops->arm_timer(c);
 	wb_account(c, (int64_t)w.length);
 	if (h->message_id + charge > c->led.cr.client_next)
@@ -543,9 +547,21 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;
 	px_stats.pool_ids_now = c->led.pool.count;
+	/* direct: in flight from here on, so that whatever fails after the
+	 * answer is logged as lost when the connection goes (px_wb_free) */
+	if (direct && wb_write_sent(c, o, h->message_id, (uint16_t)charge,
+	    w.offset, w.length) == NULL) {
+		wb_account(c, -(int64_t)w.length);
+		return PX_AB_FAIL;
+	}
 	if (px_wb_answer_status(c, h, NT_STATUS_SUCCESS, w.length) == -1)
 		return PX_AB_FAIL;
-	if (o->wb.len >= lim)
+	if (direct) {
+		px_stats.flushes[CO_FLUSH_FULL]++;
+		if (px_relay_ops->send_frame(c, PX_SERVER, frame, flen) == -1)
+			return PX_AB_FAIL;
+	}
+	if (!direct && o->wb.len >= lim)
 		px_wb_flush_open(c, o, CO_FLUSH_FULL);
 	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window))

@@ -56,9 +56,10 @@ uint8_t *px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
 void px_wb_flush_all(struct px_conn *c, enum co_flush_cause cause);
 /* Largest write that may be absorbed on tree t. */
 size_t px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t);
-/* Try to absorb a standalone WRITE. */
+/* Try to absorb a standalone WRITE (e, plaintext), which arrived as the
+ * NBSS frame frame[0..flen) (sealed or not). */
 enum px_absorb px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e);
+    const struct smb2_elem *e, const uint8_t *frame, size_t flen);
 /*
  * Answer an absorbed request with msg (a complete response; its credit
  * field is filled here), or queue it when granting from the bank would

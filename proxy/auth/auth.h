@@ -6,8 +6,9 @@
  * session key of a Kerberos session from the server's keytab.
  *
  * Everything here is pure: byte buffers in, byte buffers out, no sockets.
- * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF); MD4 and
- * RC4 come from the legacy provider.  px_crypto_init() loads the providers
+ * All cryptography goes through OpenSSL 3 (EVP, EVP_MAC, EVP_KDF; AES-CMAC
+ * is composed in smbcrypto.c from OpenSSL's AES-128-CBC); MD4 and RC4 come
+ * from the legacy provider.  px_crypto_init() loads the providers
  * once; every other function calls it on first use, but the daemon should
  * call it at start-up to fail early with a readable message.  The module
  * keeps process-wide state (fetched algorithms) and is not thread-safe
@@ -270,6 +271,34 @@ int px_smb2_encrypt(const struct px_smb_keys *k, uint16_t cipher,
 int px_smb2_decrypt(const struct px_smb_keys *k, uint16_t cipher,
     enum px_key_dir dir, const uint8_t *in, size_t len, uint8_t *out,
     size_t *outlen) PX_MUSTCHECK;
+
+/*
+ * The same four operations with a context kept across messages: one
+ * OpenSSL context per key (the signing key; each cipher key for each of
+ * encrypting and decrypting), set up on first use and reset per message,
+ * instead of one set up and torn down per message as above.  x holds no
+ * key of its own: each call names the keys, and a slot whose key or
+ * algorithm differs from the one it was set up with is set up again, so a
+ * session whose keys are re-derived may keep its context.  A failed
+ * operation drops the slot it used.  x NULL behaves as the calls above.
+ * One context per session (it is not safe to share between threads).
+ */
+struct px_smb_ctx;
+struct px_smb_ctx *px_smb_ctx_new(void);      /* NULL when out of memory */
+void px_smb_ctx_free(struct px_smb_ctx *x);   /* wipes it; NULL ok */
+int px_smb2_sign_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t dialect, uint16_t signing_alg, uint8_t *msg, size_t len,
+    bool from_server, bool is_cancel) PX_MUSTCHECK;
+int px_smb2_verify_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t dialect, uint16_t signing_alg, const uint8_t *msg, size_t len,
+    bool from_server, bool is_cancel) PX_MUSTCHECK;
+int px_smb2_encrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, uint64_t session_id,
+    const uint8_t nonce[16], const uint8_t *msg, size_t len, uint8_t *out)
+    PX_MUSTCHECK;
+int px_smb2_decrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    uint8_t *out, size_t *outlen) PX_MUSTCHECK;
 
 /*
  * Nonces for the messages smbaccel encrypts itself.  Use one generator per

@@ -9,7 +9,11 @@
  * checked for the promises of proxy/auth/auth.h (return codes, NUL-terminated names,
  * blob inside its array, fields zero unless OK); an AUTHENTICATE that
  * parses also goes through px_ntlm_session_key against a fixed CHALLENGE.
- * The same bytes are then offered to px_smb2_decrypt under each cipher.
+ * The same bytes are then offered to px_smb2_decrypt under each cipher,
+ * and, through one context kept across all inputs (px_smb2_*_ctx), to
+ * decryption and signature checks, after each of which a message sealed
+ * and signed through that context must still open and verify: no input
+ * may leave a kept context in a bad state.
  *
  *   clang -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
  *       -I. tests/fuzz/fuzz_ntlm.c proxy/auth/[a-z]*.c proxy/smb2/[a-z]*.c \
@@ -27,6 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct px_smb_keys keys[5];
+static struct px_smb_ctx *kept;
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -48,6 +53,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		if (px_smb_keys_derive(SMB2_DIALECT_0311, sk, sizeof(sk), pre,
 		    c, &keys[c]) == -1)
 			abort();
+	if ((kept = px_smb_ctx_new()) == NULL)
+		abort();
 	return 0;
 }
 
@@ -126,12 +133,52 @@ check_decrypt(const uint8_t *buf, size_t len)
 	if ((out = malloc(len ? len : 1)) == NULL)
 		abort();
 	for (c = PX_CIPHER_AES128_CCM; c <= PX_CIPHER_AES256_GCM; c++) {
+		static const uint8_t nonce[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9,
+		    10, 11, 12 };
+		uint8_t msg[100], ct[152], pt[100];
+		size_t n = 0;
+
 		/* Random bytes never carry a valid tag. */
 		if (px_smb2_decrypt(&keys[c], c, PX_S2C, buf, len, out,
 		    &outlen) == 0 || outlen != 0)
 			abort();
+		if (px_smb2_decrypt_ctx(kept, &keys[c], c, c % 2 ? PX_S2C :
+		    PX_C2S, buf, len, out, &outlen) == 0 || outlen != 0)
+			abort();
+		/* the kept context still seals and opens */
+		memset(msg, (int)c, sizeof(msg));
+		if (px_smb2_encrypt_ctx(kept, &keys[c], c, PX_S2C, 7, nonce, msg,
+		    sizeof(msg), ct) == -1 ||
+		    px_smb2_decrypt_ctx(kept, &keys[c], c, PX_S2C, ct, sizeof(ct),
+		    pt, &n) == -1 || n != sizeof(msg) ||
+		    memcmp(pt, msg, n) != 0)
+			abort();
 	}
 	free(out);
+}
+
+/* A random signature never verifies; the kept context still signs. */
+static void
+check_verify(const uint8_t *buf, size_t len)
+{
+	static const uint16_t alg[] = { PX_SIGN_HMAC_SHA256, PX_SIGN_AES_CMAC,
+	    PX_SIGN_AES_GMAC };
+	uint8_t msg[80];
+	size_t i;
+
+	if (len < SMB2_HDR_LEN)
+		return;
+	for (i = 0; i < sizeof(alg) / sizeof(alg[0]); i++) {
+		if (px_smb2_verify_ctx(kept, &keys[1], SMB2_DIALECT_0311, alg[i],
+		    buf, len, i % 2 == 0, false) == 0)
+			abort();
+		memset(msg, (int)i, sizeof(msg));
+		if (px_smb2_sign_ctx(kept, &keys[1], SMB2_DIALECT_0311, alg[i],
+		    msg, sizeof(msg), true, false) == -1 ||
+		    px_smb2_verify(&keys[1], SMB2_DIALECT_0311, alg[i], msg,
+		    sizeof(msg), true, false) == -1)
+			abort();
+	}
 }
 
 int
@@ -145,6 +192,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_challenge(buf, size);
 	check_auth(buf, size);
 	check_decrypt(buf, size);
+	check_verify(buf, size);
 	free(buf);
 	return 0;
 }

@@ -1,0 +1,353 @@
+/*
+ * cryptofloor.c - the cryptography a keyed smbaccel cannot avoid, timed on
+ * this machine with plain OpenSSL (no smbaccel code), for tests/bench/crypto.
+ *
+ *   cryptofloor ALG BLOCK [COALESCE] [--mib N] [--reps R]
+ *
+ *   ALG       hmac-sha256 | aes-cmac | aes-gmac (signing), aes128-ccm |
+ *             aes128-gcm | aes256-ccm | aes256-gcm (sealing)
+ *   BLOCK     the client's write size (bytes, K/M suffixes)
+ *   COALESCE  the size of smbaccel's upstream WRITEs (default 1M)
+ *
+ * For every GiB of payload written in BLOCK-byte WRITEs, smbaccel must at
+ * least (MS-SMB2 3.1.4.1, 3.1.4.3):
+ *   signing:  verify each client WRITE (64 + 48 + BLOCK bytes), sign the
+ *             answer it synthesizes (a WRITE response, 64 + 17 bytes), and
+ *             sign each upstream WRITE (64 + 48 + COALESCE bytes);
+ *   sealing:  decrypt each client WRITE, encrypt its answer, encrypt each
+ *             upstream WRITE and decrypt the server's answer to it.
+ * That work is done here with the cheapest OpenSSL use there is (one
+ * context per key, reset per message; AES-CMAC as the one AES-128-CBC
+ * pass it consists of), for --mib MiB of payload (default
+ * 256), --reps times (default 3); the smallest CPU time (the least
+ * disturbed by other work on the machine) is printed, scaled to one GiB:
+ *
+ *   alg=aes-cmac block=1024 coalesce=1048576 floor_s_per_gib=1.234
+ *   mac_bytes_per_gib=...  (bytes through the MAC or cipher per GiB)
+ *
+ * CPU time is CLOCK_PROCESS_CPUTIME_ID: what this process used, not wall
+ * time.  Not a test: it asserts nothing about the result.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#define HDR 64
+#define WRITE_REQ (HDR + 48)
+#define WRITE_RSP (HDR + 17)
+#define TF 52
+
+enum kind { K_HMAC, K_CMAC, K_GMAC, K_AEAD };
+
+static enum kind kind;
+static EVP_MAC_CTX *mac;
+static EVP_CIPHER_CTX *cbc;      /* AES-CMAC: its AES-128-CBC pass */
+static EVP_CIPHER_CTX *enc, *dec;
+static bool ccm;
+static uint8_t key[32];
+static uint64_t counter;
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "cryptofloor: %s failed\n", what);
+	exit(1);
+}
+
+static size_t
+parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end != '\0' || v == 0 || v > (16u << 20)) {
+		fprintf(stderr, "cryptofloor: bad size %s\n", s);
+		exit(2);
+	}
+	return (size_t)v;
+}
+
+static void
+setup(const char *alg)
+{
+	OSSL_PARAM p[2];
+	EVP_MAC *m = NULL;
+	EVP_CIPHER *c = NULL;
+	const char *cname = NULL;
+
+	memset(key, 0x5a, sizeof(key));
+	if (strcmp(alg, "hmac-sha256") == 0) {
+		kind = K_HMAC;
+		m = EVP_MAC_fetch(NULL, "HMAC", NULL);
+		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+		    (char *)(uintptr_t)"SHA256", 0);
+	} else if (strcmp(alg, "aes-cmac") == 0) {
+		/* CMAC is one AES-128-CBC pass (RFC 4493); OpenSSL 3.0's CMAC
+		 * is slower than that (a cipher call per block), so the floor
+		 * is the CBC pass itself */
+		static const uint8_t zero[16];
+
+		kind = K_CMAC;
+		if ((c = EVP_CIPHER_fetch(NULL, "AES-128-CBC", NULL)) == NULL ||
+		    (cbc = EVP_CIPHER_CTX_new()) == NULL ||
+		    EVP_EncryptInit_ex2(cbc, c, key, zero, NULL) != 1 ||
+		    EVP_CIPHER_CTX_set_padding(cbc, 0) != 1)
+			die("AES-128-CBC");
+		EVP_CIPHER_free(c);
+		return;
+	} else if (strcmp(alg, "aes-gmac") == 0) {
+		kind = K_GMAC;
+		m = EVP_MAC_fetch(NULL, "GMAC", NULL);
+		p[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER,
+		    (char *)(uintptr_t)"AES-128-GCM", 0);
+	} else {
+		kind = K_AEAD;
+		if (strcmp(alg, "aes128-ccm") == 0)
+			cname = "AES-128-CCM";
+		else if (strcmp(alg, "aes128-gcm") == 0)
+			cname = "AES-128-GCM";
+		else if (strcmp(alg, "aes256-ccm") == 0)
+			cname = "AES-256-CCM";
+		else if (strcmp(alg, "aes256-gcm") == 0)
+			cname = "AES-256-GCM";
+		else {
+			fprintf(stderr, "cryptofloor: unknown algorithm %s\n", alg);
+			exit(2);
+		}
+		ccm = strstr(cname, "CCM") != NULL;
+	}
+	if (kind != K_AEAD) {
+		p[1] = OSSL_PARAM_construct_end();
+		if (m == NULL || (mac = EVP_MAC_CTX_new(m)) == NULL)
+			die("EVP_MAC_CTX_new");
+		if (kind != K_GMAC &&
+		    EVP_MAC_init(mac, key, 16, p) != 1)
+			die("EVP_MAC_init");
+		if (kind == K_GMAC) {
+			uint8_t iv[12] = { 0 };
+			OSSL_PARAM q[3] = { p[0], OSSL_PARAM_construct_octet_string(
+			    OSSL_MAC_PARAM_IV, iv, sizeof(iv)),
+			    OSSL_PARAM_construct_end() };
+
+			if (EVP_MAC_init(mac, key, 16, q) != 1)
+				die("GMAC key");
+		}
+		EVP_MAC_free(m);
+		return;
+	}
+	if ((c = EVP_CIPHER_fetch(NULL, cname, NULL)) == NULL ||
+	    (enc = EVP_CIPHER_CTX_new()) == NULL ||
+	    (dec = EVP_CIPHER_CTX_new()) == NULL)
+		die("EVP_CIPHER_CTX_new");
+	if (EVP_CipherInit_ex2(enc, c, NULL, NULL, 1, NULL) != 1 ||
+	    EVP_CipherInit_ex2(dec, c, NULL, NULL, 0, NULL) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(enc, EVP_CTRL_AEAD_SET_IVLEN, ccm ? 11 : 12,
+	    NULL) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(dec, EVP_CTRL_AEAD_SET_IVLEN, ccm ? 11 : 12,
+	    NULL) != 1)
+		die("cipher set-up");
+	/* CCM fixes the tag length with the key */
+	if (ccm && (EVP_CIPHER_CTX_ctrl(enc, EVP_CTRL_AEAD_SET_TAG, 16,
+	    NULL) != 1 || EVP_CIPHER_CTX_ctrl(dec, EVP_CTRL_AEAD_SET_TAG, 16,
+	    NULL) != 1))
+		die("CCM tag length");
+	if (EVP_CipherInit_ex2(enc, NULL, key, NULL, -1, NULL) != 1 ||
+	    EVP_CipherInit_ex2(dec, NULL, key, NULL, -1, NULL) != 1)
+		die("cipher key");
+	EVP_CIPHER_free(c);
+}
+
+/* One MAC over msg[0..len): the work of signing or verifying it. */
+static void
+do_mac(const uint8_t *msg, size_t len, uint8_t tag[16])
+{
+	static const uint8_t zero[16];
+	static uint8_t scratch[16384 + 16];
+	uint8_t out[EVP_MAX_MD_SIZE];
+	size_t n = 0;
+	int outl;
+
+	if (kind == K_CMAC) {
+		/* every whole block through the cipher, the last one too */
+		if (EVP_EncryptInit_ex2(cbc, NULL, NULL, zero, NULL) != 1)
+			die("CBC init");
+		while (len > 0) {
+			size_t k = len < 16384 ? (len + 15) / 16 * 16 : 16384;
+
+			if (EVP_EncryptUpdate(cbc, scratch, &outl, msg, (int)k) != 1)
+				die("CBC");
+			msg += k < len ? k : len;
+			len -= k < len ? k : len;
+		}
+		memcpy(tag, scratch, 16);
+		return;
+	}
+	if (kind == K_GMAC) {
+		uint8_t iv[12];
+		OSSL_PARAM p[2];
+
+		memcpy(iv, &counter, 8);
+		memset(iv + 8, 0, 4);
+		counter++;
+		p[0] = OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_IV, iv,
+		    sizeof(iv));
+		p[1] = OSSL_PARAM_construct_end();
+		if (EVP_MAC_init(mac, NULL, 0, p) != 1)
+			die("GMAC init");
+	} else if (EVP_MAC_init(mac, NULL, 0, NULL) != 1)
+		die("MAC init");
+	if (EVP_MAC_update(mac, msg, len) != 1 ||
+	    EVP_MAC_final(mac, out, &n, sizeof(out)) != 1 || n < 16)
+		die("MAC");
+	memcpy(tag, out, 16);
+}
+
+/*
+ * One AEAD pass over a TRANSFORM message: t = its 52-byte header (nonce
+ * and AAD from byte 20, tag at 4), in[0..len) into out.  Encryption takes
+ * the next nonce; decryption checks the tag the matching encryption made.
+ */
+static void
+do_aead(bool encrypt, uint8_t *t, const uint8_t *in, uint8_t *out, size_t len)
+{
+	EVP_CIPHER_CTX *c = encrypt ? enc : dec;
+	int n;
+
+	if (encrypt) {
+		counter++;
+		memcpy(t + 20, &counter, 8);
+	}
+	if (ccm && !encrypt &&
+	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16, t + 4) != 1)
+		die("CCM tag");
+	if (EVP_CipherInit_ex2(c, NULL, NULL, t + 20, -1, NULL) != 1)
+		die("AEAD nonce");
+	if (ccm && EVP_CipherUpdate(c, NULL, &n, NULL, (int)len) != 1)
+		die("CCM length");
+	if (EVP_CipherUpdate(c, NULL, &n, t + 20, 32) != 1 ||
+	    EVP_CipherUpdate(c, out, &n, in, (int)len) != 1)
+		die(encrypt ? "encrypt" : "decrypt");
+	if (!ccm) {
+		if (!encrypt &&
+		    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16, t + 4) != 1)
+			die("GCM tag");
+		if (EVP_CipherFinal_ex(c, out + len, &n) != 1)
+			die(encrypt ? "GCM final" : "GCM tag check");
+	}
+	if (encrypt &&
+	    EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, t + 4) != 1)
+		die("get tag");
+}
+
+static double
+cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t block, coalesce = 1 << 20, total = 256u << 20, done, since;
+	size_t cbytes = 0;
+	int reps = 3, r, i, pos = 0;
+	const char *a[3] = { NULL, NULL, NULL };
+	uint8_t *req, *up, *sealed_req = NULL, rsp[WRITE_RSP + 16];
+	uint8_t sealed_rsp[WRITE_RSP + 16], t_req[TF], t_rsp[TF], t[TF];
+	uint8_t tag[16];
+	double best = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
+			total = (size_t)atoi(argv[++i]) << 20;
+		else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (pos < 3)
+			a[pos++] = argv[i];
+	}
+	if (a[0] == NULL || a[1] == NULL || total == 0 || reps < 1) {
+		fprintf(stderr, "usage: cryptofloor ALG BLOCK [COALESCE] "
+		    "[--mib N] [--reps R]\n");
+		return 2;
+	}
+	block = parse_size(a[1]);
+	if (a[2] != NULL)
+		coalesce = parse_size(a[2]);
+	if (coalesce < block)
+		coalesce = block;
+	setup(a[0]);
+	if ((req = calloc(1, WRITE_REQ + block + 16)) == NULL ||
+	    (up = calloc(1, WRITE_REQ + coalesce + 16)) == NULL ||
+	    (sealed_req = calloc(1, WRITE_REQ + block + 16)) == NULL)
+		die("malloc");
+	memset(rsp, 0, sizeof(rsp));
+	if (kind == K_AEAD) {
+		/* what the peers send, sealed once here (untimed) so that the
+		 * timed decryptions check real tags */
+		memset(t_req, 0, TF);
+		memset(t_rsp, 0, TF);
+		do_aead(true, t_req, req, sealed_req, WRITE_REQ + block);
+		do_aead(true, t_rsp, rsp, sealed_rsp, WRITE_RSP);
+	}
+	for (r = 0; r < reps; r++) {
+		double t0 = cpu_now(), dt;
+
+		cbytes = 0;
+		for (done = 0, since = 0; done < total; done += block) {
+			/* the client's WRITE in, its answer out */
+			if (kind != K_AEAD) {
+				do_mac(req, WRITE_REQ + block, tag);
+				do_mac(rsp, WRITE_RSP, tag);
+			} else {
+				memcpy(t, t_req, TF);
+				do_aead(false, t, sealed_req, req,
+				    WRITE_REQ + block);
+				do_aead(true, t, rsp, rsp, WRITE_RSP);
+			}
+			cbytes += WRITE_REQ + block + WRITE_RSP;
+			since += block;
+			if (since < coalesce && done + block < total)
+				continue;
+			/* an upstream WRITE (and, sealed, its answer) */
+			if (kind != K_AEAD) {
+				do_mac(up, WRITE_REQ + since, tag);
+				cbytes += WRITE_REQ + since;
+			} else {
+				do_aead(true, t, up, up, WRITE_REQ + since);
+				memcpy(t, t_rsp, TF);
+				do_aead(false, t, sealed_rsp, rsp, WRITE_RSP);
+				cbytes += WRITE_REQ + since + WRITE_RSP;
+			}
+			since = 0;
+		}
+		dt = cpu_now() - t0;
+		if (r == 0 || dt < best)
+			best = dt;
+	}
+	printf("alg=%s block=%zu coalesce=%zu floor_s_per_gib=%.3f "
+	    "crypto_bytes_per_gib=%.0f\n", a[0], block, coalesce,
+	    best * (double)(1u << 30) / (double)total,
+	    (double)cbytes * (double)(1u << 30) / (double)total);
+	free(req);
+	free(up);
+	free(sealed_req);
+	EVP_MAC_CTX_free(mac);
+	EVP_CIPHER_CTX_free(cbc);
+	EVP_CIPHER_CTX_free(enc);
+	EVP_CIPHER_CTX_free(dec);
+	return 0;
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# sanitizer: no (performance figures; uses bin/smbaccel)
+# test-timeout: 300
+# tests/bench/crypto at tiny sizes, so that its code cannot rot: the
+# unsigned baseline, one signing algorithm and one cipher, one round.
+# Asserts only that the bench exited 0 (it exits 1 on a failed run, wrong
+# data on disk or a session that was not keyed), that every row has CPU
+# figures, a floor where one applies, data ok and the session keyed, and
+# that bin/cryptofloor gives a number for every algorithm.  Never asserts
+# a speed.
+. "$(dirname "$0")/lib.sh"
+require_smbaccel "the keyed-session CPU bench"
+[ -x "$TOP/bin/cryptofloor" ] || skip "bin/cryptofloor not built"
+
+for a in hmac-sha256 aes-cmac aes-gmac aes128-ccm aes128-gcm aes256-ccm aes256-gcm; do
+	out=$("$TOP/bin/cryptofloor" "$a" 1K 1M --mib 4 --reps 1) || fail "cryptofloor $a failed: $out"
+	v=$(sed -n 's/.*floor_s_per_gib=\([0-9.]*\).*/\1/p' <<<"$out")
+	awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "cryptofloor $a: no figure in '$out'"
+done
+"$TOP/bin/cryptofloor" rot13 1K >/dev/null 2>&1 && fail "cryptofloor accepted an unknown algorithm"
+
+TMPDIR=$T bash "$TOP/tests/bench/crypto" --configs unsigned,gmac,ccm128 --reps 1 \
+    --kib-mib 2 --mib-mib 16 --floor-mib 8 > "$T/bench.out" 2>&1
+rc=$?
+cat "$T/bench.out"
+assert_eq 0 "$rc" "bench exit status"
+# rows: config, negotiated, | 1K cpu median floor ratio us/op median MB/s
+# data | 1M cpu median floor ratio accel direct a/d data
+"$PY" - "$T/bench.out" <<'EOF' || fail "the bench's table is incomplete"
+import re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"^(unsigned|gmac|ccm128) +(.*)$", line)
+    if m and "|" in line:
+        rows[m.group(1)] = [p.split() for p in line.split("|")[1:]]
+bad = 0
+for cfg in ("unsigned", "gmac", "ccm128"):
+    r = rows.get(cfg)
+    if r is None or len(r) != 2 or len(r[0]) != 8 or len(r[1]) != 8:
+        print("row %s missing or malformed: %r" % (cfg, r)); bad += 1; continue
+    k, m = r
+    for what, v in (("1K cpu", k[0]), ("us/op", k[4]), ("1M cpu", m[0]),
+                    ("accel MB/s", m[4]), ("direct MB/s", m[5])):
+        try:
+            float(v)
+        except ValueError:
+            print("%s: no %s figure (%r)" % (cfg, what, v)); bad += 1
+    if cfg != "unsigned":
+        for what, v in (("1K floor", k[2]), ("1M floor", m[2])):
+            try:
+                if float(v) <= 0:
+                    raise ValueError
+            except ValueError:
+                print("%s: no %s (%r)" % (cfg, what, v)); bad += 1
+    if k[7] != "ok" or m[7] != "ok":
+        print("%s: data %s / %s" % (cfg, k[7], m[7])); bad += 1
+print("%d rows, %d problems" % (len(rows), bad))
+sys.exit(1 if bad else 0)
+EOF
+grep -Eq '^  gmac: keyed\+1/' "$T/bench.out" || fail "the gmac session was not keyed"
+grep -Eq '^  ccm128: keyed\+1/.* enc=[1-9]' "$T/bench.out" || fail "the ccm128 session was not keyed and sealed"
+info "PASS"
