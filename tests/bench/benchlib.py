@@ -258,18 +258,19 @@ def cmd_report(args):
     out = args[0]
     with open(os.path.join(out, "raw.csv")) as f:
         rows = list(csv.DictReader(f))
+    # a cell's runs: one per configuration and repetition (--reps)
     cells = {}
     for r in rows:
-        cells.setdefault((r["link"], r["workload"]), {})[r["config"]] = r
+        cells.setdefault((r["link"], r["workload"], r.get("rep") or "1"), {})[r["config"]] = r
 
     fields = ["link", "rtt_ms", "rate_mbit", "loss_pct", "workload", "block",
-              "config", "bytes", "seconds", "mbps", "ratio_direct",
+              "config", "rep", "bytes", "seconds", "mbps", "ratio_direct",
               "ratio_link", "ops", "client_cpu_us_per_op", "wall_us_per_op",
               "upstream_reqs", "upstream_reqs_per_mib", "proxy_cpu_s",
               "proxy_cpu_s_per_gib", "proxy_peak_rss_kib", "wan_loss_drops",
               "wan_queue_drops", "tun_drops", "load1", "data", "note"]
     res = []
-    for (link, wl), cfgs in cells.items():
+    for (link, wl, _), cfgs in cells.items():
         direct = num(cfgs.get("direct", {}).get("mbps"))
         for cfg in CONFIGS:
             r = cfgs.get(cfg)
@@ -294,14 +295,57 @@ def cmd_report(args):
             res.append(o)
     order = lambda o: (LINK_ORDER.index(o["link"]) if o["link"] in LINK_ORDER else 99,
                        WORKLOAD_ORDER.index(o["workload"]) if o["workload"] in WORKLOAD_ORDER else 99,
-                       CONFIGS.index(o["config"]))
+                       CONFIGS.index(o["config"]), int(o.get("rep") or 1))
     res.sort(key=order)
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(res)
 
-    by = {(o["link"], o["workload"], o["config"]): o for o in res}
+    # With --reps the tables show each configuration's median run (by
+    # MB/s; with an even count the lower one), its data verdict the worst
+    # of its runs, and as its ratio against direct the median of the
+    # ratios of each run against the direct run of the same repetition
+    # (made seconds apart, under the same load).
+    runs = {}
+    for o in res:
+        runs.setdefault((o["link"], o["workload"], o["config"]), {})[o.get("rep") or "1"] = o
+
+    def rep_ratios(link, wl, x, y):
+        """MB/s of x over MB/s of y, run by run (same repetition)."""
+        a, b = runs.get((link, wl, x), {}), runs.get((link, wl, y), {})
+        return [ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) for k in sorted(a, key=int)
+                if k in b and ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) is not None]
+
+    def median(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return xs[(len(xs) - 1) // 2] if xs else None
+
+    by = {}
+    for key, rk in runs.items():
+        rs = list(rk.values())
+        ok = [o for o in rs if num(o["mbps"]) is not None]
+        srt = sorted(ok, key=lambda o: num(o["mbps"])) or rs
+        m = dict(srt[(len(srt) - 1) // 2])
+        bad = [o["data"] for o in rs if o["data"] != "ok"]
+        if bad:
+            m["data"] = bad[0] + ("" if len(rs) == 1 else " (%d of %d runs)" % (len(bad), len(rs)))
+        m["runs"] = len(rs)
+        m["ratios"] = rep_ratios(key[0], key[1], key[2], "direct")
+        if len(rs) > 1:
+            m["ratio_direct"] = fmt(median(m["ratios"]), 2)
+        by[key] = m
+    nreps = max([m["runs"] for m in by.values()] or [1])
+
+    def load_range(cell, cfgs):
+        """'lo-hi': the 1-minute load average over every run of a cell."""
+        ls = [num(o.get("load1")) for c in cfgs for o in runs.get(cell + (c,), {}).values()]
+        ls = [x for x in ls if x is not None]
+        return "%.1f-%.1f" % (min(ls), max(ls)) if ls else "-"
+
+    def each(xs):
+        """' (a, b, c)': every run's ratio, when there were several."""
+        return " (%s)" % ", ".join(fmt(x, 2) for x in xs) if nreps > 1 and xs else ""
 
     def g(r, k):
         return num(r.get(k)) if r else None
@@ -392,14 +436,15 @@ def cmd_report(args):
             got = [(x, r) for x, r in rs.items() if r]
             data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
                 "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
-            loads = [num(r.get("load1")) for _, r in got if num(r.get("load1")) is not None]
+            loads = load_range((l, wl), present)
             dt.append("| %s |" % " | ".join(
                 [l, WORKLOADS[wl][2]] +
                 [fmt(g(rs[x], "seconds"), 3) for x in present] +
-                [fmt(g(rs[x], "ratio_direct"), 2) for x in others] +
+                [fmt(g(rs[x], "ratio_direct"), 2) + each((rs[x] or {}).get("ratios"))
+                 for x in others] +
                 ["%s → %s" % (fmt(g(rs.get("direct"), "ops"), 0), " / ".join(
                     fmt(g(rs[x], "upstream_reqs"), 0) for x in others if x in ACCELS))] +
-                ["%.1f-%.1f" % (min(loads), max(loads)) if loads else "-", data]))
+                [loads, data]))
     if len(dt) > 2:
         with open(os.path.join(out, "docs.md"), "w") as f:
             f.write("\n".join(dt) + "\n")
@@ -411,24 +456,25 @@ def cmd_report(args):
     pt = ["| link | workload | MiB (direct / always / default) | direct MB/s | always MB/s "
           "| default MB/s | default / always | default / direct | req/MiB always → default "
           "| load | data |", "|" + "---|" * 11]
-    for o in res:
-        if o["config"] != "leased":
-            continue
-        key = (o["link"], o["workload"])
-        d, a = by.get(key + ("direct",), {}), by.get(key + ("smbaccel",), {})
+    for key in sorted({k[:2] for k in by if k[2] == "leased"},
+                      key=lambda k: (LINK_ORDER.index(k[0]) if k[0] in LINK_ORDER else 99,
+                                     WORKLOAD_ORDER.index(k[1]) if k[1] in WORKLOAD_ORDER else 99)):
+        d, a, o = (by.get(key + (x,), {}) for x in ("direct", "smbaccel", "leased"))
         if not a:
             continue
         got = [(x, r) for x, r in (("direct", d), ("smbaccel", a), ("leased", o)) if r]
         data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
             "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
-        loads = [num(r.get("load1")) for _, r in got if num(r.get("load1")) is not None]
+        loads = load_range(key, ("direct", "smbaccel", "leased"))
         pt.append("| %s |" % " | ".join([
             o["link"], WORKLOADS.get(o["workload"], ("", 0, o["workload"]))[2],
             " / ".join(fmt(g(r, "bytes") / MIB) if g(r, "bytes") else "-" for r in (d, a, o)),
             fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(o, "mbps"), 2),
-            fmt(ratio(g(o, "mbps"), g(a, "mbps")), 2), fmt(g(o, "ratio_direct"), 2),
+            fmt(median(rep_ratios(o["link"], o["workload"], "leased", "smbaccel")), 2) +
+            each(rep_ratios(o["link"], o["workload"], "leased", "smbaccel")),
+            fmt(g(o, "ratio_direct"), 2),
             "%s → %s" % (fmt(g(a, "upstream_reqs_per_mib"), 1), fmt(g(o, "upstream_reqs_per_mib"), 1)),
-            "%.1f-%.1f" % (min(loads), max(loads)) if loads else "-", data]))
+            loads, data]))
     if len(pt) > 2:
         with open(os.path.join(out, "policy.md"), "w") as f:
             f.write("\n".join(pt) + "\n")

@@ -90,7 +90,7 @@ awk -v a="$t0" -v b="$t1" -v n="$n" -v u="${cu#*=}" -v y="${cs#*=}" "BEGIN { s =
 # configuration of the link in turn
 doc_cell() {
 	local link=$1 wl=$2 cfg hp seed size count d note share dir i
-	CELL=$link-$wl
+	CELL=$link-$wl$([ "$REPS" -gt 1 ] && echo "-r$REP")
 	read -r P_kind P_block P_count P_count_accel P_count_cubic P_est P_delay P_rate P_loss <<<"${PLAN[$link/$wl]}"
 	seed=$((RANDOM * 32768 + RANDOM + 1))
 	count=$P_count
@@ -161,7 +161,7 @@ doc_cell() {
 		fi
 		note=${D_NOTE[$cfg]:-$R_err}
 		D_NOTE[$cfg]=$note
-		D_LINE[$cfg]="$link,$P_rtt,$P_rate_mbit,$P_loss,$wl,$([ "$wl" = mget ] && echo 8192 || echo 4096),$cfg,$R_bytes,$R_secs,$R_mbps,$R_ops,$R_cpuop,$R_reqs,$R_pcpu,$R_rss,$R_wan,$R_stats,$R_load"
+		D_LINE[$cfg]="$link,$P_rtt,$P_rate_mbit,$P_loss,$wl,$([ "$wl" = mget ] && echo 8192 || echo 4096),$cfg,$REP,$R_bytes,$R_secs,$R_mbps,$R_ops,$R_cpuop,$R_reqs,$R_pcpu,$R_rss,$R_wan,$R_stats,$R_load"
 		say "$(printf '%-16s %-6s %-8s %9s s %9s MB/s  drops loss,queue,tun %-12s %s' "$link" "$wl" "$cfg" \
 		    "${R_secs:--}" "${R_mbps:--}" "$R_wan" "${D_DATA[$cfg]} $note")"
 	done
