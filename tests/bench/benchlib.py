@@ -9,8 +9,11 @@
                                  upstream requests smbaccel sent between two
                                  `smbaccelctl stats --json` snapshots
     benchlib.py report OUTDIR    raw.csv (+ stats/*.json) -> results.csv,
-                                 table.md, loss.md, plot-*.dat; the tables
-                                 to stdout
+                                 table.md, loss.md, docs.md (documents and
+                                 small files), policy.md (the default
+                                 policy against always, where the leased
+                                 config ran), plot-*.dat; the tables to
+                                 stdout
     benchlib.py link LINK        the link's parameters, as shell assignments
 
 Sizes: every cell is sized so that its direct run (and haproxy, which
@@ -23,7 +26,9 @@ the long cells (seed: 250,000 x 1 KiB writes; r4kbig: 4 KiB reads of a 64
 MiB file; w1mbig, r1mbig: 1 MiB writes and reads of 64 MiB): there
 smbaccel moves all of it (unless its own estimate exceeds 6 time boxes: a
 prefix then) to show its steady state, and the others a time-boxed prefix
-of the same pattern.
+of the same pattern.  The document workloads (doc, docre, docl, doclre,
+mget, save, savel) have fixed sizes: 400 reads, 100 files (--smoke: 50
+and 10).
 """
 import csv
 import json
@@ -60,20 +65,22 @@ WORKLOADS = {
     "w1mbig": ("write", 1 * MIB, "write 1 MiB, 64 MiB copy"),
     "r1mbig": ("read", 1 * MIB, "read 1 MiB, 64 MiB copy"),
     # documents and small files (tests/bench/docbench.sh): fixed sizes
-    "doc": ("read", 4 * KIB, "open a document (400 random 4 KiB reads, 8 MiB)"),
-    "docre": ("read", 4 * KIB, "reopen it"),
-    "docl": ("read", 4 * KIB, "open a document, R lease, leased"),
-    "doclre": ("read", 4 * KIB, "reopen it, R lease, leased"),
-    "mget": ("read", 8 * KIB, "mget 100 x 8 KiB"),
-    "save": ("write", 4 * KIB, "Office-style save, 1 MiB"),
-    "savel": ("write", 4 * KIB, "Office-style save, RWH lease, leased"),
+    "doc": ("read", 4 * KIB, "open a document: random 4 KiB reads"),
+    "docre": ("read", 4 * KIB, "reopen it (new connection)"),
+    "docl": ("read", 4 * KIB, "open a document, R lease, [dur] default policy"),
+    "doclre": ("read", 4 * KIB, "reopen it, R lease, same connection, [dur]"),
+    "mget": ("read", 8 * KIB, "mget of 8 KiB files"),
+    "save": ("write", 4 * KIB, "Office-style save"),
+    "savel": ("write", 4 * KIB, "Office-style save, RWH lease, [dur] default policy"),
 }
 DOC_WORKLOADS = ("doc", "docre", "docl", "doclre", "mget", "save", "savel")
 WORKLOAD_ORDER = list(WORKLOADS)
 LONG = ("seed", "r4kbig", "w1mbig", "r1mbig")
-CONFIGS = ("direct", "smbaccel", "cubic", "haproxy")
+CONFIGS = ("direct", "smbaccel", "cubic", "leased", "haproxy")
+ACCELS = ("smbaccel", "cubic", "leased")     # the smbaccel instances
 CONFIG_LABEL = {"direct": "direct", "smbaccel": "smbaccel",
-                "cubic": "smbaccel cubic", "haproxy": "haproxy"}
+                "cubic": "smbaccel cubic", "leased": "smbaccel leased",
+                "haproxy": "haproxy"}
 MSS = 1448
 
 # mode: time box (s), seed count, long-copy size, mput file count, caps
@@ -131,10 +138,12 @@ def plan(mode, link, wl, tbox=None):
         m["tbox"] = float(tbox)
     kind, block, _ = WORKLOADS[wl]
     if wl in DOC_WORKLOADS:
-        # docbench.sh sizes these itself (the issue's fixed workloads)
-        n = 100 if wl == "mget" else 400
-        return dict(kind=kind, block=block, count=n, count_accel=n,
-                    est=round(n * op_seconds(link, block, "read"), 1))
+        # the issue's fixed workloads: COUNT reads (or mget's files); the
+        # file and save sizes are docbench.sh's
+        n = (100 if wl == "mget" else 400) if mode != "smoke" else (10 if wl == "mget" else 50)
+        per = op_seconds(link, block, "mput" if wl == "mget" else "read")
+        return dict(kind=kind, block=block, count=n, count_accel=n, count_cubic=n,
+                    est=round(n * per, 1))
     op = op_seconds(link, block, kind)
     _, rate, _ = LINKS[link]
     if kind == "mput":
@@ -249,18 +258,19 @@ def cmd_report(args):
     out = args[0]
     with open(os.path.join(out, "raw.csv")) as f:
         rows = list(csv.DictReader(f))
+    # a cell's runs: one per configuration and repetition (--reps)
     cells = {}
     for r in rows:
-        cells.setdefault((r["link"], r["workload"]), {})[r["config"]] = r
+        cells.setdefault((r["link"], r["workload"], r.get("rep") or "1"), {})[r["config"]] = r
 
     fields = ["link", "rtt_ms", "rate_mbit", "loss_pct", "workload", "block",
-              "config", "bytes", "seconds", "mbps", "ratio_direct",
+              "config", "rep", "bytes", "seconds", "mbps", "ratio_direct",
               "ratio_link", "ops", "client_cpu_us_per_op", "wall_us_per_op",
               "upstream_reqs", "upstream_reqs_per_mib", "proxy_cpu_s",
               "proxy_cpu_s_per_gib", "proxy_peak_rss_kib", "wan_loss_drops",
-              "wan_queue_drops", "tun_drops", "data", "note"]
+              "wan_queue_drops", "tun_drops", "load1", "data", "note"]
     res = []
-    for (link, wl), cfgs in cells.items():
+    for (link, wl, _), cfgs in cells.items():
         direct = num(cfgs.get("direct", {}).get("mbps"))
         for cfg in CONFIGS:
             r = cfgs.get(cfg)
@@ -270,7 +280,7 @@ def cmd_report(args):
             ops, secs = num(r["ops"]), num(r["seconds"])
             rate = num(r["rate_mbit"])
             reqs = num(r["upstream_reqs"])
-            if cfg in ("smbaccel", "cubic") and r.get("stats"):
+            if cfg in ACCELS and r.get("stats"):
                 reqs = upstream_reqs(os.path.join(out, "stats", r["stats"] + "-before.json"),
                                      os.path.join(out, "stats", r["stats"] + "-after.json"),
                                      WORKLOADS.get(r["workload"], ("write",))[0])
@@ -285,32 +295,78 @@ def cmd_report(args):
             res.append(o)
     order = lambda o: (LINK_ORDER.index(o["link"]) if o["link"] in LINK_ORDER else 99,
                        WORKLOAD_ORDER.index(o["workload"]) if o["workload"] in WORKLOAD_ORDER else 99,
-                       CONFIGS.index(o["config"]))
+                       CONFIGS.index(o["config"]), int(o.get("rep") or 1))
     res.sort(key=order)
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(res)
 
-    by = {(o["link"], o["workload"], o["config"]): o for o in res}
+    # With --reps the tables show each configuration's median run (by
+    # MB/s; with an even count the lower one), its data verdict the worst
+    # of its runs, and as its ratio against direct the median of the
+    # ratios of each run against the direct run of the same repetition
+    # (made seconds apart, under the same load).
+    runs = {}
+    for o in res:
+        runs.setdefault((o["link"], o["workload"], o["config"]), {})[o.get("rep") or "1"] = o
+
+    def rep_ratios(link, wl, x, y):
+        """MB/s of x over MB/s of y, run by run (same repetition)."""
+        a, b = runs.get((link, wl, x), {}), runs.get((link, wl, y), {})
+        return [ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) for k in sorted(a, key=int)
+                if k in b and ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) is not None]
+
+    def median(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return xs[(len(xs) - 1) // 2] if xs else None
+
+    by = {}
+    for key, rk in runs.items():
+        rs = list(rk.values())
+        ok = [o for o in rs if num(o["mbps"]) is not None]
+        srt = sorted(ok, key=lambda o: num(o["mbps"])) or rs
+        m = dict(srt[(len(srt) - 1) // 2])
+        bad = [o["data"] for o in rs if o["data"] != "ok"]
+        if bad:
+            m["data"] = bad[0] + ("" if len(rs) == 1 else " (%d of %d runs)" % (len(bad), len(rs)))
+        m["runs"] = len(rs)
+        m["ratios"] = rep_ratios(key[0], key[1], key[2], "direct")
+        if len(rs) > 1:
+            m["ratio_direct"] = fmt(median(m["ratios"]), 2)
+        by[key] = m
+    nreps = max([m["runs"] for m in by.values()] or [1])
+
+    def load_range(cell, cfgs):
+        """'lo-hi': the 1-minute load average over every run of a cell."""
+        ls = [num(o.get("load1")) for c in cfgs for o in runs.get(cell + (c,), {}).values()]
+        ls = [x for x in ls if x is not None]
+        return "%.1f-%.1f" % (min(ls), max(ls)) if ls else "-"
+
+    def each(xs):
+        """' (a, b, c)': every run's ratio, when there were several."""
+        return " (%s)" % ", ".join(fmt(x, 2) for x in xs) if nreps > 1 and xs else ""
 
     def g(r, k):
         return num(r.get(k)) if r else None
 
+    has_leased = any(o["config"] == "leased" for o in res)
     lines = []
     lines.append("| link | workload | MiB (direct / accel / cubic) | direct MB/s | smbaccel MB/s "
-                 "| smbaccel cubic MB/s | haproxy MB/s | accel / direct | cubic / direct "
-                 "| haproxy / direct | accel / link | cubic / link | req/MiB direct → accel "
+                 "| smbaccel cubic MB/s | " + ("smbaccel leased MB/s | " if has_leased else "") +
+                 "haproxy MB/s | accel / direct | cubic / direct | " +
+                 ("leased / direct | " if has_leased else "") +
+                 "haproxy / direct | accel / link | cubic / link | req/MiB direct → accel "
                  "| accel CPU s/GiB | accel peak RSS MiB | client CPU µs/op d / a "
                  "| wall µs/op d / a | data |")
-    lines.append("|" + "---|" * 18)
+    lines.append("|" + "---|" * (20 if has_leased else 18))
     seen = []
     for o in res:
         key = (o["link"], o["workload"])
         if key in seen:
             continue
         seen.append(key)
-        d, a, c, h = (by.get(key + (x,), {}) for x in CONFIGS)
+        d, a, c, le, h = (by.get(key + (x,), {}) for x in CONFIGS)
         sizes = []
         for r in (d, a, c):
             b = g(r, "bytes")
@@ -320,21 +376,23 @@ def cmd_report(args):
         else:
             size = " / ".join(sizes)
         rss = g(a, "proxy_peak_rss_kib")
-        got = [(x, r) for x, r in zip(CONFIGS, (d, a, c, h)) if r]
+        got = [(x, r) for x, r in zip(CONFIGS, (d, a, c, le, h)) if r]
         data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
             "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
-        lines.append("| %s |" % " | ".join([
-            o["link"], WORKLOADS.get(o["workload"], ("", 0, o["workload"]))[2], size,
-            fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(c, "mbps"), 2),
-            fmt(g(h, "mbps"), 2),
-            fmt(g(a, "ratio_direct"), 2), fmt(g(c, "ratio_direct"), 2),
-            fmt(g(h, "ratio_direct"), 2),
-            fmt(g(a, "ratio_link"), 2), fmt(g(c, "ratio_link"), 2),
-            "%s → %s" % (fmt(g(d, "upstream_reqs_per_mib"), 0), fmt(g(a, "upstream_reqs_per_mib"), 1)),
-            fmt(g(a, "proxy_cpu_s_per_gib"), 2), fmt(rss / 1024 if rss else None),
-            "%s / %s" % (fmt(g(d, "client_cpu_us_per_op")), fmt(g(a, "client_cpu_us_per_op"))),
-            "%s / %s" % (fmt(g(d, "wall_us_per_op")), fmt(g(a, "wall_us_per_op"))),
-            data]))
+        lines.append("| %s |" % " | ".join(
+            [o["link"], WORKLOADS.get(o["workload"], ("", 0, o["workload"]))[2], size,
+             fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(c, "mbps"), 2)] +
+            ([fmt(g(le, "mbps"), 2)] if has_leased else []) +
+            [fmt(g(h, "mbps"), 2),
+             fmt(g(a, "ratio_direct"), 2), fmt(g(c, "ratio_direct"), 2)] +
+            ([fmt(g(le, "ratio_direct"), 2)] if has_leased else []) +
+            [fmt(g(h, "ratio_direct"), 2),
+             fmt(g(a, "ratio_link"), 2), fmt(g(c, "ratio_link"), 2),
+             "%s → %s" % (fmt(g(d, "upstream_reqs_per_mib"), 0), fmt(g(a, "upstream_reqs_per_mib"), 1)),
+             fmt(g(a, "proxy_cpu_s_per_gib"), 2), fmt(rss / 1024 if rss else None),
+             "%s / %s" % (fmt(g(d, "client_cpu_us_per_op")), fmt(g(a, "client_cpu_us_per_op"))),
+             "%s / %s" % (fmt(g(d, "wall_us_per_op")), fmt(g(a, "wall_us_per_op"))),
+             data]))
     table = "\n".join(lines) + "\n"
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(table)
@@ -360,6 +418,69 @@ def cmd_report(args):
     if lossy:
         sys.stdout.write("\nLossy links (the long cells where they ran):\n\n" + "\n".join(lt) + "\n")
 
+    # documents and small files: seconds of each configuration (the same
+    # work in each), ratios against direct, upstream requests
+    present = [x for x in CONFIGS if any(o["config"] == x for o in res)]
+    others = [x for x in present if x != "direct"]
+    dt = ["| link | workload | " + " | ".join("%s s" % CONFIG_LABEL[x] for x in present) + " | " +
+          " | ".join("%s / direct" % CONFIG_LABEL[x] for x in others) +
+          " | requests upstream: direct → " + " / ".join(CONFIG_LABEL[x] for x in others
+                                                         if x in ACCELS) +
+          " | load | data |",
+          "|" + "---|" * (len(present) + len(others) + 5)]
+    for l in LINK_ORDER:
+        for wl in DOC_WORKLOADS[:4] + ("mget", "mput", "save", "savel"):
+            rs = {x: by.get((l, wl, x)) for x in present}
+            if not any(rs.values()):
+                continue
+            got = [(x, r) for x, r in rs.items() if r]
+            data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
+                "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
+            loads = load_range((l, wl), present)
+            dt.append("| %s |" % " | ".join(
+                [l, WORKLOADS[wl][2]] +
+                [fmt(g(rs[x], "seconds"), 3) for x in present] +
+                [fmt(g(rs[x], "ratio_direct"), 2) + each((rs[x] or {}).get("ratios"))
+                 for x in others] +
+                ["%s → %s" % (fmt(g(rs.get("direct"), "ops"), 0), " / ".join(
+                    fmt(g(rs[x], "upstream_reqs"), 0) for x in others if x in ACCELS))] +
+                [loads, data]))
+    if len(dt) > 2:
+        with open(os.path.join(out, "docs.md"), "w") as f:
+            f.write("\n".join(dt) + "\n")
+        sys.stdout.write("\nDocuments and small files (seconds of the timed part; "
+                         "ratio = direct s / config s):\n\n" + "\n".join(dt) + "\n")
+
+    # the default policy (leased: leased gates, proxy_lease on) against
+    # always (smbaccel), where both ran on a cell
+    pt = ["| link | workload | MiB (direct / always / default) | direct MB/s | always MB/s "
+          "| default MB/s | default / always | default / direct | req/MiB always → default "
+          "| load | data |", "|" + "---|" * 11]
+    for key in sorted({k[:2] for k in by if k[2] == "leased"},
+                      key=lambda k: (LINK_ORDER.index(k[0]) if k[0] in LINK_ORDER else 99,
+                                     WORKLOAD_ORDER.index(k[1]) if k[1] in WORKLOAD_ORDER else 99)):
+        d, a, o = (by.get(key + (x,), {}) for x in ("direct", "smbaccel", "leased"))
+        if not a:
+            continue
+        got = [(x, r) for x, r in (("direct", d), ("smbaccel", a), ("leased", o)) if r]
+        data = "ok" if all(r.get("data") == "ok" for _, r in got) else ",".join(
+            "%s:%s" % (x, r.get("data")) for x, r in got if r.get("data") != "ok")
+        loads = load_range(key, ("direct", "smbaccel", "leased"))
+        pt.append("| %s |" % " | ".join([
+            o["link"], WORKLOADS.get(o["workload"], ("", 0, o["workload"]))[2],
+            " / ".join(fmt(g(r, "bytes") / MIB) if g(r, "bytes") else "-" for r in (d, a, o)),
+            fmt(g(d, "mbps"), 2), fmt(g(a, "mbps"), 2), fmt(g(o, "mbps"), 2),
+            fmt(median(rep_ratios(o["link"], o["workload"], "leased", "smbaccel")), 2) +
+            each(rep_ratios(o["link"], o["workload"], "leased", "smbaccel")),
+            fmt(g(o, "ratio_direct"), 2),
+            "%s → %s" % (fmt(g(a, "upstream_reqs_per_mib"), 1), fmt(g(o, "upstream_reqs_per_mib"), 1)),
+            loads, data]))
+    if len(pt) > 2:
+        with open(os.path.join(out, "policy.md"), "w") as f:
+            f.write("\n".join(pt) + "\n")
+        sys.stdout.write("\nThe default policy against always (no-lease client):\n\n" +
+                         "\n".join(pt) + "\n")
+
     # gnuplot data: per link, plot-LINK-w.dat (writes), plot-LINK-r.dat
     # (reads) and plot-LINK-l.dat (the long cells), one line per block
     # size: block direct smbaccel cubic haproxy (MB/s)
@@ -373,7 +494,7 @@ def cmd_report(args):
                 f.write("# block direct smbaccel cubic haproxy (MB/s)\n")
                 for blk, wl in pts:
                     vals = [str(blk)]
-                    for cfg in CONFIGS:
+                    for cfg in ("direct", "smbaccel", "cubic", "haproxy"):
                         v = num(by.get((l, wl, cfg), {}).get("mbps"))
                         vals.append("NaN" if v is None or v <= 0 else "%.4f" % v)
                     f.write(" ".join(vals) + "\n")

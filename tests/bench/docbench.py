@@ -1,23 +1,25 @@
 #!/usr/bin/python3
 """docbench.py - the bench's impacket clients for documents (issue 13).
 
-    docbench.py read PORT SHARE FILE SIZE COUNT SEED [--lease] [--open N]
+    docbench.py read HOST:PORT SHARE FILE SIZE COUNT SEED [--lease] [--open N]
         COUNT synchronous 4 KiB reads at seeded 4 KiB-aligned offsets of
         FILE (SIZE bytes of smbdd's pattern for SEED), each a separate
-        request, with an R lease when --lease (the lease-holding client of
-        the default policy); --open N: open, read, close N times (the last
-        pass is timed: "reopen it").  Every byte is checked after the timed
-        part against smbdd's pattern.
-    docbench.py save PORT SHARE NAME SIZE LOCAL [--lease]
+        request, with an R+H lease when --lease (the lease-holding client of
+        the default policy; fails unless R is granted); --open N: open,
+        read, close N times on one connection (the last pass is timed:
+        "reopen it").  Every byte of every pass is checked after the
+        timed part against smbdd's pattern.
+    docbench.py save HOST:PORT SHARE NAME SIZE LOCAL [--lease]
         an Office-style save of document NAME: write ~$NAME.tmp in 4 KiB
         writes (with an RWH lease when --lease), rename NAME to NAME.bak,
         rename the temporary file to NAME, delete NAME.bak.  The bytes
         written are also put in LOCAL, for the caller to compare with the
-        server's disk; NAME is read back through PORT too (untimed).
+        server's disk; NAME is read back through HOST:PORT too (untimed).
 
 Prints, like smbdd, "bytes=N seconds=S MBps=M ops=N cpu_user=U cpu_sys=Y
-cpu_per_op_us=Z" (seconds: from the open to the close of the timed pass;
-for save, the whole sequence).  Exit 0 ok, 1 error, 3 wrong data.
+cpu_per_op_us=Z" (seconds: from the CREATE's answer to the CLOSE's of the
+timed pass, as smbdd counts from its open to its close; for save, the
+whole sequence).  Exit 0 ok, 1 error, 3 wrong data.
 """
 import os
 import resource
@@ -49,6 +51,12 @@ def pattern(seed, off, n):
     return bytes(out[off & 7:(off & 7) + n])
 
 
+def endpoint(hp):
+    """(host, port) of "HOST:PORT" (a bare PORT: 127.0.0.1)."""
+    host, _, port = hp.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
 def result(nbytes, secs, ops):
     ru = resource.getrusage(resource.RUSAGE_SELF)
     cpu = ru.ru_utime + ru.ru_stime
@@ -67,37 +75,38 @@ def offsets(seed, size, count):
 
 
 def do_read(args):
-    port, share, path, size, count, seed = (int(args[0]), args[1], args[2], int(args[3]),
-                                            int(args[4]), int(args[5]))
+    (host, port), share, path, size, count, seed = (endpoint(args[0]), args[1], args[2],
+                                                    int(args[3]), int(args[4]), int(args[5]))
     lease = "--lease" in args
     passes = int(args[args.index("--open") + 1]) if "--open" in args else 1
-    c = Client(port, "3.0", share=share)
+    c = Client(port, "3.0", share=share, host=host)
     offs = offsets(seed, size, count)
+    key = lease_key()     # one lease key for the file, as a client keeps it
     got = []
     secs = 0.0
-    for k in range(passes):
-        kw = {"lease": (lease_key(), LEASE_R | LEASE_H)} if lease else {}
-        t0 = time.monotonic()
+    for _ in range(passes):
+        kw = {"lease": (key, LEASE_R | LEASE_H)} if lease else {}
         fid, r = c.create(path, access=GENERIC_READ, disposition=FILE_OPEN, **kw)
         if lease and not ((r["lease"] or 0) & LEASE_R):
             print("docbench: R lease asked, granted %r" % (r["lease"],), file=sys.stderr)
             return 1
-        t1 = time.monotonic()
-        got = []
+        t0 = time.monotonic()
+        data = []
         for off in offs:
             st, d = c.read(fid, off, 4096)
             if st != 0:
                 print("docbench: READ %d: status 0x%08x" % (off, st), file=sys.stderr)
                 return 1
-            got.append(d)
+            data.append(d)
         c.close(fid)
-        secs = time.monotonic() - t1
-        del t0
+        secs = time.monotonic() - t0
+        got.append(data)
     c.logoff()
-    for off, d in zip(offs, got):
-        if d != pattern(seed, off, 4096):
-            print("docbench: wrong bytes at %d" % off, file=sys.stderr)
-            return 3
+    for k, data in enumerate(got):
+        for off, d in zip(offs, data):
+            if d != pattern(seed, off, 4096):
+                print("docbench: pass %d: wrong bytes at %d" % (k + 1, off), file=sys.stderr)
+                return 3
     result(4096 * count, secs, count)
     return 0
 
@@ -113,13 +122,14 @@ def rename(c, fid, to):
 
 
 def do_save(args):
-    port, share, name, size, local = int(args[0]), args[1], args[2], int(args[3]), args[4]
+    (host, port), share, name, size, local = (endpoint(args[0]), args[1], args[2], int(args[3]),
+                                              args[4])
     tmp, bak = "~$" + name + ".tmp", name + ".bak"
     data = os.urandom(size)
     with open(local, "wb") as f:
         f.write(data)
     kw = {"lease": (lease_key(), LEASE_R | LEASE_W | LEASE_H)} if "--lease" in args else {}
-    c = Client(port, "3.0", share=share)
+    c = Client(port, "3.0", share=share, host=host)
     t0 = time.monotonic()
     fid, _ = c.create(tmp, access=GENERIC_READ | GENERIC_WRITE | DELETE, disposition=FILE_CREATE,
                       **kw)
