@@ -23,16 +23,6 @@
 #include "proxy/writebehind.h"
 #include "proxy/emit.h"
 
-static bool
-same_server(const struct px_conn *a, const struct px_conn *b)
-{
-	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
-		return false;
-	return memcmp(&a->dst_addr, &b->dst_addr,
-	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
-	    sizeof(struct sockaddr_in6)) == 0;
-}
-
 /* Does name lie in directory dir (or equal it when exact)? */
 static bool
 path_match(const char *name, const char *dir, bool in_dir)
@@ -63,7 +53,7 @@ peers_flush(struct px_conn *c, const char *share, const char *name,
 		struct px_open *o;
 		bool hit = false;
 
-		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+		if (x == c || x->state == PX_CONN_CLOSED || !px_same_server(c, x))
 			continue;
 		for (o = x->led.opens; o; o = o->next) {
 			if (!px_wb_busy(o) || o->name == NULL ||
@@ -89,7 +79,7 @@ peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
 	for (x = px_rt.conns; x; x = x->next) {
 		struct px_open *o;
 
-		if (x == c || x->state == PX_CONN_CLOSED || !same_server(c, x))
+		if (x == c || x->state == PX_CONN_CLOSED || !px_same_server(c, x))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (px_wb_busy(o) && o->name &&
@@ -125,7 +115,7 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 		bool hit = false;
 
 		next = x->next;
-		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (o->name && strcasecmp(o->name, name) == 0 &&
@@ -152,7 +142,7 @@ lock_path(struct px_conn *c, const char *share, const char *name)
 	struct px_open *o;
 
 	for (x = px_rt.conns; x; x = x->next) {
-		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (o->name && strcasecmp(o->name, name) == 0 &&
@@ -173,7 +163,7 @@ path_locked(struct px_conn *c, const char *share, const char *name,
 	if (name == NULL)
 		return false;
 	for (x = px_rt.conns; x; x = x->next) {
-		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (o != except && o->locked && o->name &&

@@ -116,30 +116,12 @@ dc_key(const struct px_conn *c, const char *share, const char *name,
 	return true;
 }
 
-static bool
-same_server(const struct px_conn *a, const struct px_conn *b)
-{
-	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
-		return false;
-	return memcmp(&a->dst_addr, &b->dst_addr,
-	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
-	    sizeof(struct sockaddr_in6)) == 0;
-}
-
 /* The read gate (read_ahead) and read_cache, for one open. */
 static bool
 dc_gate(const struct px_tree *t, const struct px_open *o)
 {
-	if (!t->policy.read_cache || o->is_dir || !px_open_read_access(o))
-		return false;
-	switch (t->policy.read_ahead) {
-	case POL_GATE_ALWAYS:
-		return true;
-	case POL_GATE_LEASED:
-		return px_open_read_caching(o);
-	default:
-		return false;
-	}
+	return t->policy.read_cache && !o->is_dir && px_open_read_access(o) &&
+	    px_open_read_gate(t, o);
 }
 
 /* Connections waiting for a fetch re-decide (the copy changed). */
@@ -661,7 +643,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 	for (x = px_rt.conns; x; x = x->next) {
 		struct px_open *o;
 
-		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next) {
 			const char *on = o->name;

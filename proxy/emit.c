@@ -9,6 +9,7 @@
  * The lowest file of the relay layer but keyed.c: it calls only keyed.c, the
  * ledger and conn.c's services (px_relay_ops), which it holds.
  */
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,16 @@ px_tree_share(struct px_conn *c, const struct px_open *o)
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
 
 	return t ? t->share : "?";
+}
+
+bool
+px_same_server(const struct px_conn *a, const struct px_conn *b)
+{
+	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
+		return false;
+	return memcmp(&a->dst_addr, &b->dst_addr,
+	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6)) == 0;
 }
 
 /* ---- proxy-originated requests ---------------------------------------------- */

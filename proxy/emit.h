@@ -29,6 +29,9 @@ int px_relay_fail(struct px_conn *c, enum px_close_reason r);
 bool px_large_mtu(const struct px_conn *c);
 /* The share name of o's tree, for log lines. */
 const char *px_tree_share(struct px_conn *c, const struct px_open *o);
+/* Do a and b relay to the same server (address and port)?  Opens of one
+ * file on different connections are one file only then. */
+bool px_same_server(const struct px_conn *a, const struct px_conn *b);
 /* Send msg (a complete SMB2 message, not in an output buffer) to `to` as
  * prot says: signed (msg is signed in place), sealed, or as is (DESIGN.md
  * section 7). */

@@ -73,16 +73,6 @@ state_name(uint32_t st)
 /* ---- which opens ------------------------------------------------------------ */
 
 static bool
-same_server(const struct px_conn *a, const struct px_conn *b)
-{
-	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
-		return false;
-	return memcmp(&a->dst_addr, &b->dst_addr,
-	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
-	    sizeof(struct sockaddr_in6)) == 0;
-}
-
-static bool
 guid_zero(const uint8_t *g)
 {
 	static const uint8_t zero[16];
@@ -97,7 +87,7 @@ same_client(const struct px_conn *c, const struct px_conn *x)
 {
 	if (x == c)
 		return true;
-	return x->state != PX_CONN_CLOSED && same_server(c, x) &&
+	return x->state != PX_CONN_CLOSED && px_same_server(c, x) &&
 	    !guid_zero(c->led.client_guid) &&
 	    memcmp(c->led.client_guid, x->led.client_guid, 16) == 0;
 }

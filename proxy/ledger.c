@@ -351,6 +351,19 @@ px_open_read_caching(const struct px_open *o)
 }
 
 bool
+px_open_read_gate(const struct px_tree *t, const struct px_open *o)
+{
+	switch (t->policy.read_ahead) {
+	case POL_GATE_ALWAYS:
+		return true;
+	case POL_GATE_LEASED:
+		return px_open_read_caching(o);
+	default:
+		return false;
+	}
+}
+
+bool
 px_open_proxy_write(const struct px_open *o)
 {
 	return o->pl.kind != PX_PL_NONE && (o->pl.state & SMB2_LEASE_WRITE);

@@ -276,6 +276,9 @@ bool px_open_read_access(const struct px_open *o);
  * smbaccel's own on its behalf (not while a break of it is handled). */
 bool px_open_write_caching(const struct px_open *o);
 bool px_open_read_caching(const struct px_open *o);
+/* The read gate of o's tree (read_ahead: always, or leased and o may
+ * cache reads): may reads of o be served from smbaccel's data? */
+bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);
 /* smbaccel holds write caching on o for its client (breaking or not): a
  * break of it needs an acknowledgement. */
 bool px_open_proxy_write(const struct px_open *o);

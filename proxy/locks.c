@@ -60,16 +60,6 @@ struct px_brl_req {
 	struct smb2_lock_elem el[];
 };
 
-static bool
-same_server(const struct px_conn *a, const struct px_conn *b)
-{
-	if (a->dst_addr.ss_family != b->dst_addr.ss_family)
-		return false;
-	return memcmp(&a->dst_addr, &b->dst_addr,
-	    a->dst_addr.ss_family == AF_INET ? sizeof(struct sockaddr_in) :
-	    sizeof(struct sockaddr_in6)) == 0;
-}
-
 /* ---- the table ------------------------------------------------------------------- */
 
 void
@@ -179,7 +169,7 @@ verdict(struct px_conn *c, const struct px_open *o, uint64_t off,
 	if (o->name == NULL)
 		return CO_BRL_OK;
 	for (x = px_rt.conns; x; x = x->next) {
-		if (x->state == PX_CONN_CLOSED || (x != c && !same_server(c, x)))
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (lo = x->led.opens; lo; lo = lo->next) {
 			if ((lo->brl.n == 0 && lo->brl.lost == 0) ||

@@ -50,19 +50,6 @@ px_ra_drop(struct px_open *o, enum px_ra_cause why)
 	co_ra_invalidate(&o->ra);
 }
 
-static bool
-ra_gate(const struct px_tree *t, const struct px_open *o)
-{
-	switch (t->policy.read_ahead) {
-	case POL_GATE_ALWAYS:
-		return true;
-	case POL_GATE_LEASED:
-		return px_open_read_caching(o);
-	default:
-		return false;
-	}
-}
-
 /* Fetch ahead of a sequential reader with donated ids (pipelined). */
 static void
 ra_plan(struct px_conn *c, struct px_open *o)
@@ -70,7 +57,7 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
 	const struct px_open *x;
 
-	if (t == NULL || !ra_gate(t, o) || !o->ra.seq || o->breaking ||
+	if (t == NULL || !px_open_read_gate(t, o) || !o->ra.seq || o->breaking ||
 	    !px_relay_ops->connected(c, PX_SERVER) ||
 	    c->state != PX_CONN_RELAY)
 		return;
@@ -178,7 +165,7 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	s = px_session_find(&c->led, h->session_id);
 	t = px_tree_find(&c->led, h->session_id, h->tree_id);
-	if (s == NULL || t == NULL || !s->established || !ra_gate(t, o) ||
+	if (s == NULL || t == NULL || !s->established || !px_open_read_gate(t, o) ||
 	    !px_may_act(c, s, t, h, e) ||
 	    (r.flags & SMB2_READFLAG_READ_UNBUFFERED) || r.channel != 0 ||
 	    r.length == 0 || !px_open_read_access(o) || o->breaking ||

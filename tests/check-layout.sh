@@ -119,7 +119,7 @@ prefix_of() {
 	writebehind.c) echo 'px_wb_' ;;
 	create.c) echo 'px_create_' ;;
 	alter.c) echo 'px_alter_|px_may_act|px_may_rewrite|px_session_keyed' ;;
-	emit.c) echo 'px_emit_|px_relay_fail|px_large_mtu|px_tree_share|px_ids_fresh' ;;
+	emit.c) echo 'px_emit_|px_relay_fail|px_large_mtu|px_tree_share|px_same_server|px_ids_fresh' ;;
 	keyed.c) echo 'px_keyed_' ;;
 	esac
 }

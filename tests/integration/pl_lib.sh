@@ -2,29 +2,9 @@
 # client's behalf, DESIGN.md section 6); sourced after lib.sh and wb_lib.sh.
 
 # pl_capture_start NAME: dumpcap of both legs (the proxy's port and smbd's)
-# into $T/NAME.pcapng; the same start-up wait as capture_start.
+# into $T/NAME.pcapng (wb_lib.sh's capture_start with both ports).
 pl_capture_start() {
-	command -v dumpcap >/dev/null || skip "dumpcap not installed"
-	CAP_FILE=$T/$1.pcapng
-	dumpcap -B 256 -i lo -f "tcp port $SMBD_PORT or tcp port $PROXY_PORT" \
-	    -w "$CAP_FILE" > "$T/$1.dumpcap.log" 2>&1 &
-	CAP_PID=$!
-	BG_PIDS="$BG_PIDS $CAP_PID"
-	local n=100 size0
-	until grep -q 'Capturing on' "$T/$1.dumpcap.log" && [ -s "$CAP_FILE" ]; do
-		n=$((n - 1))
-		[ $n -gt 0 ] && kill -0 "$CAP_PID" 2>/dev/null ||
-		    fail "dumpcap did not start: $(cat "$T/$1.dumpcap.log")"
-		sleep 0.1
-	done
-	size0=$(stat -c %s "$CAP_FILE")
-	n=50
-	while [ "$(stat -c %s "$CAP_FILE")" -le "$size0" ]; do
-		n=$((n - 1))
-		[ $n -gt 0 ] || fail "dumpcap captures nothing"
-		port_open "$SMBD_PORT"
-		sleep 0.2
-	done
+	CAP_FILTER="tcp port $SMBD_PORT or tcp port $PROXY_PORT" capture_start "$1"
 }
 
 # pl_legs OUT.json [MIN]: pl_leg.py on $CAP_FILE for the client leg (proxy
