@@ -5,7 +5,8 @@
 #                   + integration tests (against the sanitized daemon)
 #   make demo       install dependencies, build, run the demo
 #   make bench      benchmarks (ratios against a direct run; bench-crypto:
-#                   only the CPU cost of keyed sessions)
+#                   only the CPU cost of keyed sessions; bench-krb: only
+#                   Kerberos-keyed sessions over the WAN)
 #   make bench-tcp  the WAN emulator against TCP's textbook behaviour
 #   make fuzz       libFuzzer drivers for a set time each
 #   make install    DESTDIR / PREFIX honoured
@@ -99,7 +100,7 @@ else
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
-.PHONY: all check unit integration demo bench bench-tcp bench-crypto fuzz \
+.PHONY: all check unit integration demo bench bench-tcp bench-crypto bench-krb fuzz \
         install uninstall clean deps
 all: $(ALL_TARGETS)
 
@@ -162,10 +163,15 @@ bench: deps
 	$(MAKE) all
 	sh tests/bench/run $(BENCH_ARGS)
 	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
+	bash tests/bench/krb $(BENCH_KRB_ARGS)
 
 # only the keyed-session CPU benchmark (tests/bench/crypto)
 bench-crypto: all
 	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
+
+# only Kerberos-keyed 1 KiB writes over 20 ms / 100 Mbit/s (tests/bench/krb)
+bench-krb: all
+	bash tests/bench/krb $(BENCH_KRB_ARGS)
 
 # one TCP stream per link and congestion control through bin/wanlink,
 # against the Mathis estimate (docs/performance.md)
