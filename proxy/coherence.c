@@ -109,6 +109,7 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
     enum px_ra_cause why)
 {
 	struct px_conn *x, *next;
+	uint32_t nh = px_name_hash(name);
 
 	for (x = px_rt.conns; x; x = next) {
 		struct px_open *o;
@@ -118,7 +119,8 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (o->name && strcasecmp(o->name, name) == 0 &&
+			if (o->name_hash == nh && o->name &&
+			    strcasecmp(o->name, name) == 0 &&
 			    strcasecmp(px_tree_share(x, o), share) == 0 &&
 			    (o->ra.chunks || o->ra.eof_known)) {
 				px_ra_drop(o, x == c ? why : PX_RA_PEER);

@@ -614,6 +614,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 	struct co_dc_entry *e;
 	struct px_conn *x;
 	size_t nlen;
+	uint32_t nh;
 
 	if (dcache.nb == 0 || name == NULL ||
 	    !dc_key(c, share, name, key, sizeof(key)))
@@ -640,6 +641,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 	while (*name == '\\' || *name == '/')
 		name++;
 	nlen = strlen(name);
+	nh = px_name_hash(name);
 	for (x = px_rt.conns; x; x = x->next) {
 		struct px_open *o;
 
@@ -648,7 +650,9 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 		for (o = x->led.opens; o; o = o->next) {
 			const char *on = o->name;
 
-			if (on == NULL)
+			/* the hash rules out most opens of other files without
+			 * a string compare (not the ones below a directory) */
+			if (on == NULL || (!dir && o->name_hash != nh))
 				continue;
 			while (*on == '\\' || *on == '/')
 				on++;

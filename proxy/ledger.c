@@ -350,6 +350,25 @@ px_open_read_caching(const struct px_open *o)
 	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
 }
 
+uint32_t
+px_name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;        /* FNV-1a */
+
+	if (name == NULL)
+		return 0;
+	while (*name == '\\' || *name == '/')
+		name++;
+	for (; *name; name++) {
+		unsigned char ch = (unsigned char)*name;
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (unsigned char)(ch - 'A' + 'a');
+		h = (h ^ ch) * 16777619u;
+	}
+	return h;
+}
+
 bool
 px_open_read_gate(const struct px_tree *t, const struct px_open *o)
 {
@@ -581,6 +600,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->session_id = h->session_id;
 	o->tree_id = h->tree_id;
 	o->name = p->u.create.name;
+	o->name_hash = px_name_hash(o->name);
 	p->u.create.name = NULL;
 	o->desired_access = p->u.create.desired_access;
 	o->create_options = p->u.create.create_options;

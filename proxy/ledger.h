@@ -166,6 +166,7 @@ struct px_open {
 	uint64_t session_id;
 	uint32_t tree_id;
 	char *name;
+	uint32_t name_hash;         /* px_name_hash(name): a pre-filter */
 	uint32_t desired_access;
 	uint32_t maximal_access;    /* from MxAc, 0 when unknown */
 	uint32_t create_options;
@@ -276,6 +277,10 @@ bool px_open_read_access(const struct px_open *o);
  * smbaccel's own on its behalf (not while a break of it is handled). */
 bool px_open_write_caching(const struct px_open *o);
 bool px_open_read_caching(const struct px_open *o);
+/* A hash of a path as strcasecmp compares it (ASCII folded), leading
+ * separators skipped: equal paths hash equal, so a differing hash rules a
+ * match out without comparing the strings. */
+uint32_t px_name_hash(const char *name);
 /* The read gate of o's tree (read_ahead: always, or leased and o may
  * cache reads): may reads of o be served from smbaccel's data? */
 bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);

@@ -399,6 +399,23 @@ test_tree_open_lifecycle(void)
 	pol_free(cfg);
 }
 
+/* px_name_hash: paths strcasecmp finds equal (after leading separators)
+ * hash equal, so the hash may rule a match out; others mostly differ. */
+static void
+test_name_hash(void)
+{
+	CU_ASSERT_EQUAL(px_name_hash("Docs\\Report.DOCX"),
+	    px_name_hash("docs\\report.docx"));
+	CU_ASSERT_EQUAL(px_name_hash("\\docs\\a.txt"),
+	    px_name_hash("docs\\A.TXT"));
+	CU_ASSERT_EQUAL(px_name_hash("/x"), px_name_hash("X"));
+	CU_ASSERT_EQUAL(px_name_hash(""), px_name_hash("\\"));
+	CU_ASSERT_NOT_EQUAL(px_name_hash("a.txt"), px_name_hash("b.txt"));
+	CU_ASSERT_NOT_EQUAL(px_name_hash("dir\\a"), px_name_hash("dir\\a\\b"));
+	CU_ASSERT_NOT_EQUAL(px_name_hash("ab"), px_name_hash("ba"));
+	CU_ASSERT_EQUAL(px_name_hash(NULL), 0);
+}
+
 static void
 test_access_rules(void)
 {
@@ -504,5 +521,6 @@ ut_register_ledger(void)
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "access and caching rules", test_access_rules);
+	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
 }
