@@ -204,10 +204,10 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		return PX_AB_STALL;
 	}
 	if (look == CO_RA_HIT) {
-		uint8_t *buf = malloc(r.length ? r.length : 1), *rsp;
+		uint8_t *buf = malloc(r.length ? r.length : 1);
 		uint32_t n, st;
-		size_t rlen;
 		uint64_t before;
+		int rc;
 
 		if (buf == NULL)
 			return PX_AB_FAIL;
@@ -220,18 +220,12 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		co_ra_serve(&o->ra, r.offset, r.length, r.minimum_count, buf, &n,
 		    &st);
 		px_stats.ra_bytes_now -= before - o->ra.bytes;
-		rsp = px_emit_read_rsp(h, 0, st, buf, n, &rlen);
+		rc = px_wb_answer_read(c, h, charge, st, buf, n);
 		free(buf);
-		if (rsp == NULL)
+		if (rc == -1)
 			return PX_AB_FAIL;
-		if (h->message_id + charge > c->led.cr.client_next)
-			c->led.cr.client_next = h->message_id + charge;
-		c->led.cr.client_outstanding++;
-		px_stats.requests[SMB2_READ]++;
 		px_stats.ra_hits++;
 		px_stats.ra_served_bytes += n;
-		if (px_wb_answer(c, h->credit, rsp, rlen) == -1)
-			return PX_AB_FAIL;
 		ra_plan(c, o);
 		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 		    c->led.window))

@@ -410,6 +410,22 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	return px_wb_answer(c, rq->credit, copy, n);
 }
 
+int
+px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
+    uint64_t charge, uint32_t st, const uint8_t *data, uint32_t n)
+{
+	uint8_t *rsp;
+	size_t rlen;
+
+	if ((rsp = px_emit_read_rsp(rq, 0, st, data, n, &rlen)) == NULL)
+		return -1;
+	if (rq->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = rq->message_id + charge;
+	c->led.cr.client_outstanding++;
+	px_stats.requests[SMB2_READ]++;
+	return px_wb_answer(c, rq->credit, rsp, rlen);
+}
+
 /* ---- write absorption ------------------------------------------------------- */
 
 size_t

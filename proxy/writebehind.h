@@ -71,6 +71,11 @@ int px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 /* WRITE success (count) or an error response for an absorbed request. */
 int px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
     uint32_t status, uint32_t count) PX_MUSTCHECK;
+/* A READ served from smbaccel's data (its charge ids already pooled): n
+ * bytes and status st, answered and counted as an answered request. */
+int px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
+    uint64_t charge, uint32_t st, const uint8_t *data, uint32_t n)
+    PX_MUSTCHECK;
 /* A deferred write error of the open a WRITE or FLUSH names: answer it
  * (*rc) and return true. */
 bool px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
