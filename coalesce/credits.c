@@ -143,9 +143,11 @@ co_reserve_decide(const struct co_reserve *r, const struct co_pool *p,
 	age = next_id > r->id ? next_id - r->id : 0;
 	if (age * 2 < bound)
 		return CO_RSV_KEEP;
-	/* the pool's oldest id, if newer, replaces it (spare or not: the
-	 * count of ids outside the reserve does not change) */
-	if (p->count > 0 && p->oldest > r->id)
+	/* the pool's oldest id, if newer and spare, replaces it: the old one
+	 * is handed back to be sent on its own, so the pool is one id short
+	 * after it, and buffered data must never be left without the ids it
+	 * travels with */
+	if (spare > 0 && p->count > 0 && p->oldest > r->id)
 		return CO_RSV_REFRESH;
 	return age >= bound ? CO_RSV_RELEASE : CO_RSV_KEEP;
 }

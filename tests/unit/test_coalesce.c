@@ -119,9 +119,15 @@ test_reserve(void)
 	while (p.count)
 		(void)co_pool_take_run(&p, 64, &id);    /* a flush spent them */
 	CU_ASSERT(co_pool_add(&p, 350, 10) == 0);
-	CU_ASSERT_EQUAL(co_reserve_decide(&r, &p, true, 0, 100 + 255, 8192),
+	CU_ASSERT_EQUAL(co_reserve_decide(&r, &p, true, 1, 100 + 255, 8192),
 	    CO_RSV_KEEP);
+	/* no spare id (the pool holds what buffered data needs): kept, the
+	 * pool untouched (a refresh would leave the data one id short) */
 	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 100 + 256, 8192,
+	    &gone), CO_RSV_KEEP);
+	CU_ASSERT_EQUAL(p.count, 10);
+	CU_ASSERT_EQUAL(r.id, 100);
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 100 + 256, 8192,
 	    &gone), CO_RSV_REFRESH);
 	CU_ASSERT_EQUAL(gone, 100);
 	CU_ASSERT_EQUAL(r.id, 350);
@@ -158,7 +164,7 @@ test_reserve(void)
 	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 904, 8, &gone),
 	    CO_RSV_TAKE);
 	CU_ASSERT(co_pool_add(&p, 904, 1) == 0);
-	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 0, 905, 8, &gone),
+	CU_ASSERT_EQUAL(co_reserve_tend(&r, &p, true, 1, 905, 8, &gone),
 	    CO_RSV_REFRESH);
 	CU_ASSERT_EQUAL(r.id, 904);
 	CU_ASSERT_EQUAL(gone, 903);
