@@ -105,10 +105,28 @@ px_side_out_commit(struct px_side *s, size_t n)
 		ev_io_start(px_rt.loop, &s->wio);
 }
 
+/*
+ * Queue len bytes for s in b.  When nothing is queued before them, they are
+ * first written straight from where they are (a forwarded frame: the peer's
+ * input buffer), and only what the socket did not take is copied: a large
+ * frame relayed as is then crosses user space once, not twice.
+ */
 static int
 append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
 {
-	if (px_buf_append(b, p, len) == -1)
+	size_t done = 0;
+	ssize_t n;
+
+	if (b == &s->out && px_buf_len(b) == 0 && s->fd != -1 &&
+	    !ev_is_active(&s->wio) && s->link->c.state != PX_CONN_CONNECTING) {
+		while (done < len) {
+			n = write(s->fd, p + done, len - done);
+			if (n <= 0)
+				break;  /* errors: left for the write watcher */
+			done += (size_t)n;
+		}
+	}
+	if (done < len && px_buf_append(b, p + done, len - done) == -1)
 		return -1;
 	px_side_out_commit(s, len);
 	return 0;
