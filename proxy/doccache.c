@@ -278,11 +278,7 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	for (;;) {
 		uint64_t run = co_pool_first_run(&c->led.pool), lo, off, took;
 		uint32_t maxc, n, first, len;
-		uint8_t msg[64 + 49 + 8];
-		struct smb2_hdr_out h;
 		struct px_pending *p;
-		struct px_prot prot;
-		size_t sz;
 
 		if (run == 0)
 			return;
@@ -304,29 +300,15 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 		off = (uint64_t)first * CO_DC_CHUNK;
 		len = (uint32_t)(e->v.eof - off < (uint64_t)n * CO_DC_CHUNK ?
 		    e->v.eof - off : (uint64_t)n * CO_DC_CHUNK);
-		memset(&h, 0, sizeof(h));
-		h.command = SMB2_READ;
-		h.credit_charge = px_large_mtu(c) ? (uint16_t)took : 1;
-		h.credit = 1;
-		h.message_id = lo;
-		h.tree_id = o->tree_id;
-		h.session_id = o->session_id;
-		sz = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
-		    len, 0);
-		prot = px_emit_prot(c, o->session_id, o->tree_id);
-		if (sz == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, sz) ==
-		    -1 || (p = px_emit_pending(c, lo, SMB2_READ,
-		    h.credit_charge)) == NULL) {
+		p = px_emit_read(c, o, lo, px_large_mtu(c) ? (uint16_t)took : 1,
+		    off, len);
+		if (p == NULL) {
 			log_warnx("conn=%llu document fetch request failed",
 			    (unsigned long long)c->id);
 			return;
 		}
 		co_dc_mark(e, first, n);
 		c->dc_inflight += n;
-		p->fid = o->fid;
-		p->u.io.offset = off;
-		p->u.io.length = len;
-		p->u.io.open = o;
 		p->u.io.doc = true;
 		p->u.io.dc_serial = e->serial;
 		px_stats.dc_fetches++;

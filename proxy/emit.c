@@ -68,6 +68,35 @@ px_emit_pending(struct px_conn *c, uint64_t mid, uint16_t cmd, uint16_t charge)
 	return p;
 }
 
+struct px_pending *
+px_emit_read(struct px_conn *c, struct px_open *o, uint64_t lo,
+    uint16_t charge, uint64_t off, uint32_t len)
+{
+	uint8_t msg[64 + 49 + 8];
+	struct smb2_hdr_out h;
+	struct px_pending *p;
+	struct px_prot prot;
+	size_t n;
+
+	memset(&h, 0, sizeof(h));
+	h.command = SMB2_READ;
+	h.credit_charge = charge;
+	h.credit = 1;
+	h.message_id = lo;
+	h.tree_id = o->tree_id;
+	h.session_id = o->session_id;
+	n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off, len, 0);
+	prot = px_emit_prot(c, o->session_id, o->tree_id);
+	if (n == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, n) == -1 ||
+	    (p = px_emit_pending(c, lo, SMB2_READ, charge)) == NULL)
+		return NULL;
+	p->fid = o->fid;
+	p->u.io.offset = off;
+	p->u.io.length = len;
+	p->u.io.open = o;
+	return p;
+}
+
 /* One ECHO spending ids [lo, lo + n) (a charge above the need is legal,
  * MS-SMB2 3.3.5.2.5); 0 sent, -1 not. */
 static int

@@ -53,6 +53,11 @@ struct px_prot px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid);
 /* Record a proxy-originated request with id mid in flight. */
 struct px_pending *px_emit_pending(struct px_conn *c, uint64_t mid,
     uint16_t cmd, uint16_t charge);
+/* Send o's server a READ of [off, off + len) paying ids [lo, lo + charge)
+ * and record it in flight as o's (fid, offset, length, open set); NULL
+ * when it could not be built, sent or recorded. */
+struct px_pending *px_emit_read(struct px_conn *c, struct px_open *o,
+    uint64_t lo, uint16_t charge, uint64_t off, uint32_t len);
 /* Send a synthesized response with grant g (it answers one absorbed
  * request of the client). */
 int px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,

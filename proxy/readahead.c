@@ -77,11 +77,7 @@ ra_plan(struct px_conn *c, struct px_open *o)
 		uint64_t budget = px_glob()->read_ahead_memory;
 		uint64_t unit, mem_left;
 		uint32_t len;
-		uint8_t msg[64 + 49 + 8];
-		struct smb2_hdr_out h;
 		struct px_pending *p;
-		struct px_prot prot;
-		size_t n;
 
 		if (run == 0)
 			return;
@@ -106,27 +102,19 @@ ra_plan(struct px_conn *c, struct px_open *o)
 			len = (uint32_t)(o->size_hint - off);
 		run = co_pool_take_run(&c->led.pool, px_large_mtu(c) ? 0xFFFF : 1,
 		    &lo);
-		memset(&h, 0, sizeof(h));
-		h.command = SMB2_READ;
-		h.credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
-		h.credit = 1;
-		h.message_id = lo;
-		h.tree_id = o->tree_id;
-		h.session_id = o->session_id;
-		n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off,
-		    len, 0);
-		prot = px_emit_prot(c, o->session_id, o->tree_id);
-		if (n == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, n) == -1 ||
-		    (p = px_emit_pending(c, lo, SMB2_READ, h.credit_charge)) ==
-		    NULL || co_ra_add(&o->ra, off, len) == NULL) {
+		p = px_emit_read(c, o, lo, px_large_mtu(c) ? (uint16_t)run : 1,
+		    off, len);
+		if (p == NULL || co_ra_add(&o->ra, off, len) == NULL) {
+			/* sent but not cached: the fetch is no open's, its
+			 * answer is dropped */
+			if (p != NULL) {
+				memset(&p->fid, 0, sizeof(p->fid));
+				memset(&p->u, 0, sizeof(p->u));
+			}
 			log_warnx("conn=%llu read-ahead request failed",
 			    (unsigned long long)c->id);
 			return;
 		}
-		p->fid = o->fid;
-		p->u.io.offset = off;
-		p->u.io.length = len;
-		p->u.io.open = o;
 		p->u.io.gen = o->ra.gen;
 		px_stats.ra_bytes_now += len;
 		px_stats.ra_fetches++;
