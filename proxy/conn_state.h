@@ -105,6 +105,8 @@ struct px_conn {
 	                                      * document fetches until then */
 	uint32_t dc_inflight;                /* document fetch chunks in
 	                                      * flight */
+	double dc_hold_until;                /* pooled ids held for the next
+	                                      * miss until then (doccache.c) */
 	/* smbaccel's leases on the client's behalf (lease.c) */
 	struct px_lease_owed *pl_owed;       /* breaks to acknowledge */
 	uint64_t pl_breaks;                  /* breaks handled */
