@@ -70,6 +70,7 @@ WORKLOADS = {
     "docl": ("read", 4 * KIB, "open a document, R lease, [dur] default policy"),
     "doclre": ("read", 4 * KIB, "reopen it, R lease, same connection, [dur]"),
     "mget": ("read", 8 * KIB, "mget of 8 KiB files"),
+    "mputflat": ("mput", 8 * KIB, "mput of 100 x 8 KiB files, one folder"),
     "save": ("write", 4 * KIB, "Office-style save"),
     "savel": ("write", 4 * KIB, "Office-style save, RWH lease, [dur] default policy"),
 }
@@ -137,6 +138,13 @@ def plan(mode, link, wl, tbox=None):
     if tbox:
         m["tbox"] = float(tbox)
     kind, block, _ = WORKLOADS[wl]
+    if wl == "mputflat":
+        # the documents issue's mput: 100 files in one folder (mput's own
+        # cell is a time-boxed tree of ten folders)
+        n = 100 if mode != "smoke" else 10
+        op = op_seconds(link, block, "mput")
+        return dict(kind=kind, block=block, count=n, count_accel=n, count_cubic=n,
+                    est=round(n * op, 1))
     if wl in DOC_WORKLOADS:
         # the fixed workloads: COUNT reads (or mget's files); the
         # file and save sizes are docbench.sh's
@@ -429,7 +437,7 @@ def cmd_report(args):
           " | load | data |",
           "|" + "---|" * (len(present) + len(others) + 5)]
     for l in LINK_ORDER:
-        for wl in DOC_WORKLOADS[:4] + ("mget", "mput", "save", "savel"):
+        for wl in DOC_WORKLOADS[:4] + ("mget", "mputflat", "mput", "save", "savel"):
             rs = {x: by.get((l, wl, x)) for x in present}
             if not any(rs.values()):
                 continue

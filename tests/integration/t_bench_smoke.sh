@@ -25,7 +25,7 @@ info "tests/bench/run --smoke (a few minutes)"
 # two links keep it short; every workload runs on lan, all but the
 # document workloads on the lossy link
 WLS=w1k,w4k,w64k,w1m,r4k,r1m,mput,seed,r4kbig,w1mbig,r1mbig
-DOCS=doc,docre,docl,doclre,mget,save,savel
+DOCS=doc,docre,docl,doclre,mget,save,savel,mputflat
 TMPDIR=$T bash "$TOP/tests/bench/run" --smoke --links lan,20ms-100M-1pct --workloads "$WLS" \
     --link-workloads "lan=$WLS,$DOCS" --link-configs lan=direct,smbaccel,leased,haproxy \
     --out "$OUT" > "$T/bench.out" 2>&1
@@ -57,7 +57,7 @@ for l, (lwls, cfgs) in cells.items():
                 print("no number for %s %s %s: %r" % (l, w, c, r["mbps"])); bad += 1
             if r["data"] != "ok":
                 print("data %s for %s %s %s: %s" % (r["data"], l, w, c, r["note"])); bad += 1
-            if c in ("smbaccel", "cubic", "leased") and w != "mput" and not r["upstream_reqs"]:
+            if c in ("smbaccel", "cubic", "leased") and w not in ("mput", "mputflat") and not r["upstream_reqs"]:
                 print("no upstream request count for %s %s %s" % (l, w, c)); bad += 1
 print("%d rows checked, %d problems" % (len(rows), bad))
 sys.exit(1 if bad else 0)
@@ -65,7 +65,7 @@ EOF
 [ -s "$OUT/throughput.png" ] || fail "no chart"
 head -c 8 "$OUT/throughput.png" | od -An -c | grep -q 'P   N   G' || fail "throughput.png is not a PNG"
 assert_ge 29 "$(grep -c '^| [0-9a-z]' "$OUT/table.md")" "table rows"
-assert_ge 8 "$(grep -c '^| lan' "$OUT/docs.md")" "rows of the documents table (7 and mput)"
+assert_ge 9 "$(grep -c '^| lan' "$OUT/docs.md")" "rows of the documents table (7, mputflat and mput)"
 assert_ge 18 "$(grep -c '^| lan' "$OUT/policy.md")" "rows of the default-policy table"
 assert_ge 5 "$(grep -c '^| 20ms-100M-1pct' "$OUT/loss.md")" "rows of the lossy-link table"
 grep -qE 'upstream sockets by congestion control.* bbr .* cubic' "$T/bench.out" ||
