@@ -267,9 +267,9 @@ attach:
 /* ---- fetching ------------------------------------------------------------------------ */
 
 /*
- * Fetch absent chunks of o's copy with pooled ids, pipelined, a
- * contiguous run of ids as one READ's CreditCharge (one id per 64 KiB
- * chunk; at 2.0.2 one id, one chunk).
+ * Fetch absent chunks of o's copy with pooled ids, pipelined, one id and
+ * one 64 KiB chunk per READ (DC_FETCH_MAX; a larger fetch would make a
+ * reader of its first chunk wait for all of it).
  */
 static void
 dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
