@@ -42,7 +42,6 @@
 #include "proxy/emit.h"
 #include "proxy/docstore.h"
 
-#define DC_FETCH_MAX (64 * 1024)      /* largest document fetch: a chunk */
 #define DC_WIDEN_MAX (1024 * 1024)    /* largest widened miss */
 #define DC_KEEP_MS   1000.0           /* ids kept after the last read */
 #define DC_HOLD_MS   4.0              /* fetches held for the next miss */
@@ -268,8 +267,8 @@ attach:
 
 /*
  * Fetch absent chunks of o's copy with pooled ids, pipelined, one id and
- * one 64 KiB chunk per READ (DC_FETCH_MAX; a larger fetch would make a
- * reader of its first chunk wait for all of it).
+ * one 64 KiB chunk per READ (a larger fetch would make a reader of its
+ * first chunk wait for all of it; at 2.0.2 a READ carries one id anyway).
  */
 static void
 dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
@@ -287,47 +286,33 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	if (!px_wb_file_idle(c, o))
 		return;
 	for (;;) {
-		uint64_t run = co_pool_first_run(&c->led.pool), lo, off, took;
-		uint32_t maxc, n, first, len;
+		uint64_t lo, off;
+		uint32_t first, len;
 		struct px_pending *p;
 
-		if (run == 0)
+		if (c->led.pool.count == 0 || c->dc_inflight >= DC_INFLIGHT_MAX ||
+		    co_dc_plan(e, 1, &first) == 0 ||
+		    !co_dc_room(&dcache, e, CO_DC_CHUNK))
 			return;
-		maxc = px_large_mtu(c) ? (uint32_t)(run < 0xFFFF ? run : 0xFFFF) : 1;
-		if (maxc > c->led.max_read / CO_DC_CHUNK)
-			maxc = c->led.max_read / CO_DC_CHUNK;
-		if (maxc > DC_FETCH_MAX / CO_DC_CHUNK)
-			maxc = DC_FETCH_MAX / CO_DC_CHUNK;
-		if (c->dc_inflight >= DC_INFLIGHT_MAX)
-			return;
-		if (maxc > DC_INFLIGHT_MAX - c->dc_inflight)
-			maxc = DC_INFLIGHT_MAX - c->dc_inflight;
-		if ((n = co_dc_plan(e, maxc, &first)) == 0)
-			return;
-		if (!co_dc_room(&dcache, e, (uint64_t)n * CO_DC_CHUNK))
-			return;
-		took = co_pool_take_run(&c->led.pool, px_large_mtu(c) ? n : 1,
-		    &lo);
+		(void)co_pool_take_run(&c->led.pool, 1, &lo);
 		off = (uint64_t)first * CO_DC_CHUNK;
-		len = (uint32_t)(e->v.eof - off < (uint64_t)n * CO_DC_CHUNK ?
-		    e->v.eof - off : (uint64_t)n * CO_DC_CHUNK);
-		p = px_emit_read(c, o, lo, px_large_mtu(c) ? (uint16_t)took : 1,
-		    off, len);
+		len = (uint32_t)(e->v.eof - off < CO_DC_CHUNK ? e->v.eof - off :
+		    CO_DC_CHUNK);
+		p = px_emit_read(c, o, lo, 1, off, len);
 		if (p == NULL) {
 			log_warnx("conn=%llu document fetch request failed",
 			    (unsigned long long)c->id);
 			return;
 		}
-		co_dc_mark(e, first, n);
-		c->dc_inflight += n;
+		co_dc_mark(e, first, 1);
+		c->dc_inflight++;
 		p->u.io.doc = true;
 		p->u.io.dc_serial = e->serial;
 		px_stats.dc_fetches++;
 		px_stats.dc_fetch_bytes += len;
-		px_stats.dc_fetch_ids += took;
+		px_stats.dc_fetch_ids++;
 		if (lo < o->dc_first_mid)
-			px_stats.dc_kept_ids += o->dc_first_mid - lo < took ?
-			    o->dc_first_mid - lo : took;
+			px_stats.dc_kept_ids++;
 		px_stats.pool_ids_now = c->led.pool.count;
 	}
 }
