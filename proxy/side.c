@@ -72,21 +72,37 @@ px_side_outbuf(struct px_side *s)
 }
 
 /*
+ * Write up to len bytes of p to fd until the socket takes no more; returns
+ * how many it took.  Errors (EAGAIN or worse) are left for the write
+ * watcher to find.
+ */
+static size_t
+write_some(int fd, const uint8_t *p, size_t len)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = write(fd, p + done, len - done);
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/*
  * Write what is queued for s now, without waiting for the event loop: a
  * synthesized response then costs one write(2) instead of two epoll_ctl
- * calls and a loop turn.  Errors are left for the write watcher to find.
+ * calls and a loop turn.
  */
 static void
 try_write(struct px_side *s)
 {
-	ssize_t n;
-
-	while (px_buf_len(&s->out) > 0) {
-		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
-		if (n <= 0)
-			break;
-		px_buf_consume(&s->out, (size_t)n);
-	}
+	if (px_buf_len(&s->out) == 0)
+		return;
+	px_buf_consume(&s->out, write_some(s->fd, s->out.data + s->out.head,
+	    px_buf_len(&s->out)));
 }
 
 /* Account n bytes just placed in px_side_outbuf(s) and start writing. */
@@ -115,17 +131,10 @@ static int
 append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
 {
 	size_t done = 0;
-	ssize_t n;
 
 	if (b == &s->out && px_buf_len(b) == 0 && s->fd != -1 &&
-	    !ev_is_active(&s->wio) && s->link->c.state != PX_CONN_CONNECTING) {
-		while (done < len) {
-			n = write(s->fd, p + done, len - done);
-			if (n <= 0)
-				break;  /* errors: left for the write watcher */
-			done += (size_t)n;
-		}
-	}
+	    !ev_is_active(&s->wio) && s->link->c.state != PX_CONN_CONNECTING)
+		done = write_some(s->fd, p, len);
 	if (done < len && px_buf_append(b, p + done, len - done) == -1)
 		return -1;
 	px_side_out_commit(s, len);
