@@ -100,23 +100,27 @@ ra_plan(struct px_conn *c, struct px_open *o)
 			return;
 		if (off + len > o->size_hint)
 			len = (uint32_t)(o->size_hint - off);
+		/* the chunk is recorded before its READ leaves, so a fetch
+		 * is never in flight for a range the cache does not know */
+		if (co_ra_add(&o->ra, off, len) == NULL) {
+			log_warnx("conn=%llu read-ahead: out of memory for a "
+			    "chunk, not fetching", (unsigned long long)c->id);
+			return;
+		}
+		px_stats.ra_bytes_now += len;
 		run = co_pool_take_run(&c->led.pool, px_large_mtu(c) ? 0xFFFF : 1,
 		    &lo);
 		p = px_emit_read(c, o, lo, px_large_mtu(c) ? (uint16_t)run : 1,
 		    off, len);
-		if (p == NULL || co_ra_add(&o->ra, off, len) == NULL) {
-			/* sent but not cached: the fetch is no open's, its
-			 * answer is dropped */
-			if (p != NULL) {
-				memset(&p->fid, 0, sizeof(p->fid));
-				memset(&p->u, 0, sizeof(p->u));
-			}
-			log_warnx("conn=%llu read-ahead request failed",
-			    (unsigned long long)c->id);
+		if (p == NULL) {
+			/* nothing will fill the chunk: drop the cache (no read
+			 * can be waiting for a chunk made just now) */
+			px_ra_drop(o, PX_RA_ERROR);
+			log_warnx("conn=%llu read-ahead request failed, cache "
+			    "dropped", (unsigned long long)c->id);
 			return;
 		}
 		p->u.io.gen = o->ra.gen;
-		px_stats.ra_bytes_now += len;
 		px_stats.ra_fetches++;
 		px_stats.ra_fetch_bytes += len;
 		px_stats.pool_ids_now = c->led.pool.count;
