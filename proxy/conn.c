@@ -339,6 +339,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 	c->id = ++px_rt.next_conn_id;
 	c->peer_addr = *peer;
 	c->dst_addr = *dst;
+	px_addr_str(dst, c->dst_str, sizeof(c->dst_str));
 	l->started_ms = l->last_ms = px_now_ms();
 	px_ledger_init(&c->led, c->id);
 	c->led.cfg = px_rt.cfg;

@@ -77,6 +77,9 @@ struct px_conn {
 	enum px_conn_state state;            /* changed by conn.c only */
 	struct sockaddr_storage peer_addr;   /* the client */
 	struct sockaddr_storage dst_addr;    /* the server */
+	char dst_str[64];                    /* px_addr_str(dst_addr), made
+	                                      * once (the document cache's keys
+	                                      * name the server by it) */
 	struct px_ledger led;
 	enum px_opaque_reason opaque;
 	enum px_close_reason close_reason;

@@ -101,14 +101,16 @@ dc_key(const struct px_conn *c, const char *share, const char *name,
     char *buf, size_t len)
 {
 	char a[64];
+	const char *srv = c->dst_str;
 	size_t n;
-	int k;
 
-	px_addr_str(&c->dst_addr, a, sizeof(a));
-	k = snprintf(buf, len, "%s|", a);
-	if (k < 0 || (size_t)k >= len)
+	if (srv[0] == '\0')
+		srv = px_addr_str(&c->dst_addr, a, sizeof(a));
+	n = strlen(srv);
+	if (n + 1 >= len)
 		return false;
-	n = (size_t)k;
+	memcpy(buf, srv, n);
+	buf[n++] = '|';
 	for (; *share && n + 2 < len; share++)
 		buf[n++] = (char)(*share >= 'A' && *share <= 'Z' ? *share + 32 :
 		    *share);
