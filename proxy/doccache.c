@@ -100,16 +100,11 @@ static bool
 dc_key(const struct px_conn *c, const char *share, const char *name,
     char *buf, size_t len)
 {
-	char a[64];
-	const char *srv = c->dst_str;
-	size_t n;
+	size_t n = strlen(c->dst_str);
 
-	if (srv[0] == '\0')
-		srv = px_addr_str(&c->dst_addr, a, sizeof(a));
-	n = strlen(srv);
 	if (n + 1 >= len)
 		return false;
-	memcpy(buf, srv, n);
+	memcpy(buf, c->dst_str, n);
 	buf[n++] = '|';
 	for (; *share && n + 2 < len; share++)
 		buf[n++] = (char)(*share >= 'A' && *share <= 'Z' ? *share + 32 :
