@@ -5,7 +5,8 @@
  *   cryptofloor ALG BLOCK [COALESCE] [--mib N] [--reps R]
  *
  *   ALG       hmac-sha256 | aes-cmac | aes-gmac (signing), aes128-ccm |
- *             aes128-gcm | aes256-ccm | aes256-gcm (sealing)
+ *             aes128-gcm | aes256-ccm | aes256-gcm (sealing), or relay |
+ *             relay-splice | relay-tee (no crypto: see below)
  *   BLOCK     the client's write size (bytes, K/M suffixes)
  *   COALESCE  the size of smbaccel's upstream WRITEs (default 1M)
  *
@@ -25,15 +26,41 @@
  *   alg=aes-cmac block=1024 coalesce=1048576 floor_s_per_gib=1.234
  *   mac_bytes_per_gib=...  (bytes through the MAC or cipher per GiB)
  *
+ * ALG relay times what any relaying proxy pays before any crypto: moving
+ * the bytes.  A source process writes --mib MiB in BLOCK-byte write()s
+ * over loopback TCP to this process, which reads them into one 1 MiB
+ * buffer and writes each read out whole over loopback TCP to a sink
+ * process (the plainest read/write relay, as smbaccel must do to see the
+ * bytes it verifies or decrypts; splice() would spare a copy only where
+ * nothing looks at the data).  Only this process's CPU counts, including
+ * the kernel's loopback delivery done on its behalf, as it is for
+ * smbaccel:
+ *
+ *   alg=relay block=1048576 relay_s_per_gib=0.345
+ *
+ * relay-splice moves the bytes with splice(2) through a pipe instead (no
+ * copy through user memory: possible only where nothing looks at them);
+ * relay-tee does that and also tee(2)s each piece into a second pipe and
+ * read(2)s it into the buffer, which is what a zero-copy relay would pay
+ * to see the bytes it must verify or decrypt.
+ *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID: what this process used, not wall
  * time.  Not a test: it asserts nothing about the result.
  */
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -259,6 +286,195 @@ cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* ---- relay: moving the bytes ------------------------------------------------- */
+
+#define RELAY_BUF (1u << 20)
+
+/* a listening socket on 127.0.0.1, on a port the kernel picks */
+static int
+listen_lo(struct sockaddr_in *sa)
+{
+	socklen_t sl = sizeof(*sa);
+	int fd;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == -1 ||
+	    listen(fd, 1) == -1 ||
+	    getsockname(fd, (struct sockaddr *)sa, &sl) == -1)
+		die("loopback listen");
+	return fd;
+}
+
+static int
+connect_lo(const struct sockaddr_in *sa)
+{
+	int fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1 ||
+	    connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == -1)
+		die("loopback connect");
+	return fd;
+}
+
+/* write all of buf, or exit */
+static void
+put_all(int fd, const uint8_t *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("write");
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+enum relay_mode { RELAY_RW, RELAY_SPLICE, RELAY_TEE };
+
+/* splice what is in pipe p (n bytes) to fd, or exit */
+static void
+splice_out(int p, int fd, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = splice(p, NULL, fd, NULL, n, SPLICE_F_MOVE);
+
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			die("splice out");
+		n -= (size_t)k;
+	}
+}
+
+/* relay cin to cout with splice (and, RELAY_TEE, a copy read out through
+ * a second pipe) until EOF */
+static void
+relay_splice(int cin, int cout, uint8_t *buf, bool look)
+{
+	int p[2], q[2];
+	ssize_t n;
+
+	if (pipe(p) == -1 || pipe(q) == -1 ||
+	    fcntl(p[1], F_SETPIPE_SZ, RELAY_BUF) == -1 ||
+	    fcntl(q[1], F_SETPIPE_SZ, RELAY_BUF) == -1)
+		die("pipe");
+	while ((n = splice(cin, NULL, p[1], NULL, RELAY_BUF,
+	    SPLICE_F_MOVE)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			die("splice in");
+		if (look) {
+			ssize_t t = tee(p[0], q[1], (size_t)n, 0), got = 0, k;
+
+			if (t != n)
+				die("tee");
+			while (got < t) {
+				if ((k = read(q[0], buf, (size_t)(t - got))) <= 0)
+					die("read of the tee");
+				got += k;
+			}
+		}
+		splice_out(p[0], cout, (size_t)n);
+	}
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+}
+
+/* One relay of `total` bytes sent in `block`-byte writes: this process's
+ * CPU seconds.  Exits if the sink did not get every byte. */
+static double
+relay_once(enum relay_mode mode, size_t block, size_t total, uint8_t *buf)
+{
+	struct sockaddr_in in_sa, out_sa;
+	int lin = listen_lo(&in_sa), lout = listen_lo(&out_sa), cin, cout;
+	int st_src, st_sink;
+	pid_t src, sink;
+	double t0, dt;
+	ssize_t n;
+
+	if ((sink = fork()) == -1)
+		die("fork");
+	if (sink == 0) {
+		size_t got = 0;
+		int fd = accept(lout, NULL, NULL);
+
+		while (fd != -1 && (n = read(fd, buf, RELAY_BUF)) != 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			if (n == -1)
+				_exit(1);
+			got += (size_t)n;
+		}
+		_exit(fd != -1 && got == total ? 0 : 1);
+	}
+	if ((src = fork()) == -1)
+		die("fork");
+	if (src == 0) {
+		size_t sent;
+		int fd = connect_lo(&in_sa);
+
+		memset(buf, 0xa5, block);
+		for (sent = 0; sent < total; sent += block)
+			put_all(fd, buf, total - sent < block ? total - sent :
+			    block);
+		_exit(close(fd) == 0 ? 0 : 1);
+	}
+	if ((cin = accept(lin, NULL, NULL)) == -1)
+		die("accept");
+	cout = connect_lo(&out_sa);
+	t0 = cpu_now();
+	if (mode != RELAY_RW)
+		relay_splice(cin, cout, buf, mode == RELAY_TEE);
+	else while ((n = read(cin, buf, RELAY_BUF)) != 0) {
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			die("read");
+		put_all(cout, buf, (size_t)n);
+	}
+	dt = cpu_now() - t0;
+	close(cout);
+	close(cin);
+	close(lin);
+	close(lout);
+	if (waitpid(src, &st_src, 0) == -1 || waitpid(sink, &st_sink, 0) == -1 ||
+	    !WIFEXITED(st_src) || WEXITSTATUS(st_src) != 0 ||
+	    !WIFEXITED(st_sink) || WEXITSTATUS(st_sink) != 0)
+		die("relay (source or sink)");
+	return dt;
+}
+
+static int
+relay_main(const char *alg, size_t block, size_t total, int reps)
+{
+	enum relay_mode mode = strcmp(alg, "relay-splice") == 0 ? RELAY_SPLICE :
+	    strcmp(alg, "relay-tee") == 0 ? RELAY_TEE : RELAY_RW;
+	uint8_t *buf = malloc(RELAY_BUF > block ? RELAY_BUF : block);
+	double best = 0, dt;
+	int r;
+
+	if (buf == NULL)
+		die("malloc");
+	for (r = 0; r < reps; r++) {
+		dt = relay_once(mode, block, total, buf);
+		if (r == 0 || dt < best)
+			best = dt;
+	}
+	printf("alg=%s block=%zu relay_s_per_gib=%.3f\n", alg, block,
+	    best * (double)(1u << 30) / (double)total);
+	free(buf);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -285,6 +501,9 @@ main(int argc, char **argv)
 		return 2;
 	}
 	block = parse_size(a[1]);
+	if (strcmp(a[0], "relay") == 0 || strcmp(a[0], "relay-splice") == 0 ||
+	    strcmp(a[0], "relay-tee") == 0)
+		return relay_main(a[0], block, total, reps);
 	if (a[2] != NULL)
 		coalesce = parse_size(a[2]);
 	if (coalesce < block)

@@ -6,8 +6,8 @@
 # Asserts only that the bench exited 0 (it exits 1 on a failed run, wrong
 # data on disk or a session that was not keyed), that every row has CPU
 # figures, a floor where one applies, data ok and the session keyed, and
-# that bin/cryptofloor gives a number for every algorithm.  Never asserts
-# a speed.
+# that bin/cryptofloor gives a number for every algorithm and for the
+# plain relay.  Never asserts a speed.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "the keyed-session CPU bench"
 [ -x "$TOP/bin/cryptofloor" ] || skip "bin/cryptofloor not built"
@@ -18,6 +18,12 @@ for a in hmac-sha256 aes-cmac aes-gmac aes128-ccm aes128-gcm aes256-ccm aes256-g
 	awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "cryptofloor $a: no figure in '$out'"
 done
 "$TOP/bin/cryptofloor" rot13 1K >/dev/null 2>&1 && fail "cryptofloor accepted an unknown algorithm"
+# the relay floors: 4 MiB through each relay (its sink checks the count)
+for a in relay relay-splice relay-tee; do
+	out=$("$TOP/bin/cryptofloor" "$a" 1M --mib 4 --reps 1) || fail "cryptofloor $a failed: $out"
+	v=$(sed -n 's/.*relay_s_per_gib=\([0-9.]*\).*/\1/p' <<<"$out")
+	awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "cryptofloor $a: no figure in '$out'"
+done
 
 TMPDIR=$T bash "$TOP/tests/bench/crypto" --configs unsigned,gmac,ccm128 --reps 1 \
     --kib-mib 2 --mib-mib 16 --floor-mib 8 > "$T/bench.out" 2>&1
@@ -57,6 +63,11 @@ for cfg in ("unsigned", "gmac", "ccm128"):
 print("%d rows, %d problems" % (len(rows), bad))
 sys.exit(1 if bad else 0)
 EOF
+grep -Eq "^not looked at, [0-9.]+ s/GiB; splice \+ tee \+ read, the bytes seen, [0-9.]+ s/GiB; read/write: [0-9.]+ s/GiB$" "$T/bench.out" || fail "no relay floor line"
+grep -Eq '^gmac: 1 KiB writes cost .*; paired by round: median [-+][0-9]+% \([-+][0-9]+% \.\. [-+][0-9]+%\)$' "$T/bench.out" ||
+	fail "no paired per-op figure for gmac"
+grep -Eq '^gmac: 1 MiB writes .* floor \+ relay [0-9.]+: [0-9.]+x$' "$T/bench.out" ||
+	fail "no floor + relay figure for gmac"
 grep -Eq '^  gmac: keyed\+1/' "$T/bench.out" || fail "the gmac session was not keyed"
 grep -Eq '^  ccm128: keyed\+1/.* enc=[1-9]' "$T/bench.out" || fail "the ccm128 session was not keyed and sealed"
 info "PASS"
