@@ -256,10 +256,12 @@ krb_setup_req(struct px_conn *c, const struct smb2_session_setup_req *sr,
 	}
 	r = px_krb_accept_req(m, keytab_for(c, m->sname_host), &sa->krb);
 	log_debug("conn=%llu kerberos AP-REQ client=%s service=%s "
-	    "ticket=%s kvno=%lu: %s", (unsigned long long)c->id,
+	    "ticket=%s kvno=%lu session_key=%s: %s", (unsigned long long)c->id,
 	    sa->krb.client[0] ? sa->krb.client : "?", sa->krb.service,
 	    px_krb_enctype_name(m->ticket.etype),
-	    (unsigned long)m->ticket.kvno, px_krb_result_name(r));
+	    (unsigned long)m->ticket.kvno, sa->krb.session_etype ?
+	    px_krb_enctype_name(sa->krb.session_etype) : "-",
+	    px_krb_result_name(r));
 	OPENSSL_cleanse(m, sizeof(*m));
 	free(m);
 }
@@ -464,7 +466,10 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 	}
 }
 
-/* " auth=kerberos client=... ticket=aes256-cts-hmac-sha1-96/kvno=1" */
+/* " auth=kerberos client=... ticket=aes256-cts-hmac-sha1-96/kvno=1
+ * session_key=aes128-cts-hmac-sha1-96": the ticket's enctype is the
+ * service key's, the session key's is what the KDC chose from the
+ * client's list (it keys the authenticator and the AP-REP) */
 static void
 auth_desc(const struct setup_auth *sa, char *buf, size_t len)
 {
@@ -474,9 +479,12 @@ auth_desc(const struct setup_auth *sa, char *buf, size_t len)
 	}
 	if (sa->mech == PX_MECH_KERBEROS && sa->krb.service[0] != '\0')
 		snprintf(buf, len, " auth=kerberos client=%s service=%s "
-		    "ticket=%s/kvno=%lu", sa->krb.client[0] ? sa->krb.client :
-		    "?", sa->krb.service, px_krb_enctype_name(
-		    sa->krb.ticket_etype), (unsigned long)sa->krb.ticket_kvno);
+		    "ticket=%s/kvno=%lu%s%s", sa->krb.client[0] ?
+		    sa->krb.client : "?", sa->krb.service, px_krb_enctype_name(
+		    sa->krb.ticket_etype), (unsigned long)sa->krb.ticket_kvno,
+		    sa->krb.session_etype ? " session_key=" : "",
+		    sa->krb.session_etype ? px_krb_enctype_name(
+		    sa->krb.session_etype) : "");
 	else
 		snprintf(buf, len, " auth=%s", sa->negoex ? "negoex" :
 		    px_gss_mech_name(sa->mech));
@@ -526,7 +534,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_session_setup_rsp sr;
 	struct smb2_elem e = { msg, len };
 	const char *why;
-	char ad[PX_KRB_NAME_MAX * 2 + 96];
+	char ad[PX_KRB_NAME_MAX * 2 + 160];
 	bool was;
 
 	if (s == NULL)

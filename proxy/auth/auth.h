@@ -496,6 +496,7 @@ struct px_krb_accept {
 	char client[PX_KRB_NAME_MAX];      /* cname@crealm */
 	char service[PX_KRB_NAME_MAX];     /* sname@realm */
 	struct px_krb_key ticket_key;      /* the ticket session key */
+	int32_t session_etype;             /* its enctype (kept after a wipe) */
 	bool has_auth_subkey;
 	struct px_krb_key auth_subkey;
 };

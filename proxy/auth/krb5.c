@@ -871,6 +871,7 @@ px_krb_accept_req(const struct px_krb_msg *req, const struct px_keytab *kt,
 		r = PX_KRB_R_MALFORMED;
 		goto out;
 	}
+	a->session_etype = a->ticket_key.enctype;
 	OPENSSL_cleanse(plain, cap);
 	free(plain);
 	plain = NULL;

@@ -4,7 +4,8 @@ tests/unit/data/krb5/ (run by hand; see fuzz_krb5.c for the input format).
 
 The security buffers of the captured SESSION_SETUP request and response
 (target 0), and the ticket, authenticator and AP-REP parts decrypted with
-the DC's keytab (targets 1-4), decrypted with impacket's own Kerberos
+the DC's keytab or, for the tickets of the two accounts limited to aes128
+and rc4-hmac, svc.keytab (targets 1-4), decrypted with impacket's own Kerberos
 crypto and pyasn1 (not smbaccel's code)."""
 import hashlib
 import os
@@ -35,7 +36,7 @@ def keytab_keys(path):
             p += 2 + struct.unpack(">H", b[p:p + 2])[0]
         p += 9
         et, kl = struct.unpack(">HH", b[p:p + 4])
-        keys.setdefault(et, b[p + 4:p + 4 + kl])
+        keys.setdefault(et, []).append(b[p + 4:p + 4 + kl])
         off += size
     return keys
 
@@ -58,6 +59,17 @@ def gss_inner(tok, want):
     raise ValueError("no message")
 
 
+def open_ticket(et, keys, cipher):
+    """the ticket decrypted with the first of keys (of its enctype) that
+    opens it"""
+    for k in keys:
+        try:
+            return _enctype_table[et].decrypt(Key(et, k), 2, cipher)
+        except Exception:
+            continue
+    raise ValueError("no key of enctype %d opens the ticket" % et)
+
+
 def put(data):
     name = hashlib.sha1(data).hexdigest()
     with open(os.path.join(OUT, name), "wb") as f:
@@ -66,25 +78,35 @@ def put(data):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    keys = keytab_keys(os.path.join(DATA, "dc.keytab"))
-    for case in ("smb210-aes256", "smb311-aes256"):
+    for f in os.listdir(OUT):
+        os.unlink(os.path.join(OUT, f))
+    dc = keytab_keys(os.path.join(DATA, "dc.keytab"))
+    svc = keytab_keys(os.path.join(DATA, "svc.keytab"))
+    # (case, keys of its ticket, the DC answered with an AP-REP)
+    cases = [("smb210-aes256", dc, True), ("smb311-aes256", dc, True),
+             ("smb311-skaes128", dc, True), ("smb311-skrc4", dc, True),
+             ("tkt-aes128", svc, False), ("tkt-rc4", svc, False)]
+    for case, keys, answered in cases:
         req = open(os.path.join(DATA, case + ".s0.ss-req1"), "rb").read()
-        rsp = open(os.path.join(DATA, case + ".s0.ss-rsp1"), "rb").read()
-        qb, rb = secbuf(req, False), secbuf(rsp, True)
+        qb = secbuf(req, False)
         put(b"\x00" + qb)
-        put(b"\x00" + rb)
-        apreq, aprep = gss_inner(qb, 0x6e), gss_inner(rb, 0x6f)
+        apreq = gss_inner(qb, 0x6e)
         tenc = apreq["ticket"]["enc-part"]
         et = int(tenc["etype"])
-        tplain = _enctype_table[et].decrypt(Key(et, keys[et]), 2, bytes(tenc["cipher"]))
+        tplain = open_ticket(et, keys[et], bytes(tenc["cipher"]))
         put(b"\x01" + tplain)
         put(b"\x04" + tplain)
         etp = decoder.decode(tplain, asn1Spec=EncTicketPart())[0]
         sk = Key(int(etp["key"]["keytype"]), bytes(etp["key"]["keyvalue"]))
         aplain = _enctype_table[sk.enctype].decrypt(sk, 11, bytes(apreq["authenticator"]["cipher"]))
         put(b"\x02" + aplain)
-        rplain = _enctype_table[sk.enctype].decrypt(sk, 12, bytes(aprep["enc-part"]["cipher"]))
-        put(b"\x03" + rplain)
+        if answered:
+            rsp = open(os.path.join(DATA, case + ".s0.ss-rsp1"), "rb").read()
+            rb = secbuf(rsp, True)
+            put(b"\x00" + rb)
+            aprep = gss_inner(rb, 0x6f)
+            rplain = _enctype_table[sk.enctype].decrypt(sk, 12, bytes(aprep["enc-part"]["cipher"]))
+            put(b"\x03" + rplain)
     print("seeds in %s: %d" % (OUT, len(os.listdir(OUT))))
 
 

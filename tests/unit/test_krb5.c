@@ -17,15 +17,18 @@
  *          of tests/integration/addc_lib.sh: the keytab of the DC's machine
  *          account (a throwaway test domain), SMB 2.1 and 3.1.1 NEGOTIATE
  *          and SESSION_SETUP messages of smbclient --use-kerberos=required
- *          sessions straight to the DC, and keys.txt, the ticket session
- *          keys read from the client's credential cache with impacket.  The
- *          ticket decrypted with the keytab must yield that key, and the
- *          key the acceptor picks must verify the DC's signature on the
- *          final SESSION_SETUP response.
+ *          sessions straight to the DC (aes256 tickets with aes256, aes128
+ *          and rc4-hmac session keys), the AP-REQs of aes128 and rc4-hmac
+ *          tickets for two accounts limited to those enctypes (svc.keytab
+ *          holds their keys; the DC refuses them, its smbd having other
+ *          keys), and keys.txt, the ticket session keys read from the
+ *          client's credential cache with impacket.  The ticket decrypted
+ *          with the keytab must yield that key, and the key the acceptor
+ *          picks must verify the DC's signature on the final SESSION_SETUP
+ *          response.
  *  [BUILT] messages built here with a small DER writer, encrypted with
- *          px_krb_encrypt: aes128 and rc4-hmac tickets (the DC only issues
- *          aes256), subkeys present or absent, user-to-user, NEGOEX,
- *          KRB-ERROR, and DER that lies.
+ *          px_krb_encrypt: every enctype with subkeys present or absent,
+ *          user-to-user, NEGOEX, KRB-ERROR, and DER that lies.
  */
 #include <fcntl.h>
 #include <stdint.h>
@@ -785,11 +788,20 @@ test_keytab_file(void)
 struct capture {
 	const char *name;
 	uint16_t dialect;
+	int32_t skey;          /* the session key's enctype (the KDC's choice) */
+	size_t keylen;         /* the SMB session key's, from the AP-REP subkey */
 };
 
+/* Tickets in the DC's aes256 key; the session keys as the client's list
+ * asked (mkdata.sh).  The DC's acceptor makes its AP-REP subkey aes256
+ * whatever the session key is (seen in these captures), so the SMB
+ * session key has 32 bytes in every case; the AP-REP itself is encrypted
+ * in the aes128 or rc4-hmac session key (usage 12). */
 static const struct capture CAPS[] = {
-	{ "smb210-aes256", SMB2_DIALECT_0210 },
-	{ "smb311-aes256", SMB2_DIALECT_0311 },
+	{ "smb210-aes256", SMB2_DIALECT_0210, PX_ENCTYPE_AES256_SHA1, 32 },
+	{ "smb311-aes256", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32 },
+	{ "smb311-skaes128", SMB2_DIALECT_0311, PX_ENCTYPE_AES128_SHA1, 32 },
+	{ "smb311-skrc4", SMB2_DIALECT_0311, PX_ENCTYPE_RC4_HMAC, 32 },
 };
 
 static uint8_t *
@@ -843,21 +855,28 @@ key_of(const char *name, char *hex, size_t hexsz)
 }
 
 static struct px_keytab *
-dc_keytab(void)
+data_keytab(const char *file)
 {
 	struct px_keytab *kt;
 	uint8_t *b;
 	size_t n;
-	char err[512];
+	char err[512], path[256];
 	const char *p;
 
-	if ((b = slurp(DATA "dc.keytab", &n)) == NULL)
+	snprintf(path, sizeof(path), DATA "%s", file);
+	if ((b = slurp(path, &n)) == NULL)
 		return NULL;
 	p = tmp_keytab(b, n, 0600);
 	kt = p ? px_keytab_load(p, err, sizeof(err)) : NULL;
 	free(b);
 	tmp_clean();
 	return kt;
+}
+
+static struct px_keytab *
+dc_keytab(void)
+{
+	return data_keytab("dc.keytab");
 }
 
 /* SMB keys of a case with session key sk; 0 if the final response's
@@ -942,9 +961,11 @@ test_dc_capture(void)
 		    "cifs/dc1.krb.smbaccel.test@KRB.SMBACCEL.TEST");
 		CU_ASSERT_FATAL(key_of(c->name, hex, sizeof(hex)));
 		/* the key the client's ccache holds for this ticket */
-		UT_CHECK(a.ticket_key.enctype == 18 &&
+		UT_CHECK(a.ticket_key.enctype == c->skey &&
 		    eqhex(a.ticket_key.bytes, a.ticket_key.len, hex),
 		    "%s: ticket key differs from the ccache's %s", c->name, hex);
+		CU_ASSERT_EQUAL(a.ticket_etype, PX_ENCTYPE_AES256_SHA1);
+		CU_ASSERT_EQUAL(a.session_etype, c->skey);
 		CU_ASSERT(a.mutual);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(r, rn, true, &sbl));
@@ -952,7 +973,8 @@ test_dc_capture(void)
 		CU_ASSERT_EQUAL(rep.type, PX_KRB_MSG_AP_REP);
 		CU_ASSERT_EQUAL(px_krb_session_key(&a, &rep, key, &kl),
 		    PX_KRB_R_OK);
-		CU_ASSERT_EQUAL(kl, 32);
+		UT_CHECK(kl == c->keylen, "%s: SMB session key of %zu bytes",
+		    c->name, kl);
 		/* the acceptor subkey verifies the DC's signature ... */
 		UT_CHECK(verify_with(c, key, kl) == 0,
 		    "%s: the AP-REP subkey does not verify the signature",
@@ -1077,6 +1099,97 @@ test_dc_capture_keys(void)
 	px_keytab_free(k2);
 	free(q);
 	px_keytab_free(kt);
+}
+
+/*
+ * Tickets in aes128 and rc4-hmac service keys, issued by the DC's KDC for
+ * two user accounts limited to those enctypes (mkdata.sh: tkt-*).  The DC's
+ * smbd refuses them, so only the AP-REQ is used: the ticket (usage 2) and
+ * the authenticator (usage 11) of a real KDC and client in each enctype.
+ */
+static void
+test_dc_capture_ticket_enctypes(void)
+{
+	static const struct {
+		const char *name, *sname;
+		int32_t et;
+	} tk[] = {
+		{ "tkt-aes128", "cifs/fs128.krb.smbaccel.test",
+		  PX_ENCTYPE_AES128_SHA1 },
+		{ "tkt-rc4", "cifs/fsrc4.krb.smbaccel.test",
+		  PX_ENCTYPE_RC4_HMAC },
+	};
+	struct px_keytab *svc = data_keytab("svc.keytab"), *dc = dc_keytab();
+	struct px_krb_msg req;
+	struct px_krb_accept a;
+	uint8_t *q, *r, key[PX_KRB_KEY_MAX];
+	const uint8_t *sb;
+	size_t qn, rn, sbl = 0, kl, i;
+	char hex[160];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(svc);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dc);
+	CU_ASSERT_EQUAL(px_keytab_count(svc), 6);
+	for (i = 0; i < NELEM(tk); i++) {
+		q = load_msg(tk[i].name, "ss-req1", &qn);
+		r = load_msg(tk[i].name, "ss-rsp1", &rn);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+		/* the DC refused it: STATUS_LOGON_FAILURE */
+		CU_ASSERT_FATAL(rn >= 64);
+		CU_ASSERT_EQUAL(px_get_u32(r + 8), 0xC000006Du);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(q, qn, false, &sbl));
+		CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &req), PX_NTLM_OK);
+		CU_ASSERT_EQUAL(req.type, PX_KRB_MSG_AP_REQ);
+		CU_ASSERT_STRING_EQUAL(req.sname, tk[i].sname);
+		UT_CHECK(req.ticket.etype == tk[i].et, "%s: ticket in %s",
+		    tk[i].name, px_krb_enctype_name(req.ticket.etype));
+		CU_ASSERT(req.ticket.has_kvno && req.ticket.kvno == 2);
+		CU_ASSERT_EQUAL(req.authenticator.etype, tk[i].et);
+
+		UT_CHECK(px_krb_accept_req(&req, svc, &a) == PX_KRB_R_OK,
+		    "%s: %s", tk[i].name, px_krb_result_name(a.result));
+		CU_ASSERT_STRING_EQUAL(a.client, "krbuser@KRB.SMBACCEL.TEST");
+		CU_ASSERT_FATAL(key_of(tk[i].name, hex, sizeof(hex)));
+		UT_CHECK(a.ticket_key.enctype == tk[i].et &&
+		    eqhex(a.ticket_key.bytes, a.ticket_key.len, hex),
+		    "%s: ticket key differs from the ccache's %s", tk[i].name,
+		    hex);
+		CU_ASSERT_EQUAL(a.ticket_etype, tk[i].et);
+		CU_ASSERT_EQUAL(a.session_etype, tk[i].et);
+		/* the client's authenticator subkey, in the same enctype */
+		CU_ASSERT_FATAL(a.has_auth_subkey);
+		CU_ASSERT_EQUAL(a.auth_subkey.enctype, tk[i].et);
+		CU_ASSERT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
+		    PX_KRB_R_OK);
+		CU_ASSERT(kl == 16 && memcmp(key, a.auth_subkey.bytes, 16) == 0);
+		px_krb_accept_wipe(&a);
+		/* the DC's own keys are of kvno 1: none opens it */
+		CU_ASSERT_EQUAL(px_krb_accept_req(&req, dc, &a),
+		    PX_KRB_R_NO_MATCHING_KEY);
+		/* one bit of the ticket's cipher text changed: the
+		 * checksum (HMAC-SHA1-96 or HMAC-MD5) fails */
+		{
+			uint8_t *mq = malloc(sbl);
+			struct px_krb_msg m2;
+			size_t off;
+
+			CU_ASSERT_PTR_NOT_NULL_FATAL(mq);
+			memcpy(mq, sb, sbl);
+			off = (size_t)(req.ticket.cipher - sb) +
+			    req.ticket.len / 2;
+			mq[off] ^= 0x10;
+			CU_ASSERT_EQUAL_FATAL(px_krb_parse(mq, sbl, &m2),
+			    PX_NTLM_OK);
+			CU_ASSERT_EQUAL(px_krb_accept_req(&m2, svc, &a),
+			    PX_KRB_R_DECRYPT_FAILED);
+			free(mq);
+		}
+		free(q);
+		free(r);
+	}
+	px_keytab_free(svc);
+	px_keytab_free(dc);
 }
 
 /* ---- built messages ------------------------------------------------------ */
@@ -1563,6 +1676,8 @@ ut_register_krb5(void)
 		{ "DC capture: ticket, authenticator, AP-REP, signature",
 		  test_dc_capture },
 		{ "DC capture: keytabs without the key", test_dc_capture_keys },
+		{ "DC capture: aes128 and rc4-hmac tickets",
+		  test_dc_capture_ticket_enctypes },
 		{ "built: enctypes and subkey choice",
 		  test_built_enctypes_and_subkeys },
 		{ "built: framings, u2u, NEGOEX, KRB-ERROR",

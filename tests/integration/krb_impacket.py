@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""krb_impacket.py - a second Kerberos SMB client for the t_krb_* tests:
+impacket's (Debian python3-impacket 0.10), with its own GSS/Kerberos
+AP-REQ and its own SMB2/3 signing.
+
+    krb_impacket.py [options] write PATH SIZE SEED
+    krb_impacket.py [options] verify PATH SIZE SEED
+
+write: PATH gets SIZE bytes of the pattern of SEED in --wsize writes
+(default 1024), one request each, then closed; prints "sha256=HEX".
+verify: PATH is read in --rsize reads (default 4096) and compared with the
+pattern; exit 3 at the first difference.
+
+The cifs/FQDN ticket comes from the credential cache ($KRB5CCNAME; fetch
+it with kvno): impacket's own TGS-REQ is refused by Samba 4.17's KDC
+(KRB_AP_ERR_INAPP_CKSUM, the checksum type of its authenticator).
+impacket's AP-REQ has no authenticator subkey; without --mutual it asks
+for no AP-REP, so the SMB session key is the ticket's session key (the
+last choice of MS-SMB2 3.3.5.5.3); with --mutual, the AP-REP's subkey.
+Options: --host FQDN, --addr IP, --port N, --share S, --user U, --realm
+R, --dialect 2.1|3.0|3.1.1, --mutual.  Exit 0 ok, 2 usage/SMB error, 3
+mismatch.
+"""
+import argparse
+import hashlib
+import os
+import random
+import sys
+
+from impacket import smb3structs as s3
+from impacket.krb5.ccache import CCache
+from impacket.smbconnection import SMBConnection
+
+DIALECTS = {"2.1": s3.SMB2_DIALECT_21, "3.0": s3.SMB2_DIALECT_30,
+            "3.1.1": s3.SMB2_DIALECT_311}
+
+
+def pattern(size, seed):
+    return random.Random(seed).randbytes(size)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--port", type=int, default=445)
+    ap.add_argument("--share", default="share")
+    ap.add_argument("--user", required=True)
+    ap.add_argument("--realm", required=True)
+    ap.add_argument("--dialect", choices=sorted(DIALECTS), default="3.1.1")
+    ap.add_argument("--mutual", action="store_true")
+    ap.add_argument("--wsize", type=int, default=1024)
+    ap.add_argument("--rsize", type=int, default=4096)
+    ap.add_argument("op", choices=("write", "verify"))
+    ap.add_argument("path")
+    ap.add_argument("size", type=int)
+    ap.add_argument("seed", type=int)
+    a = ap.parse_args()
+
+    data = pattern(a.size, a.seed)
+    try:
+        # impacket reads a plain path, not "FILE:path"
+        cc = os.environ.get("KRB5CCNAME", "")
+        if cc.startswith("FILE:"):
+            os.environ["KRB5CCNAME"] = cc[5:]
+        _, _, _, tgs = CCache.parseFile(a.realm, a.user, "cifs/%s" % a.host)
+        if tgs is None:
+            print("krb_impacket: no cifs/%s ticket in the credential cache" % a.host,
+                  file=sys.stderr)
+            return 2
+        conn = SMBConnection(a.host, a.addr, sess_port=a.port,
+                             preferredDialect=DIALECTS[a.dialect], timeout=60)
+        # the SMB3 object's own call: SMBConnection.kerberosLogin has no
+        # mutual-authentication switch
+        conn._SMBConnection.kerberosLogin(a.user, "", a.realm, TGS=tgs,
+                                          mutualAuth=a.mutual)
+        tid = conn.connectTree(a.share)
+        if a.op == "write":
+            fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
+            for off in range(0, a.size, a.wsize):
+                conn.writeFile(tid, fid, data[off:off + a.wsize], off)
+            conn.closeFile(tid, fid)
+            print("sha256=%s" % hashlib.sha256(data).hexdigest())
+        else:
+            fid = conn.openFile(tid, a.path)
+            for off in range(0, a.size, a.rsize):
+                got = conn.readFile(tid, fid, off, min(a.rsize, a.size - off))
+                if got != data[off:off + a.rsize]:
+                    print("mismatch at offset %d (%d bytes read)" % (off, len(got)))
+                    return 3
+            conn.closeFile(tid, fid)
+            print("verified %d bytes" % a.size)
+        conn.logoff()
+    except Exception as e:  # impacket raises SessionError and socket errors
+        print("krb_impacket: %s: %s" % (type(e).__name__, e), file=sys.stderr)
+        return 2
+    return 0
+
+
+sys.exit(main())
