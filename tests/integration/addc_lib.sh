@@ -31,6 +31,10 @@
 #   addc_home NAME [smb.conf lines]   a HOME for smbclient/libsmbclient with
 #                                  the realm as workgroup and Kerberos on
 #   addc_keytab FILE [PRINCIPAL]   samba-tool domain exportkeytab, root 0600
+#   addc_svc_account NAME ENCTYPES KEYTAB   a user account NAME with the SPN
+#                                  cifs/NAME.<the DC's domain>, limited to
+#                                  ENCTYPES (msDS-SupportedEncryptionTypes),
+#                                  its keys exported to KEYTAB
 #   addc_bed                       the forward-mode bed below, all of it
 #
 # The forward-mode bed (addc_bed):
@@ -312,6 +316,16 @@ addc_keytab() {
 	    fail "samba-tool domain exportkeytab $p: $out"
 	[ -s "$f" ] || fail "exportkeytab wrote nothing to $f: $out"
 	chown 0:0 "$f" && chmod 0600 "$f" || fail "cannot chown/chmod $f"
+}
+
+addc_svc_account() {
+	local acct=$1 out
+	out=$(addc_tool user create "$acct" "Svc-$RANDOM-pw-$RANDOM!" 2>&1) ||
+	    fail "samba-tool user create $acct: $out"
+	out=$(addc_tool spn add "cifs/$acct.${ADDC_FQDN#*.}" "$acct" 2>&1) ||
+	    fail "samba-tool spn add cifs/$acct.${ADDC_FQDN#*.}: $out"
+	addc_enctypes "$acct" "$2"
+	addc_keytab "$3" "$acct"
 }
 
 # addc_enctypes ACCOUNT VALUE: msDS-SupportedEncryptionTypes of ACCOUNT

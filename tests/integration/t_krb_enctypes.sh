@@ -46,14 +46,9 @@ domain=${ADDC_FQDN#*.}
 echo "rkt $KT" >> "$T/all.ktutil"
 for a in fs128:8 fsrc4:4; do
 	acct=${a%%:*}
-	out=$(addc_tool user create "$acct" "Svc-$RANDOM-pw-$RANDOM!" 2>&1) ||
-	    fail "samba-tool user create $acct: $out"
-	out=$(addc_tool spn add "cifs/$acct.$domain" "$acct" 2>&1) ||
-	    fail "samba-tool spn add cifs/$acct.$domain: $out"
-	addc_enctypes "$acct" "${a#*:}"
+	addc_svc_account "$acct" "${a#*:}" "$T/$acct.keytab"
 	printf '127.0.0.1\t%s\n' "$acct.$domain" >> "/etc/netns/$ADDC_CLI/hosts"
 	printf '%s\t%s\n' "$ADDC_DIR_IP" "$acct.$domain" >> "/etc/netns/$ADDC_DIRNS/hosts"
-	addc_keytab "$T/$acct.keytab" "$acct"
 	echo "rkt $T/$acct.keytab" >> "$T/all.ktutil"
 done
 printf 'wkt %s\nquit\n' "$T/all.keytab.new" >> "$T/all.ktutil"

@@ -40,13 +40,8 @@ domain=${ADDC_FQDN#*.}
 : > "$T/svc.ktutil"
 for a in fs128:8 fsrc4:4; do
 	acct=${a%%:*}
-	out=$(addc_tool user create "$acct" "Svc-$RANDOM-pw-$RANDOM!" 2>&1) ||
-	    fail "samba-tool user create $acct: $out"
-	out=$(addc_tool spn add "cifs/$acct.$domain" "$acct" 2>&1) ||
-	    fail "samba-tool spn add cifs/$acct.$domain: $out"
-	addc_enctypes "$acct" "${a#*:}"
+	addc_svc_account "$acct" "${a#*:}" "$T/$acct.keytab"
 	printf '%s\t%s\n' "$ADDC_DIR_IP" "$acct.$domain" >> "/etc/netns/$ADDC_DIRNS/hosts"
-	addc_keytab "$T/$acct.keytab" "$acct"
 	echo "rkt $T/$acct.keytab" >> "$T/svc.ktutil"
 done
 printf 'wkt %s\nquit\n' "$T/svc.keytab" >> "$T/svc.ktutil"
