@@ -85,7 +85,8 @@ def main():
     # (case, keys of its ticket, the DC answered with an AP-REP)
     cases = [("smb210-aes256", dc, True), ("smb311-aes256", dc, True),
              ("smb311-skaes128", dc, True), ("smb311-skrc4", dc, True),
-             ("tkt-aes128", svc, False), ("tkt-rc4", svc, False)]
+             ("tkt-aes128", svc, False), ("tkt-rc4", svc, False),
+             ("smb311-tktrc4", dc, True)]
     for case, keys, answered in cases:
         req = open(os.path.join(DATA, case + ".s0.ss-req1"), "rb").read()
         qb = secbuf(req, False)

@@ -31,6 +31,8 @@
 #   addc_home NAME [smb.conf lines]   a HOME for smbclient/libsmbclient with
 #                                  the realm as workgroup and Kerberos on
 #   addc_keytab FILE [PRINCIPAL]   samba-tool domain exportkeytab, root 0600
+#   addc_rc4_only ACCOUNT          drop ACCOUNT's AES keys: its tickets
+#                                  are then in its rc4-hmac key
 #   addc_svc_account NAME ENCTYPES KEYTAB   a user account NAME with the SPN
 #                                  cifs/NAME.<the DC's domain>, limited to
 #                                  ENCTYPES (msDS-SupportedEncryptionTypes),
@@ -326,6 +328,54 @@ addc_svc_account() {
 	    fail "samba-tool spn add cifs/$acct.${ADDC_FQDN#*.}: $out"
 	addc_enctypes "$acct" "$2"
 	addc_keytab "$3" "$acct"
+}
+
+# addc_rc4_only ACCOUNT: remove the Primary:Kerberos-Newer-Keys package
+# (its AES keys) from ACCOUNT's supplementalCredentials, and its name from
+# the Packages list, with the password_hash module's bypass control (which
+# accepts the blob without that package but not with fewer keys in it).
+# The KDC then encrypts ACCOUNT's tickets in its rc4-hmac key (the NT
+# hash), which the DC's smbd, reading the same database, also has.  The
+# only way to get a DC's own tickets in another enctype: Samba 4.17 uses
+# the AES keys of a DC whatever its msDS-SupportedEncryptionTypes says.
+addc_rc4_only() {
+	_addc_mnt /usr/bin/python3 - "$ADDC_CONF" "$1" <<'PYEOF' || fail "cannot drop the AES keys of $1"
+import binascii, sys, ldb
+from samba import dsdb
+from samba.auth import system_session
+from samba.dcerpc import drsblobs
+from samba.ndr import ndr_pack, ndr_unpack
+from samba.param import LoadParm
+from samba.samdb import SamDB
+lp = LoadParm()
+lp.load(sys.argv[1])
+db = SamDB(url=lp.samdb_url(), lp=lp, session_info=system_session())
+res = db.search(base=db.domain_dn(), scope=ldb.SCOPE_SUBTREE,
+                expression="(sAMAccountName=%s)" % ldb.binary_encode(sys.argv[2]),
+                attrs=["supplementalCredentials"])
+if len(res) != 1 or "supplementalCredentials" not in res[0]:
+    sys.exit("no account %s with supplementalCredentials" % sys.argv[2])
+scb = ndr_unpack(drsblobs.supplementalCredentialsBlob, res[0]["supplementalCredentials"][0])
+keep = []
+for p in scb.sub.packages:
+    if p.name == "Primary:Kerberos-Newer-Keys":
+        continue
+    if p.name == "Packages":
+        names = binascii.a2b_hex(p.data).decode("utf-16-le").split("\0")
+        names = [n for n in names if n != "Kerberos-Newer-Keys"]
+        p.data = binascii.b2a_hex("\0".join(names).encode("utf-16-le")).decode().upper()
+        p.data_len = len(p.data)
+    keep.append(p)
+if len(keep) == len(scb.sub.packages):
+    sys.exit("%s has no Primary:Kerberos-Newer-Keys" % sys.argv[2])
+scb.sub.packages = keep
+scb.sub.num_packages = len(keep)
+m = ldb.Message()
+m.dn = res[0].dn
+m["supplementalCredentials"] = ldb.MessageElement(ndr_pack(scb), ldb.FLAG_MOD_REPLACE,
+                                                  "supplementalCredentials")
+db.modify(m, controls=["local_oid:%s:0" % dsdb.DSDB_CONTROL_BYPASS_PASSWORD_HASH_OID])
+PYEOF
 }
 
 # addc_enctypes ACCOUNT VALUE: msDS-SupportedEncryptionTypes of ACCOUNT

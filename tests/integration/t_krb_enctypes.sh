@@ -31,6 +31,11 @@
 #     its authenticator (debug log: "ticket=E kvno=2 session_key=E: ok").
 #     After a reload with the DC's keys only, the same AP-REQ gives
 #     "no-matching-key" (the test can tell).
+#  3. The DC's own tickets in rc4-hmac: its AES keys are dropped from the
+#     database (addc_rc4_only), so the KDC encrypts them in its NT hash and
+#     its smbd accepts them.  smbdd -k (KE_MIB MiB, 1 KiB writes, 4 KiB
+#     reads) and impacket at 3.1.1 through smbaccel: intact on the DC's
+#     disk, keyed with "ticket=rc4-hmac/kvno=1", absorbed, read ahead.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions"
@@ -92,12 +97,13 @@ check_skey() {	# check_skey E WHEN: the cached cifs/ ticket's session key is E
 	assert_eq "$1, aes256-cts-hmac-sha1-96" "$et" "cached cifs/ ticket (skey, tkt) $2"
 }
 
-# keyed_lines FROM LABEL E: smbaccel's "keyed" lines since line FROM into
-# $T/LABEL.keyed, each with an aes256 ticket and session key E
+# keyed_lines FROM LABEL E [TICKET]: smbaccel's "keyed" lines since line
+# FROM into $T/LABEL.keyed, each with a TICKET (default aes256) ticket and
+# session key E
 keyed_lines() {
 	tail -n +"$(($1 + 1))" "$PROXY_LOG" | grep ' keyed dialect=' > "$T/$2.keyed" ||
 	    fail "$2: no keyed session in smbaccel's log"
-	grep -v "auth=kerberos .* ticket=aes256-cts-hmac-sha1-96/kvno=1 session_key=$3\$" "$T/$2.keyed" &&
+	grep -v "auth=kerberos .* ticket=${4:-aes256-cts-hmac-sha1-96}/kvno=1 session_key=$3\$" "$T/$2.keyed" &&
 	    fail "$2: a session keyed with another ticket or session key (above)"
 	info "$2: $(wc -l < "$T/$2.keyed") sessions keyed, e.g.: $(head -n 1 "$T/$2.keyed" | sed 's/.* auth=/auth=/')"
 }
@@ -216,6 +222,36 @@ for host in fs128 fsrc4; do
 	    fail "$host: with the DC's keys only, not no-matching-key (above)"
 	info "$host, DC keys only: $(head -n 1 "$T/$host.nokey.apreq" | sed 's/.*kerberos AP-REQ //')"
 done
+# ---- 3. the DC's own tickets in rc4-hmac: its AES keys dropped
+addc_rc4_only 'DC1$'
+in_cli kdestroy > /dev/null 2>&1
+addc_kinit "$ADDC_CLI" "$ADDC_CLI_KRB5" "$ADDC_CCACHE"
+in_cli kvno "cifs/$ADDC_FQDN" > /dev/null || fail "kvno cifs/$ADDC_FQDN with rc4 keys only"
+tkt=$(in_cli klist -e | grep -A1 "cifs/$ADDC_FQDN" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
+    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//')
+assert_eq "aes256-cts-hmac-sha1-96, rc4-hmac" "$tkt" "the DC's ticket (skey, tkt) without its AES keys"
+l=tktrc4
+snap "$l-0"
+nlog=$(wc -l < "$PROXY_LOG")
+out=$(kcc_smbdd write "k-$l" 1K $((MIB * 1024)) -m SMB3_11 -s "$seed" -q -f 2>&1) ||
+    fail "$l: smbdd 1 KiB writes through smbaccel failed: $out"
+out=$(kcc_smbdd verify "k-$l" 4K $((MIB * 256)) -m SMB3_11 -s "$seed" -q 2>&1) ||
+    fail "$l: smbdd 4 KiB read+verify through smbaccel failed: $out"
+assert_eq "$ref" "$(sha256 "$ADDC_SHARE_DIR/k-$l")" "$l: sha256 on the DC's disk vs the pattern written directly"
+out=$(kimp write "i-$l" --dialect 3.1.1) || fail "$l: impacket's writes through smbaccel failed: $out"
+want=$(echo "$out" | sed -n 's/^sha256=//p')
+out=$(kimp verify "i-$l" --dialect 3.1.1) || fail "$l: impacket's reads through smbaccel failed: $out"
+assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/i-$l")" "$l: sha256 on the DC's disk vs what impacket wrote"
+snap "$l-1"
+keyed_lines "$nlog" "$l" aes256-cts-hmac-sha1-96 rc4-hmac
+deltas "$l-0" "$l-1"
+info "$l: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits bad_signatures +$D_bad_signatures"
+assert_ge 4 "$D_sessions_keyed" "$l: sessions_keyed"
+assert_eq 0 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
+assert_eq 0 "$D_bad_signatures" "$l: bad_signatures"
+assert_ge $(((MIB * 1024 + KIB) * 9 / 10)) "$D_writes_absorbed" "$l: writes_absorbed"
+assert_ge 1 "$D_ra_hits" "$l: ra_hits"
+
 proxy_alive || fail "proxy died"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status after SIGTERM"

@@ -18,10 +18,11 @@
  *          account (a throwaway test domain), SMB 2.1 and 3.1.1 NEGOTIATE
  *          and SESSION_SETUP messages of smbclient --use-kerberos=required
  *          sessions straight to the DC (aes256 tickets with aes256, aes128
- *          and rc4-hmac session keys), the AP-REQs of aes128 and rc4-hmac
- *          tickets for two accounts limited to those enctypes (svc.keytab
- *          holds their keys; the DC refuses them, its smbd having other
- *          keys), and keys.txt, the ticket session keys read from the
+ *          and rc4-hmac session keys; an rc4-hmac ticket once the DC's AES
+ *          keys are dropped from its database), the AP-REQs of aes128 and
+ *          rc4-hmac tickets for two accounts limited to those enctypes
+ *          (svc.keytab holds their keys; the DC refuses them, its smbd
+ *          having other keys), and keys.txt, the ticket session keys read from the
  *          client's credential cache with impacket.  The ticket decrypted
  *          with the keytab must yield that key, and the key the acceptor
  *          picks must verify the DC's signature on the final SESSION_SETUP
@@ -790,18 +791,26 @@ struct capture {
 	uint16_t dialect;
 	int32_t skey;          /* the session key's enctype (the KDC's choice) */
 	size_t keylen;         /* the SMB session key's, from the AP-REP subkey */
+	int32_t tkt;           /* the ticket's enctype (the DC's key) */
 };
 
-/* Tickets in the DC's aes256 key; the session keys as the client's list
- * asked (mkdata.sh).  The DC's acceptor makes its AP-REP subkey aes256
+/* Tickets in the DC's aes256 key but the last; the session keys as the
+ * client's list asked (mkdata.sh).  The DC's acceptor makes its AP-REP subkey aes256
  * whatever the session key is (seen in these captures), so the SMB
  * session key has 32 bytes in every case; the AP-REP itself is encrypted
  * in the aes128 or rc4-hmac session key (usage 12). */
 static const struct capture CAPS[] = {
-	{ "smb210-aes256", SMB2_DIALECT_0210, PX_ENCTYPE_AES256_SHA1, 32 },
-	{ "smb311-aes256", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32 },
-	{ "smb311-skaes128", SMB2_DIALECT_0311, PX_ENCTYPE_AES128_SHA1, 32 },
-	{ "smb311-skrc4", SMB2_DIALECT_0311, PX_ENCTYPE_RC4_HMAC, 32 },
+	{ "smb210-aes256", SMB2_DIALECT_0210, PX_ENCTYPE_AES256_SHA1, 32,
+	  PX_ENCTYPE_AES256_SHA1 },
+	{ "smb311-aes256", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32,
+	  PX_ENCTYPE_AES256_SHA1 },
+	{ "smb311-skaes128", SMB2_DIALECT_0311, PX_ENCTYPE_AES128_SHA1, 32,
+	  PX_ENCTYPE_AES256_SHA1 },
+	{ "smb311-skrc4", SMB2_DIALECT_0311, PX_ENCTYPE_RC4_HMAC, 32,
+	  PX_ENCTYPE_AES256_SHA1 },
+	/* the DC's AES keys dropped: its ticket in its rc4-hmac key */
+	{ "smb311-tktrc4", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32,
+	  PX_ENCTYPE_RC4_HMAC },
 };
 
 static uint8_t *
@@ -950,7 +959,7 @@ test_dc_capture(void)
 		CU_ASSERT_STRING_EQUAL(req.sname, "cifs/dc1.krb.smbaccel.test");
 		CU_ASSERT_STRING_EQUAL(req.sname_host, "dc1.krb.smbaccel.test");
 		CU_ASSERT_STRING_EQUAL(req.realm, "KRB.SMBACCEL.TEST");
-		CU_ASSERT_EQUAL(req.ticket.etype, PX_ENCTYPE_AES256_SHA1);
+		CU_ASSERT_EQUAL(req.ticket.etype, c->tkt);
 		CU_ASSERT(req.ticket.has_kvno && req.ticket.kvno == 1);
 		CU_ASSERT(req.ap_options & PX_KRB_AP_MUTUAL_REQUIRED);
 
@@ -964,7 +973,7 @@ test_dc_capture(void)
 		UT_CHECK(a.ticket_key.enctype == c->skey &&
 		    eqhex(a.ticket_key.bytes, a.ticket_key.len, hex),
 		    "%s: ticket key differs from the ccache's %s", c->name, hex);
-		CU_ASSERT_EQUAL(a.ticket_etype, PX_ENCTYPE_AES256_SHA1);
+		CU_ASSERT_EQUAL(a.ticket_etype, c->tkt);
 		CU_ASSERT_EQUAL(a.session_etype, c->skey);
 		CU_ASSERT(a.mutual);
 

@@ -24,6 +24,10 @@
 #                   smbd refuses it (LOGON_FAILURE: not its key), so only
 #                   the AP-REQ is used.
 #   tkt-rc4         the same for cifs/fsrc4.REALM, limited to rc4-hmac (4)
+#   smb311-tktrc4   a whole session with the DC's own ticket in rc4-hmac:
+#                   last, after the DC account's AES keys are dropped from
+#                   the database (addc_rc4_only; dc.keytab, exported
+#                   before, still has its rc4-hmac key, the NT hash)
 # extract.py cuts NEGOTIATE and SESSION_SETUP messages out of each stream.
 # keys.txt gets, per case, the ticket session key of cifs/FQDN from the
 # client's credential cache (read with impacket, independently of
@@ -55,8 +59,10 @@ home=$(addc_home data)
 for c in smb210-aes256:SMB2_10:dc1:- smb311-aes256:SMB3_11:dc1:- \
     smb311-skaes128:SMB3_11:dc1:aes128-cts-hmac-sha1-96 \
     smb311-skrc4:SMB3_11:dc1:rc4-hmac \
-    tkt-aes128:SMB3_11:fs128:- tkt-rc4:SMB3_11:fsrc4:-; do
+    tkt-aes128:SMB3_11:fs128:- tkt-rc4:SMB3_11:fsrc4:- \
+    smb311-tktrc4:SMB3_11:dc1:-; do
 	IFS=: read -r name d host tgs <<< "$c"
+	[ "$name" = smb311-tktrc4 ] && addc_rc4_only 'DC1$'
 	fqdn=$host.$domain
 	cc=$T/cc-$name
 	conf=$T/krb5-$name.conf
