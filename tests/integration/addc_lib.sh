@@ -330,81 +330,25 @@ addc_svc_account() {
 	addc_keytab "$3" "$acct"
 }
 
-# addc_rc4_only ACCOUNT: remove the Primary:Kerberos-Newer-Keys package
-# (its AES keys) from ACCOUNT's supplementalCredentials, and its name from
-# the Packages list, with the password_hash module's bypass control (which
-# accepts the blob without that package but not with fewer keys in it).
-# The KDC then encrypts ACCOUNT's tickets in its rc4-hmac key (the NT
-# hash), which the DC's smbd, reading the same database, also has.  The
-# only way to get a DC's own tickets in another enctype: Samba 4.17 uses
-# the AES keys of a DC whatever its msDS-SupportedEncryptionTypes says.
+# addc_rc4_only ACCOUNT: remove ACCOUNT's AES keys from the database
+# (addc_account.py rc4-only).  The KDC then encrypts ACCOUNT's tickets in
+# its rc4-hmac key (the NT hash), which the DC's smbd, reading the same
+# database, also has.  The only way to get a DC's own tickets in another
+# enctype: Samba 4.17 uses the AES keys of a DC whatever its
+# msDS-SupportedEncryptionTypes says.
 addc_rc4_only() {
-	_addc_mnt /usr/bin/python3 - "$ADDC_CONF" "$1" <<'PYEOF' || fail "cannot drop the AES keys of $1"
-import binascii, sys, ldb
-from samba import dsdb
-from samba.auth import system_session
-from samba.dcerpc import drsblobs
-from samba.ndr import ndr_pack, ndr_unpack
-from samba.param import LoadParm
-from samba.samdb import SamDB
-lp = LoadParm()
-lp.load(sys.argv[1])
-db = SamDB(url=lp.samdb_url(), lp=lp, session_info=system_session())
-res = db.search(base=db.domain_dn(), scope=ldb.SCOPE_SUBTREE,
-                expression="(sAMAccountName=%s)" % ldb.binary_encode(sys.argv[2]),
-                attrs=["supplementalCredentials"])
-if len(res) != 1 or "supplementalCredentials" not in res[0]:
-    sys.exit("no account %s with supplementalCredentials" % sys.argv[2])
-scb = ndr_unpack(drsblobs.supplementalCredentialsBlob, res[0]["supplementalCredentials"][0])
-keep = []
-for p in scb.sub.packages:
-    if p.name == "Primary:Kerberos-Newer-Keys":
-        continue
-    if p.name == "Packages":
-        names = binascii.a2b_hex(p.data).decode("utf-16-le").split("\0")
-        names = [n for n in names if n != "Kerberos-Newer-Keys"]
-        p.data = binascii.b2a_hex("\0".join(names).encode("utf-16-le")).decode().upper()
-        p.data_len = len(p.data)
-    keep.append(p)
-if len(keep) == len(scb.sub.packages):
-    sys.exit("%s has no Primary:Kerberos-Newer-Keys" % sys.argv[2])
-scb.sub.packages = keep
-scb.sub.num_packages = len(keep)
-m = ldb.Message()
-m.dn = res[0].dn
-m["supplementalCredentials"] = ldb.MessageElement(ndr_pack(scb), ldb.FLAG_MOD_REPLACE,
-                                                  "supplementalCredentials")
-db.modify(m, controls=["local_oid:%s:0" % dsdb.DSDB_CONTROL_BYPASS_PASSWORD_HASH_OID])
-PYEOF
+	_addc_mnt /usr/bin/python3 "$TESTS_DIR/addc_account.py" "$ADDC_CONF" "$1" rc4-only ||
+	    fail "cannot drop the AES keys of $1"
 }
 
 # addc_enctypes ACCOUNT VALUE: msDS-SupportedEncryptionTypes of ACCOUNT
 # (sAMAccountName, e.g. DC1$) := VALUE (4 rc4-hmac, 8 aes128, 16 aes256,
 # 28 all three; "" removes it): the enctypes the KDC issues its service
-# tickets and session keys in.
+# tickets and session keys in (for a user or service account: a DC's own
+# tickets stay aes256).
 addc_enctypes() {
-	_addc_mnt /usr/bin/python3 - "$ADDC_CONF" "$1" "$2" <<'PYEOF' || fail "cannot set msDS-SupportedEncryptionTypes of $1"
-import sys, ldb
-from samba.param import LoadParm
-from samba.samdb import SamDB
-from samba.auth import system_session
-lp = LoadParm()
-lp.load(sys.argv[1])
-db = SamDB(url=lp.samdb_url(), lp=lp, session_info=system_session())
-res = db.search(base=db.domain_dn(), scope=ldb.SCOPE_SUBTREE,
-                expression="(sAMAccountName=%s)" % ldb.binary_encode(sys.argv[2]),
-                attrs=["dn"])
-if len(res) != 1:
-    sys.exit("no account " + sys.argv[2])
-m = ldb.Message()
-m.dn = res[0].dn
-attr = "msDS-SupportedEncryptionTypes"
-if sys.argv[3]:
-    m[attr] = ldb.MessageElement(sys.argv[3], ldb.FLAG_MOD_REPLACE, attr)
-else:
-    m[attr] = ldb.MessageElement([], ldb.FLAG_MOD_DELETE, attr)
-db.modify(m)
-PYEOF
+	_addc_mnt /usr/bin/python3 "$TESTS_DIR/addc_account.py" "$ADDC_CONF" "$1" enctypes "$2" ||
+	    fail "cannot set msDS-SupportedEncryptionTypes of $1"
 }
 
 # addc_bed: namespaces, the DC, the users, krb5.conf files and one TGT.
