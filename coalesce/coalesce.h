@@ -70,6 +70,8 @@ struct co_credits {
 	uint64_t C;
 	uint64_t client_next;
 	uint64_t client_outstanding;
+	uint64_t ask;           /* asked by absorbed requests, not yet granted
+	                         * nor asked of the server (co_proxy_ask) */
 };
 
 void co_credits_init(struct co_credits *c);
@@ -91,6 +93,24 @@ static inline uint64_t co_bank(const struct co_credits *c)
  */
 bool co_synth_grant(const struct co_credits *c, uint16_t requested,
     uint16_t *grant) CO_MUSTCHECK;
+
+/*
+ * A synthesized response granted g credits to a request that asked for
+ * requested (0 counts as 1): C grows by g, and what the client asked
+ * beyond g is remembered in ask (at most CO_ASK_MAX), for co_proxy_ask.
+ */
+void co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g);
+#define CO_ASK_MAX 8192
+#define CO_ASK_STEP 512
+/*
+ * The CreditRequest of a proxy request: 1 plus what absorbed requests asked
+ * and were not given (at most CO_ASK_STEP a request).  smbd grants a
+ * request its charge plus CreditRequest - 1, so with 1 the server's window
+ * only replaces the ids the proxy spends; a client that absorbed requests
+ * ask more of (its window still growing) gets it through the bank, as it
+ * would directly.  The server caps its grants (smbd at 8192 in all).
+ */
+uint16_t co_proxy_ask(struct co_credits *c);
 
 /*
  * A compound that carried proxy requests and one client request (a CLOSE

@@ -191,6 +191,28 @@ co_credits_init(struct co_credits *c)
 	c->C = 1;
 }
 
+void
+co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g)
+{
+	uint64_t want = requested ? requested : 1;
+
+	c->C += g;
+	if (want > g) {
+		c->ask += want - g;
+		if (c->ask > CO_ASK_MAX)
+			c->ask = CO_ASK_MAX;
+	}
+}
+
+uint16_t
+co_proxy_ask(struct co_credits *c)
+{
+	uint64_t n = c->ask < CO_ASK_STEP ? c->ask : CO_ASK_STEP;
+
+	c->ask -= n;
+	return (uint16_t)(1 + n);
+}
+
 bool
 co_synth_grant(const struct co_credits *c, uint16_t requested,
     uint16_t *grant)

@@ -81,7 +81,7 @@ px_emit_read(struct px_conn *c, struct px_open *o, uint64_t lo,
 	memset(&h, 0, sizeof(h));
 	h.command = SMB2_READ;
 	h.credit_charge = charge;
-	h.credit = 1;
+	h.credit = co_proxy_ask(&c->led.cr);
 	h.message_id = lo;
 	h.tree_id = o->tree_id;
 	h.session_id = o->session_id;
@@ -439,11 +439,11 @@ px_emit_prot(struct px_conn *c, uint64_t sid, uint32_t tid)
 /* ---- synthesized responses ---------------------------------------------------- */
 
 int
-px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,
-    const struct px_prot *prot)
+px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t requested,
+    uint16_t g, const struct px_prot *prot)
 {
 	px_put_u16(msg + 14, g);          /* CreditResponse (MS-SMB2 2.2.1) */
-	c->led.cr.C += g;
+	co_synth_granted(&c->led.cr, requested, g);
 	if (c->led.cr.client_outstanding)
 		c->led.cr.client_outstanding--;
 	return px_emit_protected(c, PX_CLIENT, prot, msg, len);
@@ -486,7 +486,8 @@ px_emit_send_delayed(struct px_conn *c)
 		if (c->delayed == NULL)
 			c->delayed_tail = &c->delayed;
 		c->ndelayed--;
-		if (px_emit_synth(c, d->msg, d->len, grant, &d->prot) == -1)
+		if (px_emit_synth(c, d->msg, d->len, d->credit_request, grant,
+		    &d->prot) == -1)
 			log_warnx("conn=%llu cannot send delayed response",
 			    (unsigned long long)c->id);
 		free(d->msg);

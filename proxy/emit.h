@@ -59,9 +59,9 @@ struct px_pending *px_emit_pending(struct px_conn *c, uint64_t mid,
 struct px_pending *px_emit_read(struct px_conn *c, struct px_open *o,
     uint64_t lo, uint16_t charge, uint64_t off, uint32_t len);
 /* Send a synthesized response with grant g (it answers one absorbed
- * request of the client). */
-int px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t g,
-    const struct px_prot *prot) PX_MUSTCHECK;
+ * request of the client, which asked for requested: co_synth_granted). */
+int px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len,
+    uint16_t requested, uint16_t g, const struct px_prot *prot) PX_MUSTCHECK;
 /* Queue a synthesized response until the bank can pay for it; -1 OOM
  * (msg is then freed). */
 int px_emit_delay(struct px_conn *c, uint8_t *msg, size_t len,

@@ -106,15 +106,16 @@ wb_take_ids(const struct px_conn *c, struct co_pool *pool, size_t unit,
 	return n < unit ? n : unit;
 }
 
-/* The header of a proxy WRITE of o with ids lo .. lo + run - 1. */
+/* The header of a proxy WRITE of o with ids lo .. lo + run - 1, asking
+ * for ask credits. */
 static void
 wb_write_hdr(const struct px_conn *c, const struct px_open *o, uint64_t lo,
-    uint64_t run, struct smb2_hdr_out *h)
+    uint64_t run, uint16_t ask, struct smb2_hdr_out *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->command = SMB2_WRITE;
 	h->credit_charge = px_large_mtu(c) ? (uint16_t)run : 1;
-	h->credit = 1;
+	h->credit = ask;
 	h->message_id = lo;
 	h->tree_id = o->tree_id;
 	h->session_id = o->session_id;
@@ -188,7 +189,7 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 			break;
 		}
 		need = 64 + 48 + n;
-		wb_write_hdr(c, o, lo, run, &h);
+		wb_write_hdr(c, o, lo, run, co_proxy_ask(&c->led.cr), &h);
 		/* signed or sealed in place in a keyed session; ids of this run
 		 * beyond the first stay with this request (at 2.0.2 the run is
 		 * one id) */
@@ -275,7 +276,9 @@ px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
 		struct smb2_hdr_out h;
 		size_t len = 64 + 48 + n[i];
 
-		wb_write_hdr(c, o, lo[i], run[i], &h);
+		/* 1: the compound's grant is split by what each request
+		 * is due (co_compound_split) */
+		wb_write_hdr(c, o, lo[i], run[i], 1, &h);
 		if (i > 0)
 			h.flags = SMB2_FLAGS_RELATED_OPERATIONS;
 		memset(msg + at, 0, pad8(len));
@@ -367,7 +370,8 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 
 	if (c->delayed == NULL &&
 	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
-		rc = px_emit_synth(c, msg, len, grant, &c->cur_prot);
+		rc = px_emit_synth(c, msg, len, credit_request, grant,
+		    &c->cur_prot);
 		free(msg);
 		return rc;
 	}
@@ -403,7 +407,8 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	/* built on the stack; copied only if it has to wait (px_wb_answer) */
 	if (c->delayed == NULL &&
 	    co_synth_grant(&c->led.cr, rq->credit, &grant))
-		return px_emit_synth(c, msg, n, grant, &c->cur_prot);
+		return px_emit_synth(c, msg, n, rq->credit, grant,
+		    &c->cur_prot);
 	if ((copy = malloc(n)) == NULL)
 		return -1;
 	memcpy(copy, msg, n);

@@ -248,6 +248,46 @@ test_zero_credit_rule(void)
 }
 
 /*
+ * What absorbed requests asked and the bank could not give is asked of
+ * the server on the proxy's next requests, so that a client whose window
+ * is still growing (it asks more than it spends) grows it as it would
+ * directly: impacket holds about 130 credits when it starts writing, and
+ * its 1 KiB writes went upstream in 31 KiB WRITEs (a quarter of that
+ * window) while the proxy asked for 1.
+ */
+static void
+test_proxy_ask(void)
+{
+	struct co_credits c;
+
+	co_credits_init(&c);
+	/* granted all it asked: nothing to ask */
+	co_synth_granted(&c, 4, 4);
+	CU_ASSERT_EQUAL(c.C, 5);
+	CU_ASSERT_EQUAL(c.ask, 0);
+	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
+	/* asked 127, got 1 (the bank held 1): 126 to ask; a request of 0
+	 * counts as 1 */
+	co_synth_granted(&c, 127, 1);
+	co_synth_granted(&c, 0, 0);
+	CU_ASSERT_EQUAL(c.C, 6);
+	CU_ASSERT_EQUAL(c.ask, 127);
+	CU_ASSERT_EQUAL(co_proxy_ask(&c), 128);
+	CU_ASSERT_EQUAL(c.ask, 0);
+	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
+	/* at most CO_ASK_STEP per request, CO_ASK_MAX in all */
+	for (int i = 0; i < 100; i++)
+		co_synth_granted(&c, 200, 0);
+	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX);
+	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1 + CO_ASK_STEP);
+	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
+	/* more granted than asked (a delayed answer given what there was)
+	 * takes nothing back */
+	co_synth_granted(&c, 1, 3);
+	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
+}
+
+/*
  * The grant of a CLOSE sent with its flush (smbd puts the whole
  * compound's grant on the last answer): the bank takes back what its
  * WRITEs would have been granted alone, the client keeps the rest and
@@ -775,6 +815,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "bank grants", test_bank_grants);
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
 	CU_add_test(s, "compound grant split", test_compound_split);
+	CU_add_test(s, "credits asked for absorbed requests", test_proxy_ask);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "absorb decision table", test_write_decide);
