@@ -91,11 +91,27 @@ kcc_smbdd() {
 	    "smb://$ADDC_FQDN/share/$path" "$bs" "$count" -k \
 	    -W "$ADDC_REALM" -U "$ADDC_USER%" -p "$PROXY_PORT" "$@"
 }
+# cached_etypes FQDN: "SKEY, TKT", the enctypes of the cached cifs/FQDN
+# ticket (klist -e; rc4-hmac for MIT's DEPRECATED:arcfour-hmac)
+cached_etypes() {
+	in_cli klist -e | grep -A1 "cifs/$1" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
+	    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//'
+}
 check_skey() {	# check_skey E WHEN: the cached cifs/ ticket's session key is E
-	local et
-	et=$(in_cli klist -e | grep -A1 "cifs/$ADDC_FQDN" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
-	    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//')
-	assert_eq "$1, aes256-cts-hmac-sha1-96" "$et" "cached cifs/ ticket (skey, tkt) $2"
+	assert_eq "$1, aes256-cts-hmac-sha1-96" "$(cached_etypes "$ADDC_FQDN")" \
+	    "cached cifs/ ticket (skey, tkt) $2"
+}
+# check_deltas LABEL FROM TO KEYED ABSORBED: the stats between snapshots
+# FROM and TO (deltas: D_*): at least KEYED sessions keyed and ABSORBED
+# writes absorbed, none unkeyed, no bad signature, no ledger error
+check_deltas() {
+	deltas "$2" "$3"
+	info "$1: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits signed_out +$D_signed_out bad_signatures +$D_bad_signatures"
+	assert_ge "$4" "$D_sessions_keyed" "$1: sessions_keyed"
+	assert_eq 0 "$D_sessions_unkeyed" "$1: sessions_unkeyed"
+	assert_eq 0 "$D_bad_signatures" "$1: bad_signatures"
+	assert_eq 0 "$D_ledger_errors" "$1: ledger_errors"
+	assert_ge "$5" "$D_writes_absorbed" "$1: writes_absorbed"
 }
 
 # keyed_lines FROM LABEL E [TICKET]: smbaccel's "keyed" lines since line
@@ -130,13 +146,7 @@ for et in aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96 rc4-hmac; do
 		snap "$l-1"
 		assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/i-$l")" "$l: sha256 on the DC's disk vs what impacket wrote"
 		keyed_lines "$nlog" "$l" "$et"
-		deltas "$l-0" "$l-1"
-		info "$l: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits bad_signatures +$D_bad_signatures"
-		assert_ge 2 "$D_sessions_keyed" "$l: sessions_keyed"
-		assert_eq 0 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
-		assert_eq 0 "$D_bad_signatures" "$l: bad_signatures"
-		assert_eq 0 "$D_ledger_errors" "$l: ledger_errors"
-		assert_ge $((KIB * 9 / 10)) "$D_writes_absorbed" "$l: writes_absorbed"
+		check_deltas "$l" "$l-0" "$l-1" 2 $((KIB * 9 / 10))
 		# impacket starts writing with a window of ~130 credits: the
 		# credits its writes ask for reach the server through smbaccel's
 		# own requests (co_proxy_ask), or its writes would go up in
@@ -165,14 +175,8 @@ for et in aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96 rc4-hmac; do
 		keyed_lines "$nlog" "$l" "$et"
 		deltas "$l-1" "$l-2"
 		ra=$D_ra_hits
-		deltas "$l-0" "$l-2"
-		info "$l: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$ra signed_out +$D_signed_out bad_signatures +$D_bad_signatures"
-		assert_ge 2 "$D_sessions_keyed" "$l: sessions_keyed"
-		assert_eq 0 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
-		assert_eq 0 "$D_bad_signatures" "$l: bad_signatures"
-		assert_eq 0 "$D_ledger_errors" "$l: ledger_errors"
-		assert_ge $((MIB * 1024 * 9 / 10)) "$D_writes_absorbed" "$l: writes_absorbed"
-		assert_ge 1 "$ra" "$l: ra_hits"
+		check_deltas "$l" "$l-0" "$l-2" 2 $((MIB * 1024 * 9 / 10))
+		assert_ge 1 "$ra" "$l: ra_hits (reads)"
 		assert_ge 1 "$D_signed_out" "$l: signed_out"
 		rm -f "$ADDC_SHARE_DIR/k-$l"
 	done
@@ -202,9 +206,7 @@ for a in fs128:aes128-cts-hmac-sha1-96 fsrc4:rc4-hmac; do
 	info "$host: direct: $sd; through smbaccel: $sp"
 	assert_eq "NT_STATUS_LOGON_FAILURE " "$sd" "$host: the DC's answer directly"
 	assert_eq "$sd" "$sp" "$host: the status through smbaccel vs directly"
-	tkt=$(in_cli klist -e | grep -A1 "cifs/$host.$domain" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
-	    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//')
-	assert_eq "$et, $et" "$tkt" "$host: the KDC's ticket (skey, tkt)"
+	assert_eq "$et, $et" "$(cached_etypes "$host.$domain")" "$host: the KDC's ticket (skey, tkt)"
 	apreq_lines "$nlog" "$host" > "$T/$host.apreq" || fail "$host: smbaccel logged no AP-REQ for cifs/$host"
 	grep -v "client=$ADDC_USER@$ADDC_REALM .* ticket=$et kvno=2 session_key=$et: ok\$" "$T/$host.apreq" &&
 	    fail "$host: an AP-REQ smbaccel could not open (above)"
@@ -234,9 +236,8 @@ addc_rc4_only 'DC1$'
 in_cli kdestroy > /dev/null 2>&1
 addc_kinit "$ADDC_CLI" "$ADDC_CLI_KRB5" "$ADDC_CCACHE"
 in_cli kvno "cifs/$ADDC_FQDN" > /dev/null || fail "kvno cifs/$ADDC_FQDN with rc4 keys only"
-tkt=$(in_cli klist -e | grep -A1 "cifs/$ADDC_FQDN" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
-    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//')
-assert_eq "aes256-cts-hmac-sha1-96, rc4-hmac" "$tkt" "the DC's ticket (skey, tkt) without its AES keys"
+assert_eq "aes256-cts-hmac-sha1-96, rc4-hmac" "$(cached_etypes "$ADDC_FQDN")" \
+    "the DC's ticket (skey, tkt) without its AES keys"
 l=tktrc4
 snap "$l-0"
 nlog=$(wc -l < "$PROXY_LOG")
@@ -251,12 +252,7 @@ out=$(kimp verify "i-$l" --dialect 3.1.1) || fail "$l: impacket's reads through 
 assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/i-$l")" "$l: sha256 on the DC's disk vs what impacket wrote"
 snap "$l-1"
 keyed_lines "$nlog" "$l" aes256-cts-hmac-sha1-96 rc4-hmac
-deltas "$l-0" "$l-1"
-info "$l: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits bad_signatures +$D_bad_signatures"
-assert_ge 4 "$D_sessions_keyed" "$l: sessions_keyed"
-assert_eq 0 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
-assert_eq 0 "$D_bad_signatures" "$l: bad_signatures"
-assert_ge $(((MIB * 1024 + KIB) * 9 / 10)) "$D_writes_absorbed" "$l: writes_absorbed"
+check_deltas "$l" "$l-0" "$l-1" 4 $(((MIB * 1024 + KIB) * 9 / 10))
 assert_ge 1 "$D_ra_hits" "$l: ra_hits"
 
 proxy_alive || fail "proxy died"
