@@ -74,6 +74,7 @@ static const struct {
 	STAT("upstream_writes", upstream_writes),
 	STAT("upstream_write_bytes", upstream_write_bytes),
 	STAT("upstream_echoes", upstream_echoes),
+	STAT("upstream_pace_refreshes", upstream_pace_refreshes),
 	STAT("buffered_bytes", wb_bytes_now),
 	STAT("buffered_peak", wb_bytes_peak),
 	STAT("pool_ids", pool_ids_now),
@@ -214,8 +215,10 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->bytes_absorbed,
 		    (unsigned long long)s->writes_forwarded);
 		fprintf(f, "upstream writes    %llu, mean size %.0f bytes, "
-		    "echoes %llu\n", (unsigned long long)s->upstream_writes,
-		    mean, (unsigned long long)s->upstream_echoes);
+		    "echoes %llu, bbr pacing refreshed %llu\n",
+		    (unsigned long long)s->upstream_writes, mean,
+		    (unsigned long long)s->upstream_echoes,
+		    (unsigned long long)s->upstream_pace_refreshes);
 		fprintf(f, "buffered now       %llu bytes (peak %llu), ids pooled "
 		    "%llu\n", (unsigned long long)s->wb_bytes_now,
 		    (unsigned long long)s->wb_bytes_peak,

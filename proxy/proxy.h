@@ -149,6 +149,8 @@ struct px_stats {
 	uint64_t upstream_writes;
 	uint64_t upstream_write_bytes;
 	uint64_t upstream_echoes;
+	uint64_t upstream_pace_refreshes; /* bbr start-up rate refreshed
+	                                   * (upstream.c, px_upstream_pace) */
 	uint64_t flushes[CO_FLUSH_NCAUSES];
 	uint64_t deferred_errors;
 	uint64_t delayed_responses;

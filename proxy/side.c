@@ -116,6 +116,8 @@ px_side_out_commit(struct px_side *s, size_t n)
 	if (s->fd == -1 || ev_is_active(&s->wio) ||
 	    s->link->c.state == PX_CONN_CONNECTING)
 		return;
+	if (s == &s->link->srv && px_buf_len(&s->out) == n)
+		px_upstream_pace(&s->link->up, s->fd, n, s->link->c.id);
 	try_write(s);
 	if (px_buf_len(&s->out))
 		ev_io_start(px_rt.loop, &s->wio);
@@ -133,8 +135,11 @@ append_to(struct px_side *s, struct px_buf *b, const uint8_t *p, size_t len)
 	size_t done = 0;
 
 	if (b == &s->out && px_buf_len(b) == 0 && s->fd != -1 &&
-	    !ev_is_active(&s->wio) && s->link->c.state != PX_CONN_CONNECTING)
+	    !ev_is_active(&s->wio) && s->link->c.state != PX_CONN_CONNECTING) {
+		if (s == &s->link->srv)
+			px_upstream_pace(&s->link->up, s->fd, len, s->link->c.id);
 		done = write_some(s->fd, p, len);
+	}
 	if (done < len && px_buf_append(b, p + done, len - done) == -1)
 		return -1;
 	px_side_out_commit(s, len);

@@ -24,6 +24,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <linux/inet_diag.h>
 #include <linux/tcp.h>
 
 #include "proxy/upstream.h"
@@ -87,6 +88,19 @@ sock_cc(int fd, char *buf, size_t len)
 	if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, buf, &l) == -1)
 		snprintf(buf, len, "?");
 	buf[len - 1] = '\0';
+}
+
+/* The socket's pacing rate in bytes/s (TCP_INFO), 0 if unknown. */
+static uint64_t
+pacing_rate(int fd)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1)
+		return 0;
+	return ti.tcpi_pacing_rate;
 }
 
 /*
@@ -204,6 +218,8 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
 		sock_cc(fd, u->got, sizeof(u->got));
 	}
 	u->fallback = u->want[0] != '\0' && strcmp(u->got, u->want) != 0;
+	u->pace_watch = strcmp(u->got, "bbr") == 0 &&
+	    (u->pace_rate = pacing_rate(fd)) != 0;
 	fmt_buf(snd, sizeof(snd), u->sndbuf_want, u->sndbuf_got);
 	fmt_buf(rcv, sizeof(rcv), u->rcvbuf_want, u->rcvbuf_got);
 	if (u->fallback) {
@@ -239,6 +255,101 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
 	}
 }
 
+/*
+ * bbr's start-up pacing rate on a connection of small exchanges.
+ *
+ * Linux bbr starts at high gain (2.885) x initial window / RTT and, until
+ * it has measured the link's full bandwidth, only ever raises that rate,
+ * from bandwidth samples.  A connection that only carries small messages
+ * (a copy of many small files: CREATE, then an 8 KiB WRITE with its CLOSE)
+ * is app-limited: its samples are one message per round trip, far below
+ * that rate, and it never leaves start-up.  So it keeps its initial rate,
+ * 2 MB/s at 20 ms, while bbr's start-up grows its window (from 10 to 25
+ * segments here): each WRITE + CLOSE compound leaves in bursts of two
+ * segments 0.7-1.4 ms apart, 2 ms per file, 4 % of a file's time.
+ *
+ * The rate bbr would start at with today's window is set by initialising
+ * bbr again (through reno: setting the algorithm a socket already has
+ * does nothing).  That resets only what start-up has not used: its
+ * bandwidth filter (app-limited samples below the rate), its full-
+ * bandwidth detection (never reached) and its cycle; the window, the RTT
+ * estimates and everything TCP holds stay.  It is done only when all of
+ * this holds: the socket is bbr, nothing is in flight (an app-limited
+ * pause), bbr is in start-up (pacing gain 2.885), its rate comes from the
+ * initial window and not from its samples, the message is more than two
+ * segments (smaller ones are not paced), and the new rate is at least
+ * 1.25 x the old one (so it happens a few times per connection, as the
+ * window grows).  A connection that has measured its bandwidth (a bulk
+ * transfer) paces from its samples and is never touched.
+ */
+#define PACE_HIGH_GAIN 2.885        /* bbr_high_gain */
+#define PACE_STARTUP_GAIN8 739      /* its value in tcp_bbr_info (x 256) */
+void
+px_upstream_pace(struct px_upstream *u, int fd, size_t len, uint64_t conn_id)
+{
+	struct tcp_info ti;
+	union tcp_cc_info ci;
+	socklen_t l = sizeof(ti), cl = sizeof(ci);
+	double bw, rate, want;
+
+	if (!u->pace_watch || len <= 2 * (size_t)u->mss)
+		return;
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1)
+		return;
+	u->mss = ti.tcpi_snd_mss;
+	if (ti.tcpi_unacked != 0 || ti.tcpi_rtt == 0 || ti.tcpi_snd_mss == 0 ||
+	    len <= 2 * (size_t)ti.tcpi_snd_mss)
+		return;
+	if (getsockopt(fd, IPPROTO_TCP, TCP_CC_INFO, &ci, &cl) == -1 ||
+	    cl < sizeof(ci.bbr)) {
+		u->pace_watch = false;	/* not bbr after all */
+		return;
+	}
+	if (ci.bbr.bbr_pacing_gain != PACE_STARTUP_GAIN8) {
+		u->pace_watch = false;	/* out of start-up: for good */
+		return;
+	}
+	if (ti.tcpi_pacing_rate != u->pace_rate) {
+		u->pace_watch = false;	/* bbr has set it from its samples */
+		return;
+	}
+	bw = (double)(((uint64_t)ci.bbr.bbr_bw_hi << 32) | ci.bbr.bbr_bw_lo);
+	rate = (double)ti.tcpi_pacing_rate;
+	want = PACE_HIGH_GAIN * ti.tcpi_snd_cwnd * ti.tcpi_snd_mss * 1e6 /
+	    ti.tcpi_rtt;
+	if (want < 1.25 * rate)
+		return;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) == -1)
+		return;
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) == -1) {
+		log_warnx("conn=%llu upstream: bbr refused after its pacing "
+		    "refresh (%s): the socket stays reno",
+		    (unsigned long long)conn_id, strerror(errno));
+		sock_cc(fd, u->got, sizeof(u->got));
+		u->fallback = true;
+		u->pace_watch = false;
+		return;
+	}
+	u->pace_refreshes++;
+	px_stats.upstream_pace_refreshes++;
+	{
+		unsigned int cwnd = ti.tcpi_snd_cwnd, rtt = ti.tcpi_rtt,
+		    mss = ti.tcpi_snd_mss;
+
+		l = sizeof(ti);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1) {
+			u->pace_watch = false;
+			return;
+		}
+		u->pace_rate = ti.tcpi_pacing_rate;
+		log_debug("conn=%llu upstream bbr start-up pacing refreshed: "
+		    "cwnd=%u mss=%u rtt_us=%u bw=%.0f B/s pacing %.0f -> %llu "
+		    "B/s", (unsigned long long)conn_id, cwnd, mss, rtt, bw, rate,
+		    (unsigned long long)ti.tcpi_pacing_rate);
+	}
+}
+
 void
 px_upstream_dump(FILE *f, const struct px_upstream *u, int fd, bool json)
 {
@@ -271,6 +382,7 @@ px_upstream_dump(FILE *f, const struct px_upstream *u, int fd, bool json)
 	    "\"cwnd\":%u,\"ssthresh\":%u,\"mss\":%u,\"retrans\":%u,"
 	    "\"lost\":%u,\"unacked\":%u,\"bytes_sent\":%llu,"
 	    "\"bytes_retrans\":%llu,\"delivery_rate_bps\":%llu,"
+	    "\"pacing_rate_bps\":%llu,\"pace_refreshes\":%u,"
 	    "\"sndbuf\":%llu,\"rcvbuf\":%llu}", cc, u->setting,
 	    u->fallback ? "true" : "false", ti.tcpi_rtt / 1000.0,
 	    ti.tcpi_rttvar / 1000.0, ti.tcpi_min_rtt / 1000.0,
@@ -279,6 +391,8 @@ px_upstream_dump(FILE *f, const struct px_upstream *u, int fd, bool json)
 	    (unsigned long long)ti.tcpi_bytes_sent,
 	    (unsigned long long)ti.tcpi_bytes_retrans,
 	    (unsigned long long)ti.tcpi_delivery_rate * 8,
+	    ti.tcpi_pacing_rate == ~0ULL ? 0ULL :
+	    (unsigned long long)ti.tcpi_pacing_rate * 8, u->pace_refreshes,
 	    (unsigned long long)u->sndbuf_want,
 	    (unsigned long long)u->rcvbuf_want);
 }

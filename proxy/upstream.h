@@ -30,10 +30,25 @@ struct px_upstream {
 	uint64_t sndbuf_want, rcvbuf_want;  /* 0: autotuning */
 	int sndbuf_got, rcvbuf_got;         /* SO_SNDBUF/SO_RCVBUF read back */
 	int sndbuf_errno, rcvbuf_errno;
+	bool pace_watch;            /* bbr: refresh its start-up pacing rate
+	                             * (px_upstream_pace) */
+	unsigned int mss;           /* from the last TCP_INFO read, 0: none */
+	uint64_t pace_rate;         /* pacing rate bbr started at (connect or
+	                             * the last refresh): any other means bbr
+	                             * has set it from its measurements */
+	unsigned int pace_refreshes;
 };
 void px_upstream_prepare(struct px_upstream *u, int fd,
     const struct sockaddr_storage *dst, uint64_t conn_id);
 void px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id);
+/*
+ * Called before len bytes are written to the upstream socket fd while
+ * nothing is queued in user space: on a bbr socket that is idle, still in
+ * start-up and paced at a rate its window has outgrown, re-initialise bbr
+ * so that it paces at high gain x window / RTT (upstream.c says why).
+ */
+void px_upstream_pace(struct px_upstream *u, int fd, size_t len,
+    uint64_t conn_id);
 /* Congestion control, RTT, cwnd, retransmits (TCP_INFO) of fd: text
  * columns (PX_UPSTREAM_HDR) or a JSON member ",\"upstream_tcp\":{...}". */
 #define PX_UPSTREAM_HDR " CC       RTT(ms)   CWND RETRANS"

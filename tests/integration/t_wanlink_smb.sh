@@ -62,13 +62,8 @@ info "read back 4 MiB: $(tail -n 1 <<<"$out")"
 
 # ---- 3 and 4. live sockets, then a burst, during one 64 MiB transfer
 info "3. live sockets during a 64 MiB transfer; 4. a 30 % loss burst for 2 s in it"
-SMBC_HOME=$(client_home burst)
-nsx "$NS_CLIENT" env HOME="$SMBC_HOME" timeout -k 5 200 "$SMBDD" write \
-    "smb://$ACC/share/burst" 1M 64 -U "$SMB_USER%$SMB_PASS" -s "$seed" -q -f -T 60 \
-    >"$T/burst.out" 2>&1 &
-dd_pid=$!
-BG_PIDS="$BG_PIDS $dd_pid"
-unset SMBC_HOME
+wl_smbdd_bg "$T/burst.out" "$NS_CLIENT" "$ACC" write burst 1M 64 -s "$seed" -q -f -T 60
+dd_pid=$WL_DD_PID
 conn=
 for _ in $(seq 100); do
 	conn=$(ctl conns --json | "$PY" -c '
@@ -110,13 +105,8 @@ assert_eq 0 "$PROXY_RC" "smbaccel exit status"
 # ---- 5. upstream_congestion = cubic
 info "5. upstream_congestion = cubic"
 ns_start_proxy forward "upstream = $SERVER_IP:445" "upstream_congestion = cubic"
-SMBC_HOME=$(client_home cubic)
-nsx "$NS_CLIENT" env HOME="$SMBC_HOME" timeout -k 5 200 "$SMBDD" write \
-    "smb://$ACC/share/cubic" 1M 8 -U "$SMB_USER%$SMB_PASS" -s "$seed" -q -f -T 60 \
-    >"$T/cubic.out" 2>&1 &
-dd_pid=$!
-BG_PIDS="$BG_PIDS $dd_pid"
-unset SMBC_HOME
+wl_smbdd_bg "$T/cubic.out" "$NS_CLIENT" "$ACC" write cubic 1M 8 -s "$seed" -q -f -T 60
+dd_pid=$WL_DD_PID
 cc=
 for _ in $(seq 100); do
 	cc=$(ctl conns --json | "$PY" -c '

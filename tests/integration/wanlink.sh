@@ -33,6 +33,8 @@
 #   wl_cc NS PEER              congestion control of NS's TCP sockets to PEER (ss -ti)
 #   wl_smbdd NS HOST[:PORT] OP PATH BS COUNT [args]   bin/smbdd from NS on
 #                              smb://HOST[:PORT]/share/PATH (120 s timeout)
+#   wl_smbdd_bg OUT NS HOST[:PORT] OP ...   the same in the background
+#                              (200 s), output to OUT, pid in WL_DD_PID
 
 WANLINK=${WANLINK:-$TOP/bin/wanlink}
 ROUTER_WAN_IP=198.51.100.1
@@ -203,4 +205,20 @@ wl_smbdd() {
 	local home=${SMBC_HOME:-$(client_home "wl")}
 	nsx "$ns" env HOME="$home" timeout -k 5 "${WL_DD_TIMEOUT:-120}" "$SMBDD" "$op" \
 	    "smb://$hp/share/$path" "$bs" "$count" -U "$SMB_USER%$SMB_PASS" "$@"
+}
+
+# wl_smbdd_bg OUT NS HOST[:PORT] OP PATH BS COUNT [args]: wl_smbdd in the
+# background (timeout 200 s), output to OUT; its pid in WL_DD_PID and in
+# lib.sh's BG_PIDS.
+wl_smbdd_bg() {
+	local out=$1 ns=$2 hp=$3 op=$4 path=$5 bs=$6 count=$7; shift 7
+	[ -x "$SMBDD" ] || fail "$SMBDD not built"
+	local home=${SMBC_HOME:-$(client_home "wl")}
+	# "ip netns exec" execs: $! is timeout(1)'s pid, which passes a
+	# SIGTERM on to smbdd (nsx, a function, would leave a subshell)
+	ip netns exec "$ns" env HOME="$home" timeout -k 5 200 "$SMBDD" "$op" \
+	    "smb://$hp/share/$path" "$bs" "$count" -U "$SMB_USER%$SMB_PASS" "$@" \
+	    >"$out" 2>&1 &
+	WL_DD_PID=$!
+	BG_PIDS="$BG_PIDS $WL_DD_PID"
 }
