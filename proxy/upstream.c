@@ -298,6 +298,10 @@ px_upstream_pace(struct px_upstream *u, int fd, size_t len, uint64_t conn_id)
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1)
 		return;
 	u->mss = ti.tcpi_snd_mss;
+	if (ti.tcpi_pacing_rate != u->pace_rate) {
+		u->pace_watch = false;	/* bbr has set it from its samples */
+		return;
+	}
 	if (ti.tcpi_unacked != 0 || ti.tcpi_rtt == 0 || ti.tcpi_snd_mss == 0 ||
 	    len <= 2 * (size_t)ti.tcpi_snd_mss)
 		return;
@@ -308,10 +312,6 @@ px_upstream_pace(struct px_upstream *u, int fd, size_t len, uint64_t conn_id)
 	}
 	if (ci.bbr.bbr_pacing_gain != PACE_STARTUP_GAIN8) {
 		u->pace_watch = false;	/* out of start-up: for good */
-		return;
-	}
-	if (ti.tcpi_pacing_rate != u->pace_rate) {
-		u->pace_watch = false;	/* bbr has set it from its samples */
 		return;
 	}
 	bw = (double)(((uint64_t)ci.bbr.bbr_bw_hi << 32) | ci.bbr.bbr_bw_lo);
