@@ -275,8 +275,9 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
  * bandwidth detection (never reached) and its cycle; the window, the RTT
  * estimates and everything TCP holds stay.  It is done only when all of
  * this holds: the socket is bbr, nothing is in flight (an app-limited
- * pause), bbr is in start-up (pacing gain 2.885), its rate comes from the
- * initial window and not from its samples, the message is more than two
+ * pause), bbr is in start-up (pacing gain 2.885), its rate is still the
+ * one it started with (at connect or at the last refresh: anything else
+ * means bbr has set it from its samples), the message is more than two
  * segments (smaller ones are not paced), and the new rate is at least
  * 1.25 x the old one (so it happens a few times per connection, as the
  * window grows).  A connection that has measured its bandwidth (a bulk
@@ -333,21 +334,11 @@ px_upstream_pace(struct px_upstream *u, int fd, size_t len, uint64_t conn_id)
 	}
 	u->pace_refreshes++;
 	px_stats.upstream_pace_refreshes++;
-	{
-		unsigned int cwnd = ti.tcpi_snd_cwnd, rtt = ti.tcpi_rtt,
-		    mss = ti.tcpi_snd_mss;
-
-		l = sizeof(ti);
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1) {
-			u->pace_watch = false;
-			return;
-		}
-		u->pace_rate = ti.tcpi_pacing_rate;
-		log_debug("conn=%llu upstream bbr start-up pacing refreshed: "
-		    "cwnd=%u mss=%u rtt_us=%u bw=%.0f B/s pacing %.0f -> %llu "
-		    "B/s", (unsigned long long)conn_id, cwnd, mss, rtt, bw, rate,
-		    (unsigned long long)ti.tcpi_pacing_rate);
-	}
+	u->pace_rate = pacing_rate(fd);	/* 0: the next call stops watching */
+	log_debug("conn=%llu upstream bbr start-up pacing refreshed: cwnd=%u "
+	    "mss=%u rtt_us=%u bw=%.0f B/s pacing %.0f -> %llu B/s",
+	    (unsigned long long)conn_id, ti.tcpi_snd_cwnd, ti.tcpi_snd_mss,
+	    ti.tcpi_rtt, bw, rate, (unsigned long long)u->pace_rate);
 }
 
 void
