@@ -136,6 +136,11 @@ create_parts(const struct smb2_elem *e, bool response, uint16_t *noff,
 	if (coff < SMB2_HDR_LEN + fixed || coff > e->len ||
 	    *clen > e->len - coff)
 		return -1;
+	/* a request's contexts start 8-byte aligned (MS-SMB2 2.2.13); one
+	 * that does not is not rewritten but relayed as it is, for the
+	 * server to judge (an answer's chain is laid out anew, aligned) */
+	if (!response && coff % 8 != 0)
+		return -1;
 	*chain = e->hdr + coff;
 	return 0;
 }

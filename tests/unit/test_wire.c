@@ -2295,6 +2295,21 @@ test_cctx_request_rewrite(void)
 	n = mk_create_req(b);
 	px_put_u32(b + 144, 81);                        /* Next unaligned */
 	CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL, 0), 0);
+	/* the same chain, whole, moved 4 bytes on: its contexts are not
+	 * 8-byte aligned (MS-SMB2 2.2.13), so the request is not rewritten */
+	n = mk_create_req(b);
+	elem_of(&e, b, n);
+	CU_ASSERT_NOT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL, 0), 0);
+	{
+		uint32_t coff = px_get_u32(b + 112), clen = px_get_u32(b + 116);
+
+		CU_ASSERT_EQUAL_FATAL(coff + clen, n);
+		memmove(b + coff + 4, b + coff, clen);
+		px_put_u32(b + 112, coff + 4);
+		elem_of(&e, b, n + 4);
+		CU_ASSERT_EQUAL(px_smb2_create_req_rewrite(&e, -1, add, 1, NULL,
+		    0), 0);
+	}
 	n = mk_create_req(b);
 	for (i = 0; i < n; i++) {
 		size_t r;
