@@ -24,8 +24,9 @@
 #       the sessions of the last 5 clients of one run 9 s after they
 #       connected (smbaccel had queued them 11 s behind max_connecting)
 #       and they timed out.
-#     The test checks that all clients were writing at once (the last
-#     started before the first finished).
+#     The test checks that the clients were writing at once: at least half
+#     of them were still writing when the last started (the first batch,
+#     alone on smbaccel for a while, may finish within the 5 s of the start).
 #  2. LOAD_IDLE (default 1000) idle connections (NEGOTIATE answered, then
 #     silence) through a second smbaccel to a one-process fake upstream
 #     (load_idle.py; no smbd child per connection): all negotiate, the
@@ -119,8 +120,12 @@ done
 info "  files of the $checked clients that succeeded: $bad differ on disk"
 [ "$bad" -eq 0 ] || fail "$bad files differ on disk"
 [ "$failed" -eq 0 ] || fail "$failed of $CLIENTS clients failed"
-awk -v s="$last_start" -v e="$first_end" 'BEGIN { exit !(s < e) }' ||
-    fail "the clients did not all write at once (a client finished before the last started)"
+# at least half of them still writing when the last started (the start is
+# staggered over 5 s; the first batch, alone on smbaccel, can finish first)
+still=$(cat "$T"/c*.t1 2>/dev/null | awk -v s="$last_start" '$1 > s { n++ } END { print n + 0 }')
+info "  $still of $CLIENTS clients were still writing when the last started"
+[ $((still * 2)) -ge "$CLIENTS" ] ||
+    fail "the clients did not write at once: only $still of $CLIENTS were still writing when the last started"
 assert_eq 0 "$(stat_get ledger_errors)" "ledger_errors after the load"
 proxy_alive || fail "proxy died"
 rm -f "$SHARE_DIR"/f* "$SHARE_DIR"/ref*
