@@ -38,6 +38,9 @@
 #                                  ENCTYPES (msDS-SupportedEncryptionTypes),
 #                                  its keys exported to KEYTAB
 #   addc_bed                       the forward-mode bed below, all of it
+#   addc_member_join / addc_member_start / addc_member_stop
+#                                  a Samba file server joined to the
+#                                  domain (below)
 #
 # The forward-mode bed (addc_bed):
 #
@@ -54,8 +57,19 @@
 # they share one credential cache, $ADDC_CCACHE.  The DC's [share] is
 # $ADDC_SHARE_DIR.
 #
-# cleanup (lib.sh, through EXTRA_CLEANUP) stops the DC by the pids of its
-# process tree, removes /etc/netns/NS of every namespace given a hosts
+# The member server ($ADDC_MEM_FQDN, netbios name FS1): smbd and winbindd
+# with security = ads, joined by `net ads join` as a Windows or NAS file
+# server is, in the dc ns on addresses of their own ($ADDC_MEM_IP on the
+# cli side, $ADDC_MEM_DIR_IP on the dir side), with the DC as password
+# server and KDC.  Its private directories are bind-mounted like the
+# DC's, from $ADDC_MEM_DIR/mnt, so the two sets of winbindd sockets, tdbs
+# and secrets never meet; /etc/krb5.conf is hidden by a private one.
+# Its [share] is $ADDC_MEM_SHARE_DIR.  Domain users reach smbd through
+# winbind (the host's nsswitch.conf names winbind; idmap rid for the
+# domain).
+#
+# cleanup (lib.sh, through EXTRA_CLEANUP) stops the DC and the member by
+# the pids of their process trees, removes /etc/netns/NS of every namespace given a hosts
 # file, and lib.sh deletes the namespaces.
 
 ADDC_REALM=KRB.SMBACCEL.TEST
@@ -80,6 +94,14 @@ ADDC_CLI= ADDC_DIRNS= ADDC_DCNS=
 ADDC_CCACHE=$T/krb5cc
 ADDC_CLI_KRB5=$T/krb5-cli.conf
 ADDC_DIR_KRB5=$T/krb5-dir.conf
+ADDC_MEM_HOST=fs1
+ADDC_MEM_FQDN=fs1.krb.smbaccel.test
+ADDC_MEM_DIR=$T/member
+ADDC_MEM_CONF=$ADDC_MEM_DIR/smb.conf
+ADDC_MEM_SHARE_DIR=$T/member-share
+ADDC_MEM_IP=198.51.100.3
+ADDC_MEM_DIR_IP=203.0.113.3
+ADDC_MEM_PID=
 
 EXTRA_CLEANUP=addc_cleanup
 
@@ -92,12 +114,19 @@ mount --bind "$D/lib" /var/lib/samba &&
 mount --bind "$D/cache" /var/cache/samba &&
 mount --bind "$D/log" /var/log/samba &&
 mount --bind "$D/etc" /etc/samba || exit 111
+if [ -f "$D/krb5.conf" ] && [ -e /etc/krb5.conf ]; then mount --bind "$D/krb5.conf" /etc/krb5.conf || exit 111; fi
 exec "$@"'
 _addc_mnt() {
 	local d
 	for d in run lib cache log etc; do mkdir -p "$ADDC_DIR/mnt/$d"; done
 	unshare -m --propagation private /bin/sh -c "$ADDC_MNT_SH" addc-mnt \
 	    "$ADDC_DIR/mnt" "$@"
+}
+# _addc_mem_mnt CMD...: the same for the member server, with its own
+# directories (and krb5.conf, written by addc_member_join)
+_addc_mem_mnt() {
+	unshare -m --propagation private /bin/sh -c "$ADDC_MNT_SH" addc-mnt \
+	    "$ADDC_MEM_DIR/mnt" "$@"
 }
 
 # addc_tool ARGS...: samba-tool on the provisioned DC (its smb.conf).
@@ -209,24 +238,30 @@ _addc_tree() {
 		}'
 }
 
-addc_stop() {
-	local pids p n
-	[ -n "$ADDC_PID" ] || return 0
-	pids=$(_addc_tree "$ADDC_PID")
-	kill -TERM "$ADDC_PID" 2>/dev/null
+# _addc_kill_tree PID: SIGTERM to PID, then whatever of its process tree
+# is left after 5 s is killed.
+_addc_kill_tree() {
+	local pids p n left
+	pids=$(_addc_tree "$1")
+	kill -TERM "$1" 2>/dev/null
 	n=100
-	while [ $n -gt 0 ] && kill -0 "$ADDC_PID" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	while [ $n -gt 0 ] && kill -0 "$1" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
 	# smbd and winbindd run in sessions of their own and leave when
 	# samba does; whatever of the tree is still there after 5 s goes
 	n=50
 	while [ $n -gt 0 ]; do
-		local left=
+		left=
 		for p in $pids; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 		[ -z "$left" ] && break
 		sleep 0.1; n=$((n - 1))
 	done
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-	wait "$ADDC_PID" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+addc_stop() {
+	[ -n "$ADDC_PID" ] || return 0
+	_addc_kill_tree "$ADDC_PID"
 	ADDC_PID=
 }
 
@@ -240,7 +275,8 @@ addc_hosts() {
 }
 
 addc_cleanup() {
-	local ns
+	local ns f
+	addc_member_stop
 	addc_stop
 	for ns in $ADDC_HOSTS_NS; do
 		case $ns in sa*) rm -rf "/etc/netns/$ns" ;; esac
@@ -249,6 +285,9 @@ addc_cleanup() {
 		mkdir -p "$RESULTS_DIR/$TEST_NAME.logs"
 		cp -f "$ADDC_LOG" "$ADDC_CONF" "$RESULTS_DIR/$TEST_NAME.logs/" 2>/dev/null
 		cp -f "$ADDC_DIR"/dc/log.* "$RESULTS_DIR/$TEST_NAME.logs/" 2>/dev/null
+		for f in "$ADDC_MEM_DIR"/log/log.* "$ADDC_MEM_DIR"/*.out; do
+			[ -f "$f" ] && cp -f "$f" "$RESULTS_DIR/$TEST_NAME.logs/member-${f##*/}"
+		done
 	fi
 }
 
@@ -395,4 +434,118 @@ in_cli() {
 in_dir() {
 	ip netns exec "$ADDC_DIRNS" env KRB5_CONFIG="$ADDC_DIR_KRB5" \
 	    KRB5CCNAME="FILE:$ADDC_CCACHE" "$@"
+}
+
+# addc_member_join: the member server's smb.conf, krb5.conf and
+# directories, its addresses in the dc ns, its name in every namespace's
+# hosts file (in the cli ns 127.0.0.1, smbaccel), and `net ads join` as
+# the domain's Administrator.  The DC must run (addc_bed) with cldap among
+# its server services (ADDC_EXTRA="$ADDC_MEMBER_SERVICES"): net ads join
+# finds the DC by a CLDAP ping.  ADDC_MEM_EXTRA: more [global] lines;
+# ADDC_JOIN_DEBUG: options for net (-d 5), its output in join.out;
+# ADDC_MEM_SHARES: more shares.
+ADDC_MEMBER_SERVICES="server services = s3fs, rpc, ldap, cldap, kdc, drepl, winbindd"
+addc_member_join() {
+	local d t0 out
+	command -v smbd >/dev/null && command -v winbindd >/dev/null && command -v net >/dev/null ||
+	    skip "smbd, winbindd or net not installed (samba, winbind)"
+	for d in run lib cache log etc; do mkdir -p "$ADDC_MEM_DIR/mnt/$d"; done
+	mkdir -p "$ADDC_MEM_DIR/log" "$ADDC_MEM_SHARE_DIR"
+	chmod 0777 "$ADDC_MEM_SHARE_DIR"
+	addc_krb5_conf "$ADDC_MEM_DIR/mnt/krb5.conf" "$ADDC_IP"
+	cat > "$ADDC_MEM_CONF" <<EOF
+[global]
+	netbios name = ${ADDC_MEM_HOST^^}
+	workgroup = $ADDC_DOMAIN
+	realm = $ADDC_REALM
+	security = ads
+	password server = $ADDC_FQDN
+	kerberos method = secrets only
+	interfaces = $ADDC_MEM_IP $ADDC_MEM_DIR_IP
+	bind interfaces only = yes
+	smb ports = 445
+	disable netbios = yes
+$(samba_private_dirs "$ADDC_MEM_DIR")
+	# winbindd's socket where the NSS module and smbd look for it: the
+	# compiled-in directory, under the private /run/samba
+	winbindd socket directory = /run/samba/winbindd
+	log file = $ADDC_MEM_DIR/log/log.%m
+	max log size = 0
+	log level = ${ADDC_LOG_LEVEL:-1}
+	idmap config * : backend = tdb
+	idmap config * : range = 3000-7999
+	idmap config $ADDC_DOMAIN : backend = rid
+	idmap config $ADDC_DOMAIN : range = 10000-999999
+	winbind use default domain = yes
+	map to guest = never
+	ea support = yes
+	load printers = no
+	printing = bsd
+	printcap name = /dev/null
+	disable spoolss = yes
+	${ADDC_MEM_EXTRA:-}
+
+[share]
+	path = $ADDC_MEM_SHARE_DIR
+	read only = no
+${ADDC_MEM_SHARES:-}
+EOF
+	ip netns exec "$ADDC_DCNS" ip addr add "$ADDC_MEM_IP/24" dev kd0 &&
+	ip netns exec "$ADDC_DCNS" ip addr add "$ADDC_MEM_DIR_IP/24" dev kd1 ||
+	    fail "cannot give the member server its addresses"
+	printf '127.0.0.1\t%s %s\n' "$ADDC_MEM_FQDN" "$ADDC_MEM_HOST" >> "/etc/netns/$ADDC_CLI/hosts"
+	printf '%s\t%s %s\n' "$ADDC_MEM_DIR_IP" "$ADDC_MEM_FQDN" "$ADDC_MEM_HOST" >> "/etc/netns/$ADDC_DIRNS/hosts"
+	printf '%s\t%s %s\n' "$ADDC_MEM_IP" "$ADDC_MEM_FQDN" "$ADDC_MEM_HOST" >> "/etc/netns/$ADDC_DCNS/hosts"
+	# the DC's LDAP server comes up after its smbd and KDC (it makes its
+	# TLS key first): join once it listens
+	t0=$(now)
+	n=600
+	until ip netns exec "$ADDC_DCNS" ss -Hltn "src $ADDC_IP and sport = :389" 2>/dev/null | grep -q .; do
+		n=$((n - 1)); [ $n -gt 0 ] || fail "the DC's LDAP server is not listening on $ADDC_IP:389 after 60 s"
+		sleep 0.1
+	done
+	info "the DC's LDAP server listens after $(elapsed "$t0") s"
+	out=$(_addc_mem_mnt ip netns exec "$ADDC_DCNS" net ads join -s "$ADDC_MEM_CONF" \
+	    -S "$ADDC_FQDN" -U "Administrator%$ADDC_ADMIN_PASS" --no-dns-updates ${ADDC_JOIN_DEBUG:-} 2>&1) ||
+	    { echo "$out" > "$ADDC_MEM_DIR/join.out"; echo "$out" | tail -n 20; fail "net ads join failed"; }
+	echo "$out" > "$ADDC_MEM_DIR/join.out"
+	info "${ADDC_MEM_HOST^^} joined $ADDC_REALM in $(elapsed "$t0") s: $(echo "$out" | tail -n 1)"
+}
+
+# addc_member_start: winbindd and smbd of the member, in one private
+# mount namespace in the dc ns; ready when smbd listens and winbindd
+# reaches the DC (wbinfo -P).
+addc_member_start() {
+	local n=300
+	setsid unshare -m --propagation private /bin/sh -c "$ADDC_MNT_SH" addc-mnt \
+	    "$ADDC_MEM_DIR/mnt" ip netns exec "$ADDC_DCNS" /bin/sh -c '
+		winbindd -s "$1" -F --no-process-group </dev/null >"$2/winbindd.out" 2>&1 &
+		smbd -s "$1" -F --no-process-group </dev/null >"$2/smbd.out" 2>&1 &
+		wait' member-sh "$ADDC_MEM_CONF" "$ADDC_MEM_DIR" </dev/null >/dev/null 2>&1 &
+	ADDC_MEM_PID=$!
+	while [ $n -gt 0 ]; do
+		kill -0 "$ADDC_MEM_PID" 2>/dev/null ||
+		    { cat "$ADDC_MEM_DIR"/*.out; ADDC_MEM_PID=; fail "the member's smbd and winbindd exited at start"; }
+		ip netns exec "$ADDC_DCNS" ss -Hltn "src $ADDC_MEM_IP and sport = :445" 2>/dev/null | grep -q . &&
+		    _addc_mem_mnt ip netns exec "$ADDC_DCNS" wbinfo -P >/dev/null 2>&1 && break
+		sleep 0.1; n=$((n - 1))
+	done
+	[ $n -gt 0 ] || { cat "$ADDC_MEM_DIR"/*.out; tail -n 20 "$ADDC_MEM_DIR/log/log.winbindd";
+	    fail "the member's smbd is not listening on $ADDC_MEM_IP:445, or its winbindd does not reach the DC, after 30 s"; }
+	info "member server ${ADDC_MEM_HOST^^} (smbd, winbindd) pid $ADDC_MEM_PID on $ADDC_MEM_IP $ADDC_MEM_DIR_IP"
+}
+
+# smbd starts samba-dcerpcd on demand, and it leaves the tree (it becomes
+# a daemon): it and its rpcd_* workers go by the member's smb.conf in
+# their command lines, a path of this test's own.
+addc_member_stop() {
+	local n=50
+	[ -n "$ADDC_MEM_PID" ] || return 0
+	_addc_kill_tree "$ADDC_MEM_PID"
+	ADDC_MEM_PID=
+	pkill -TERM -f -- "--configfile=$ADDC_MEM_CONF( |\$)"
+	while [ $n -gt 0 ] && pgrep -f -- "--configfile=$ADDC_MEM_CONF( |\$)" >/dev/null; do
+		sleep 0.1; n=$((n - 1))
+	done
+	pkill -KILL -f -- "--configfile=$ADDC_MEM_CONF( |\$)"
 }

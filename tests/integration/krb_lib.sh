@@ -22,6 +22,16 @@
 #                                  gets "id keyed=.. why=.. auth=.." lines
 #   kstatus                        the DC's smbstatus --json (its sessions:
 #                                  dialect, signing, encryption)
+#   kcc_smbdd OP PATH BS COUNT [args]  smbdd -k through smbaccel on the
+#                                  credential cache's ticket
+#   kimp OP PATH [args]            impacket (krb_impacket.py) through smbaccel
+#   cached_etypes FQDN             "SKEY, TKT" of the cached cifs/FQDN ticket
+#   check_deltas / keyed_lines     stats deltas and smbaccel's "keyed" lines
+#   krb_sealed_big LABEL WANT      >= 95 % of WANT bytes upstream in big
+#                                  TRANSFORMs ($KCAP)
+#   kreload FROM                   SIGHUP, wait for "policy reloaded"
+#   keys_of KEYTAB                 "KVNO PRINCIPAL ENCTYPE KEYHEX" lines, sorted
+# The clients talk to //$KHOST (default $ADDC_FQDN)/$KSHARE (default share).
 . "$TESTS_DIR/addc_lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 
@@ -48,7 +58,7 @@ krb_proxy() {
 _ksmbclient() {
 	local fn=$1 home=$2 port=$3 d=$4 cmds=$5; shift 5
 	$fn env HOME="$home" timeout -k 5 "${KRB_CLIENT_TIMEOUT:-300}" smbclient \
-	    --configfile="$home/.smb/smb.conf" "//$ADDC_FQDN/${KSHARE:-share}" \
+	    --configfile="$home/.smb/smb.conf" "//${KHOST:-$ADDC_FQDN}/${KSHARE:-share}" \
 	    ${port:+-p "$port"} -N --use-kerberos=required -m "$d" \
 	    --option="client min protocol=$d" --option="client max protocol=$d" \
 	    -c "$cmds" "$@" </dev/null
@@ -60,7 +70,7 @@ kd_smbclient() { local d=$1 c=$2; shift 2; _ksmbclient in_dir "$DIR_HOME" "" "$d
 _ksmbdd() {
 	local fn=$1 home=$2 port=$3 op=$4 path=$5 bs=$6 count=$7; shift 7
 	$fn env HOME="$home" timeout -k 5 "${KRB_CLIENT_TIMEOUT:-300}" "$SMBDD" "$op" \
-	    "smb://$ADDC_FQDN/${KSHARE:-share}/$path" "$bs" "$count" -k \
+	    "smb://${KHOST:-$ADDC_FQDN}/${KSHARE:-share}/$path" "$bs" "$count" -k \
 	    -W "$ADDC_REALM" -U "$ADDC_USER%$ADDC_PASS" ${port:+-p "$port"} "$@"
 }
 kc_smbdd() { _ksmbdd in_cli "$CLI_HOME" "$PROXY_PORT" "$@"; }
@@ -157,7 +167,7 @@ khold_start() {
 	local label=$1 d=$2 fifo=$T/$1.hold.fifo; shift 2
 	rm -f "$fifo"; mkfifo "$fifo" || fail "mkfifo $fifo"
 	in_cli env HOME="$CLI_HOME" smbclient --configfile="$CLI_HOME/.smb/smb.conf" \
-	    "//$ADDC_FQDN/${KSHARE:-share}" -p "$PROXY_PORT" -N --use-kerberos=required \
+	    "//${KHOST:-$ADDC_FQDN}/${KSHARE:-share}" -p "$PROXY_PORT" -N --use-kerberos=required \
 	    --option="client min protocol=$d" --option="client max protocol=$d" "$@" \
 	    < "$fifo" > "$T/$label.hold.out" 2>&1 &
 	KHOLD_PID=$!
@@ -215,4 +225,77 @@ for sid, s in sorted(d.get("sessions", {}).items()):
 krb_sealed_sizes() {
 	"$PY" "$TESTS_DIR/krb_sealed_sizes.py" "$KCAP" 445 > "$1" ||
 	    fail "krb_sealed_sizes.py failed on $KCAP"
+}
+
+# kcc_smbdd OP PATH BS COUNT [args]: smbdd -k through smbaccel with an
+# empty password, so that libsmbclient takes the ticket of the credential
+# cache (with a password it gets a TGT and tickets of its own)
+kcc_smbdd() {
+	local op=$1 path=$2 bs=$3 count=$4; shift 4
+	in_cli env HOME="$CLI_HOME" timeout -k 5 300 "$SMBDD" "$op" \
+	    "smb://${KHOST:-$ADDC_FQDN}/${KSHARE:-share}/$path" "$bs" "$count" -k \
+	    -W "$ADDC_REALM" -U "$ADDC_USER%" -p "$PROXY_PORT" "$@"
+}
+# cached_etypes FQDN: "SKEY, TKT", the enctypes of the cached cifs/FQDN
+# ticket (klist -e; rc4-hmac for MIT's DEPRECATED:arcfour-hmac)
+cached_etypes() {
+	in_cli klist -e | grep -A1 "cifs/$1" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
+	    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//'
+}
+# check_deltas LABEL FROM TO KEYED ABSORBED: the stats between snapshots
+# FROM and TO (deltas: D_*): at least KEYED sessions keyed and ABSORBED
+# writes absorbed, none unkeyed, no bad signature, no ledger error
+check_deltas() {
+	deltas "$2" "$3"
+	info "$1: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits signed_out +$D_signed_out bad_signatures +$D_bad_signatures"
+	assert_ge "$4" "$D_sessions_keyed" "$1: sessions_keyed"
+	assert_eq 0 "$D_sessions_unkeyed" "$1: sessions_unkeyed"
+	assert_eq 0 "$D_bad_signatures" "$1: bad_signatures"
+	assert_eq 0 "$D_ledger_errors" "$1: ledger_errors"
+	assert_ge "$5" "$D_writes_absorbed" "$1: writes_absorbed"
+}
+
+# keyed_lines FROM LABEL E [TICKET [KVNO]]: smbaccel's "keyed" lines since
+# line FROM into $T/LABEL.keyed, each with a TICKET (default aes256)
+# ticket of kvno KVNO (default 1) and session key E
+keyed_lines() {
+	tail -n +"$(($1 + 1))" "$PROXY_LOG" | grep ' keyed dialect=' > "$T/$2.keyed" ||
+	    fail "$2: no keyed session in smbaccel's log"
+	grep -v "auth=kerberos .* ticket=${4:-aes256-cts-hmac-sha1-96}/kvno=${5:-1} session_key=$3\$" "$T/$2.keyed" &&
+	    fail "$2: a session keyed with another ticket or session key (above)"
+	info "$2: $(wc -l < "$T/$2.keyed") sessions keyed, e.g.: $(head -n 1 "$T/$2.keyed" | sed 's/.* auth=/auth=/')"
+}
+# kimp OP PATH [args]: impacket through smbaccel, KIB KiB of the pattern
+kimp() {
+	local op=$1 path=$2; shift 2
+	in_cli timeout -k 5 300 "$PY" "$TESTS_DIR/krb_impacket.py" --host "${KHOST:-$ADDC_FQDN}" \
+	    --addr 127.0.0.1 --port "$PROXY_PORT" --user "$ADDC_USER" --realm "$ADDC_REALM" \
+	    "$@" "$op" "$path" $((KIB * 1024)) "$seed" 2>&1
+}
+# keys_of KEYTAB: its keys as "KVNO PRINCIPAL ENCTYPE KEYHEX", sorted
+keys_of() { klist -kKe "$1" | sed -n 's/^ *\([0-9]*\) \(.*\) (\([A-Za-z0-9:-]*\))  *(0x\([0-9a-f]*\)).*/\1 \2 \3 \4/p' | sed 's/DEPRECATED://' | sort; }
+# krb_sealed_big LABEL WANT: krb_sealed_sizes on $KCAP into
+# $T/sealed-LABEL.json; fails unless >= 95 % of WANT bytes of WRITE data
+# went upstream in TRANSFORM messages of >= 512 KiB of data
+krb_sealed_big() {
+	krb_sealed_sizes "$T/sealed-$1.json"
+	"$PY" - "$T/sealed-$1.json" "$2" "$1" <<'EOF' || fail "$1: upstream sizes of the encrypted WRITEs (above)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+want, label = int(sys.argv[2]), sys.argv[3]
+hdr = 64 + 48            # SMB2 header + WRITE request before the data
+big = sum((int(k) - hdr) * v for k, v in j["histogram"].items() if int(k) - hdr >= 524288)
+print("%s: upstream %d encrypted messages, %d plaintext bytes; %d data bytes (%.1f%% of %d written) in messages of >= 512 KiB of data"
+      % (label, j["count"], j["bytes"], big, 100.0 * big / want, want))
+sys.exit(0 if big >= 0.95 * want else 1)
+EOF
+}
+# kreload FROM: SIGHUP to smbaccel, and wait (10 s at most) for "policy
+# reloaded" in its log after line FROM
+kreload() {
+	local n=100
+	kill -HUP "$PROXY_PID"
+	until tail -n +"$(($1 + 1))" "$PROXY_LOG" | grep -q "policy reloaded"; do
+		n=$((n - 1)); [ $n -gt 0 ] || fail "no 'policy reloaded' after SIGHUP"; sleep 0.1
+	done
 }

@@ -82,56 +82,10 @@ tgs_ticket() {
 	    fail "kvno cifs/$ADDC_FQDN with $1 first"
 	check_skey "$1" "after kvno"
 }
-# kcc_smbdd OP PATH BS COUNT [args]: smbdd -k through smbaccel with an
-# empty password, so that libsmbclient takes the ticket of the credential
-# cache (with a password it gets a TGT and tickets of its own)
-kcc_smbdd() {
-	local op=$1 path=$2 bs=$3 count=$4; shift 4
-	in_cli env HOME="$CLI_HOME" timeout -k 5 300 "$SMBDD" "$op" \
-	    "smb://$ADDC_FQDN/share/$path" "$bs" "$count" -k \
-	    -W "$ADDC_REALM" -U "$ADDC_USER%" -p "$PROXY_PORT" "$@"
-}
-# cached_etypes FQDN: "SKEY, TKT", the enctypes of the cached cifs/FQDN
-# ticket (klist -e; rc4-hmac for MIT's DEPRECATED:arcfour-hmac)
-cached_etypes() {
-	in_cli klist -e | grep -A1 "cifs/$1" | sed -n 's/.*Etype (skey, tkt): \(.*\)/\1/p' |
-	    sed 's/DEPRECATED://g; s/arcfour-hmac/rc4-hmac/g; s/ *$//'
-}
 check_skey() {	# check_skey E WHEN: the cached cifs/ ticket's session key is E
 	assert_eq "$1, aes256-cts-hmac-sha1-96" "$(cached_etypes "$ADDC_FQDN")" \
 	    "cached cifs/ ticket (skey, tkt) $2"
 }
-# check_deltas LABEL FROM TO KEYED ABSORBED: the stats between snapshots
-# FROM and TO (deltas: D_*): at least KEYED sessions keyed and ABSORBED
-# writes absorbed, none unkeyed, no bad signature, no ledger error
-check_deltas() {
-	deltas "$2" "$3"
-	info "$1: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed upstream_writes +$D_upstream_writes ra_hits +$D_ra_hits signed_out +$D_signed_out bad_signatures +$D_bad_signatures"
-	assert_ge "$4" "$D_sessions_keyed" "$1: sessions_keyed"
-	assert_eq 0 "$D_sessions_unkeyed" "$1: sessions_unkeyed"
-	assert_eq 0 "$D_bad_signatures" "$1: bad_signatures"
-	assert_eq 0 "$D_ledger_errors" "$1: ledger_errors"
-	assert_ge "$5" "$D_writes_absorbed" "$1: writes_absorbed"
-}
-
-# keyed_lines FROM LABEL E [TICKET]: smbaccel's "keyed" lines since line
-# FROM into $T/LABEL.keyed, each with a TICKET (default aes256) ticket and
-# session key E
-keyed_lines() {
-	tail -n +"$(($1 + 1))" "$PROXY_LOG" | grep ' keyed dialect=' > "$T/$2.keyed" ||
-	    fail "$2: no keyed session in smbaccel's log"
-	grep -v "auth=kerberos .* ticket=${4:-aes256-cts-hmac-sha1-96}/kvno=1 session_key=$3\$" "$T/$2.keyed" &&
-	    fail "$2: a session keyed with another ticket or session key (above)"
-	info "$2: $(wc -l < "$T/$2.keyed") sessions keyed, e.g.: $(head -n 1 "$T/$2.keyed" | sed 's/.* auth=/auth=/')"
-}
-# kimp OP PATH [args]: impacket through smbaccel, KIB KiB of the pattern
-kimp() {
-	local op=$1 path=$2; shift 2
-	in_cli timeout -k 5 300 "$PY" "$TESTS_DIR/krb_impacket.py" --host "$ADDC_FQDN" \
-	    --addr 127.0.0.1 --port "$PROXY_PORT" --user "$ADDC_USER" --realm "$ADDC_REALM" \
-	    "$@" "$op" "$path" $((KIB * 1024)) "$seed" 2>&1
-}
-
 # ---- 1. aes256, aes128 and rc4-hmac session keys
 for et in aes256-cts-hmac-sha1-96 aes128-cts-hmac-sha1-96 rc4-hmac; do
 	tgs_ticket "$et"
@@ -216,11 +170,7 @@ done
 # the control: the DC's keys only, and the same tickets are not opened
 nlog=$(wc -l < "$PROXY_LOG")
 install -m 0600 -o 0 -g 0 "$KT" "$T/all.keytab" || fail "install the DC's keytab"
-kill -HUP "$PROXY_PID"
-n=100
-until tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "policy reloaded"; do
-	n=$((n - 1)); [ $n -gt 0 ] || fail "no 'policy reloaded' after SIGHUP"; sleep 0.1
-done
+kreload "$nlog"
 for host in fs128 fsrc4; do
 	nlog=$(wc -l < "$PROXY_LOG")
 	fs_smbclient in_cli "$CLI_HOME" "$PROXY_PORT" "$host" > "$T/$host.nokey.out"

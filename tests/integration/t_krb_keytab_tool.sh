@@ -21,7 +21,6 @@ KTOOL=$TOP/deploy/smbaccel-keytab
 krb_bed
 echo "$ADDC_ADMIN_PASS" > "$T/admin.pw" && chmod 0600 "$T/admin.pw"
 
-keys_of() { klist -kKe "$1" | sed -n 's/^ *\([0-9]*\) \(.*\) (\([A-Za-z0-9:-]*\))  *(0x\([0-9a-f]*\)).*/\1 \2 \3 \4/p' | sed 's/DEPRECATED://' | sort; }
 perm_ok() { [ "$(stat -c '%u %a' "$1")" = "0 600" ] || fail "$1 is $(stat -c 'uid %u mode %a' "$1"), not root's 0600"; }
 
 info "1. samba mode on the DC"

@@ -149,11 +149,7 @@ KRB_KEYTAB_LINE="keytab = $T/rot.keytab" krb_proxy
 nk_case rot-before SMB3_11 no-matching-key
 cp "$KT" "$T/rot.keytab.new" && chmod 0600 "$T/rot.keytab.new" && mv "$T/rot.keytab.new" "$T/rot.keytab"
 nlog=$(wc -l < "$PROXY_LOG")
-kill -HUP "$PROXY_PID"
-n=50
-until tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "policy reloaded"; do
-	n=$((n - 1)); [ $n -gt 0 ] || fail "no 'policy reloaded' after SIGHUP"; sleep 0.1
-done
+kreload "$nlog"
 tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "keytab: $T/rot.keytab: 3 keys: DC1" ||
     fail "the reload did not log the new keytab"
 nk_case rot-after SMB3_11 keyed
