@@ -73,7 +73,9 @@ grep "${ADDC_MEM_HOST^^}\\\$@$ADDC_REALM" <(keys_of "$T/proxy.keytab") | cmp -s 
     { diff <(keys_of "$T/proxy.keytab") <(keys_of "$MKT"); fail "the replicated keys of ${ADDC_MEM_HOST^^}\$ differ from the exported ones"; }
 info "smbaccel's keytab (smbaccel-keytab drsuapi): $(keys_of "$T/proxy.keytab" | wc -l) keys"
 KRB_KEYTAB_LINE="keytab = $T/proxy.keytab"
-krb_proxy "log_level = debug"
+# the [sealed] share gets the policy krb_proxy gives [share]
+krb_proxy "log_level = debug" "" "[share sealed]" "write_behind = ${KRB_WB:-always}" \
+    "read_ahead = ${KRB_RA:-always}" "flush_idle = 1s" "flush_max_age = 10s"
 
 seed=$((RANDOM * 32768 + RANDOM + 1))
 info "seed $seed"
