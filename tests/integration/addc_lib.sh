@@ -170,7 +170,10 @@ addc_start() {
 	ips=$*
 	mkdir -p "$ADDC_DIR/dc/log" "$ADDC_DIR/dc/pid"
 	# [global] additions go right after the [global] line; the share at
-	# the end.  Keep the provisioned file for restarts.
+	# the end.  Keep the provisioned file for restarts.  The provisioned
+	# lines come after the additions and win where both set a parameter:
+	# the services that run are the provisioned "server services" (all of
+	# a DC's, cldap and ldap included).
 	[ -f "$ADDC_CONF.orig" ] || cp "$ADDC_CONF" "$ADDC_CONF.orig"
 	{
 		sed -n '1,/^\[global\]/p' "$ADDC_CONF.orig"
@@ -181,7 +184,6 @@ addc_start() {
 	log file = $ADDC_LOG
 	max log size = 0
 	log level = ${ADDC_LOG_LEVEL:-1}
-	server services = s3fs, rpc, ldap, kdc, drepl, winbindd
 	disable netbios = yes
 	ea support = yes
 	map to guest = never
@@ -439,12 +441,10 @@ in_dir() {
 # addc_member_join: the member server's smb.conf, krb5.conf and
 # directories, its addresses in the dc ns, its name in every namespace's
 # hosts file (in the cli ns 127.0.0.1, smbaccel), and `net ads join` as
-# the domain's Administrator.  The DC must run (addc_bed) with cldap among
-# its server services (ADDC_EXTRA="$ADDC_MEMBER_SERVICES"): net ads join
+# the domain's Administrator, once the DC (addc_bed) listens for LDAP; it
 # finds the DC by a CLDAP ping.  ADDC_MEM_EXTRA: more [global] lines;
 # ADDC_JOIN_DEBUG: options for net (-d 5), its output in join.out;
 # ADDC_MEM_SHARES: more shares.
-ADDC_MEMBER_SERVICES="server services = s3fs, rpc, ldap, cldap, kdc, drepl, winbindd"
 addc_member_join() {
 	local d t0 out
 	command -v smbd >/dev/null && command -v winbindd >/dev/null && command -v net >/dev/null ||

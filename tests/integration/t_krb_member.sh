@@ -40,7 +40,6 @@ PUT_MIB=${KM_PUT_MIB:-16}
 KIB=${KI_KIB:-1024}
 AES128=aes128-cts-hmac-sha1-96
 
-ADDC_EXTRA=$ADDC_MEMBER_SERVICES
 # signing mandatory, as Windows Server 2025 and Windows 11 24H2 have it
 ADDC_MEM_EXTRA="server signing = mandatory"
 ADDC_MEM_SHARES="[sealed]
