@@ -241,6 +241,10 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	sed 's|@SBINDIR@|$(SBINDIR)|g; s|@BINDIR@|$(BINDIR)|g' deploy/smbaccel.service.in \
 	    > $(DESTDIR)$(UNITDIR)/smbaccel.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel.service
+	sed 's|@SBINDIR@|$(SBINDIR)|g' deploy/smbaccel-keytab@.service.in \
+	    > $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service
+	install -m 0644 deploy/smbaccel-keytab@.timer $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.timer
 	install -d $(DESTDIR)$(PREFIX)/share/smbaccel
 	install -m 0755 deploy/iptables.sh $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh
 	install -m 0644 deploy/nftables.conf $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
@@ -254,6 +258,7 @@ uninstall:
 	    $(DESTDIR)$(SBINDIR)/smbaccel-keytab $(DESTDIR)$(MANDIR)/man8/smbaccel-keytab.8 \
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
+	    $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.timer \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf \
 	    $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf

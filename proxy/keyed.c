@@ -490,6 +490,44 @@ auth_desc(const struct setup_auth *sa, char *buf, size_t len)
 		    px_gss_mech_name(sa->mech));
 }
 
+/*
+ * A ticket the keytab has no key for, most often because the server's
+ * machine password changed (every 30 days on Windows) and the keytab was
+ * not fetched again: every new session of that server is relayed
+ * unaccelerated from then on, which the administrator must hear of
+ * without reading every passthrough line.  Warned once per service and
+ * key version (of the last eight such pairs), not per session.
+ */
+static void
+stale_keytab_warn(const struct setup_auth *sa, const char *why)
+{
+	/* the last few (service, kvno) pairs warned of, oldest replaced */
+	static struct {
+		char service[sizeof(sa->krb.service)];
+		unsigned long kvno;
+	} seen[8];
+	static size_t next;
+	size_t i;
+
+	if (sa == NULL || sa->mech != PX_MECH_KERBEROS ||
+	    strcmp(why, px_krb_result_name(PX_KRB_R_NO_MATCHING_KEY)) != 0 ||
+	    sa->krb.service[0] == '\0')
+		return;
+	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
+		if (seen[i].kvno == sa->krb.ticket_kvno &&
+		    strcmp(seen[i].service, sa->krb.service) == 0)
+			return;
+	snprintf(seen[next].service, sizeof(seen[next].service), "%s",
+	    sa->krb.service);
+	seen[next].kvno = sa->krb.ticket_kvno;
+	next = (next + 1) % (sizeof(seen) / sizeof(seen[0]));
+	log_warnx("kerberos: the keytab has no %s key of version %lu for %s: "
+	    "if the server's password changed, fetch its keys again "
+	    "(smbaccel-keytab(8)); its sessions are relayed unaccelerated "
+	    "until then", px_krb_enctype_name(sa->krb.ticket_etype),
+	    (unsigned long)sa->krb.ticket_kvno, sa->krb.service);
+}
+
 /* A Kerberos exchange that goes on: a KRB-ERROR (clock skew, say) makes
  * the client send a new AP-REQ, which its own pending entry will hold. */
 static void
@@ -587,12 +625,14 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 		    (unsigned long long)s->id, px_dialect_name(c->led.dialect),
 		    s->signing_required ? "required" : "optional",
 		    s->encrypt ? "yes" : "no", ad);
-	else if (s->signing_required || s->encrypt)
+	else if (s->signing_required || s->encrypt) {
 		log_info("conn=%llu session=0x%llx passthrough reason=%s "
 		    "(signing %s, encryption %s)%s", (unsigned long long)c->id,
 		    (unsigned long long)s->id, why,
 		    s->signing_required ? "required" : "optional",
 		    s->encrypt ? "required" : "off", ad);
+		stale_keytab_warn(p->u.sess.auth, why);
+	}
 	/* the NTLM and Kerberos exchange state is no longer needed */
 	if (s->kx) {
 		s->kx->have_chal = false;

@@ -3,8 +3,8 @@
 # test-timeout: 180
 # make install / uninstall into a DESTDIR, and the installed pieces:
 #  1. `make install DESTDIR=$T/root PREFIX=/usr` installs exactly: sbin/smbaccel,
-#     bin/smbaccelctl (0755), the three man pages, the systemd unit, the
-#     default policy and the modules-load.d entry for tcp_bbr (0644);
+#     bin/smbaccelctl (0755), the three man pages, the systemd units
+#     (smbaccel, and the keytab refresh service and timer), the default policy and the modules-load.d entry for tcp_bbr (0644);
 #     nothing else;
 #  2. the unit has its paths filled in (ExecStart=/usr/sbin/smbaccel -c
 #     /etc/smbaccel/smbaccel.conf, no @...@ left), Type=notify, ExecReload
@@ -14,6 +14,9 @@
 #     entries resolve); a copy with a misspelt key is flagged, so the check
 #     can fail; the fail-open drop-in of docs/deploy.md passes too;
 #     `systemd-analyze security --offline` rates it OK or better;
+#     the keytab refresh units (smbaccel-keytab@.service and .timer) pass
+#     verify as an instance, run smbaccel-keytab --reload from the
+#     instance's environment file, hourly; a misspelt timer key is flagged;
 #  4. the man pages render without groff warnings;
 #  5. the installed default policy passes `smbaccel -t`;
 #  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
@@ -32,6 +35,8 @@ info "1. make install DESTDIR=$D PREFIX=/usr"
 make -s install DESTDIR="$D" PREFIX=/usr >"$T/install.log" 2>&1 ||
     { cat "$T/install.log"; fail "make install failed"; }
 expected="etc/smbaccel/smbaccel.conf 644
+lib/systemd/system/smbaccel-keytab@.service 644
+lib/systemd/system/smbaccel-keytab@.timer 644
 lib/systemd/system/smbaccel.service 644
 usr/bin/smbaccelctl 755
 usr/lib/modules-load.d/smbaccel.conf 644
@@ -80,6 +85,23 @@ if [ -x /usr/sbin/nft ]; then
 	out=$(cd "$T" && MANPATH=$D/usr/share/man systemd-analyze verify "$T/units/smbaccel-failopen.service" 2>&1)
 	[ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify of the unit with the fail-open drop-in"; }
 fi
+# the keytab refresh service and its timer, as the instance fs1
+KU=$D/lib/systemd/system/smbaccel-keytab@.service
+grep -q '@[A-Z]*@' "$KU" && fail "unsubstituted @...@ left in smbaccel-keytab@.service"
+grep -qx 'ExecStart=/usr/sbin/smbaccel-keytab $SMBACCEL_KEYTAB_ARGS --reload' "$KU" ||
+    fail "smbaccel-keytab@.service: ExecStart line"
+grep -qx 'EnvironmentFile=/etc/smbaccel/keytab-%i.env' "$KU" || fail "smbaccel-keytab@.service: EnvironmentFile"
+grep -qx 'Type=oneshot' "$KU" || fail "smbaccel-keytab@.service: Type=oneshot"
+grep -qx 'OnUnitActiveSec=1h' "$D/lib/systemd/system/smbaccel-keytab@.timer" || fail "the timer is not hourly"
+sed "s|=/usr/sbin/|=$D/usr/sbin/|g" "$KU" > "$T/units/smbaccel-keytab@fs1.service"
+cp "$D/lib/systemd/system/smbaccel-keytab@.timer" "$T/units/smbaccel-keytab@fs1.timer"
+out=$(cd "$T/units" && MANPATH=$D/usr/share/man systemd-analyze verify smbaccel-keytab@fs1.service smbaccel-keytab@fs1.timer 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify of the keytab units: exit $rc, output above"; }
+sed 's/^OnUnitActiveSec=/OnUnitActivSec=/' "$T/units/smbaccel-keytab@fs1.timer" > "$T/units/smbaccel-keytab@bad.timer"
+cp "$T/units/smbaccel-keytab@fs1.service" "$T/units/smbaccel-keytab@bad.service"
+out=$(cd "$T/units" && MANPATH=$D/usr/share/man systemd-analyze verify smbaccel-keytab@bad.timer 2>&1)
+echo "$out" | grep -q "Unknown key" || { echo "$out"; fail "systemd-analyze verify did not flag a misspelt timer key"; }
 if systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
 	out=$(systemd-analyze security --offline=yes "$T/units/smbaccel.service" 2>&1 | tail -n 1)
 	info "$out"

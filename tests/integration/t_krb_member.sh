@@ -31,6 +31,14 @@
 #     the same transfer is intact but relayed unkeyed, and smbaccel logs
 #     the AP-REQ as decrypt-failed (DC1$'s aes128 key has the same kvno,
 #     so it is tried and fails) and the session as passthrough.
+#  6. Key rotation, as the refresh of deploy/smbaccel-keytab@.service runs
+#     it (its ExecStart, the arguments from an instance environment file):
+#     it puts FS1$'s keys back and reloads smbaccel (keyed again); run
+#     again it says "unchanged" and neither rewrites nor reloads.  Then
+#     FS1$'s password changes (wbinfo --change-secret): a session on a
+#     ticket of the new kvno is relayed unkeyed (no-matching-key, and one
+#     warning for all such sessions) until the next refresh, keyed after it at the new kvno, and a ticket of
+#     the old password (cached before) is still keyed at the old kvno.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions to a member server"
@@ -151,19 +159,32 @@ for d in SMB3_00 SMB3_11; do
 	rm -f "$ADDC_MEM_SHARE_DIR/$l"
 done
 
+# krb_session LABEL KVNO: 1 MiB in 1 KiB writes through smbaccel at 3.1.1,
+# byte-exact on the member's disk; deltas in D_*, keyed lines checked if
+# KVNO is given
+krb_session() {
+	snap "$1-0"
+	nlog=$(wc -l < "$PROXY_LOG")
+	out=$(kcc_smbdd write "$1" 1K 1024 -m SMB3_11 -s "$seed" -q -f 2>&1) ||
+	    fail "$1: smbdd 1 KiB writes through smbaccel failed: $out"
+	snap "$1-1"
+	assert_eq "$(head -c 1048576 "$ADDC_MEM_SHARE_DIR/ref" | sha256sum | cut -d' ' -f1)" \
+	    "$(sha256 "$ADDC_MEM_SHARE_DIR/$1")" "$1: sha256 on the member's disk"
+	rm -f "$ADDC_MEM_SHARE_DIR/$1"
+	if [ -n "${2:-}" ]; then
+		keyed_lines "$nlog" "$1" "$AES128" "$AES128" "$2"
+		check_deltas "$1" "$1-0" "$1-1" 1 $((1024 * 9 / 10))
+	else
+		deltas "$1-0" "$1-1"
+	fi
+}
+
 # ---- 5. the control: the DC's keys only
 nlog=$(wc -l < "$PROXY_LOG")
 install -m 0600 -o 0 -g 0 "$KT" "$T/proxy.keytab" || fail "install the DC's keytab"
 kreload "$nlog"
 l=m-nokey
-snap "$l-0"
-nlog=$(wc -l < "$PROXY_LOG")
-out=$(kcc_smbdd write "$l" 1K 1024 -m SMB3_11 -s "$seed" -q -f 2>&1) ||
-    fail "$l: smbdd through smbaccel without the member's key failed: $out"
-snap "$l-1"
-assert_eq "$(head -c 1048576 "$ADDC_MEM_SHARE_DIR/ref" | sha256sum | cut -d' ' -f1)" \
-    "$(sha256 "$ADDC_MEM_SHARE_DIR/$l")" "$l: sha256 on the member's disk"
-deltas "$l-0" "$l-1"
+krb_session "$l"
 info "$l: sessions_keyed +$D_sessions_keyed sessions_unkeyed +$D_sessions_unkeyed writes_absorbed +$D_writes_absorbed"
 assert_eq 0 "$D_sessions_keyed" "$l: sessions_keyed without the member's key"
 assert_ge 1 "$D_sessions_unkeyed" "$l: sessions_unkeyed without the member's key"
@@ -177,6 +198,93 @@ grep -v ": decrypt-failed\$" "$T/$l.apreq" && fail "$l: not decrypt-failed (abov
 tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "passthrough reason=decrypt-failed (signing required, encryption off) auth=kerberos" ||
     fail "$l: no 'passthrough reason=decrypt-failed' line"
 info "$l: $(head -n 1 "$T/$l.apreq" | sed 's/.*kerberos AP-REQ //')"
+
+# ---- 6. the machine password changes; the keytab follows it by the
+# refresh that smbaccel-keytab@.service runs hourly (deploy/): its
+# ExecStart, with $SMBACCEL_KEYTAB_ARGS from the instance's environment
+# file split at blanks, as systemd does
+FS1="${ADDC_MEM_HOST^^}\$"
+ENVF=$T/keytab-fs1.env
+echo "SMBACCEL_KEYTAB_ARGS=drsuapi --dc $ADDC_FQDN --dc-ip $ADDC_DIR_IP --domain $ADDC_DOMAIN --user Administrator --password-file $T/admin.pw --account $FS1 --spn cifs/$ADDC_MEM_FQDN -o $T/proxy.keytab --control-socket $CTL_SOCK" > "$ENVF"
+UNIT_EXEC=$(sed -n 's/^ExecStart=//p' "$TOP/deploy/smbaccel-keytab@.service.in")
+case $UNIT_EXEC in
+'@SBINDIR@/smbaccel-keytab '*'$SMBACCEL_KEYTAB_ARGS'*) ;;
+*) fail "smbaccel-keytab@.service.in: unexpected ExecStart: $UNIT_EXEC" ;;
+esac
+# unit_refresh LABEL: the service's ExecStart once, its output in
+# $T/LABEL.refresh; the new "policy reloaded" lines counted in RELOADS
+unit_refresh() {
+	local args rest n0
+	args=$(sed -n 's/^SMBACCEL_KEYTAB_ARGS=//p' "$ENVF")
+	rest=${UNIT_EXEC#@SBINDIR@/smbaccel-keytab }
+	rest=${rest//\$SMBACCEL_KEYTAB_ARGS/$args}
+	n0=$(grep -c "policy reloaded" "$PROXY_LOG")
+	set -f
+	# shellcheck disable=SC2086  # split at blanks, as systemd splits $VAR
+	in_dir env PATH="$TOP/bin:$PATH" /usr/bin/python3 "$TOP/deploy/smbaccel-keytab" $rest \
+	    > "$T/$1.refresh" 2>&1 || { set +f; cat "$T/$1.refresh"; fail "$1: the keytab refresh failed"; }
+	set +f
+	RELOADS=$(($(grep -c "policy reloaded" "$PROXY_LOG") - n0))
+	info "$1: refresh: $(grep -E '^(wrote|unchanged|smbaccel reloaded)' "$T/$1.refresh" | tr '\n' ' ')(policy reloaded x$RELOADS)"
+}
+
+l=r-back
+unit_refresh "$l"
+grep -q "^wrote .* keys to $T/proxy.keytab\$" "$T/$l.refresh" || fail "$l: the DC's keytab was not replaced"
+grep -q "^smbaccel reloaded" "$T/$l.refresh" || fail "$l: no reload after the new keytab"
+assert_eq 1 "$RELOADS" "$l: policy reloads"
+grep -F " $FS1@$ADDC_REALM " <(keys_of "$T/proxy.keytab") | cmp -s - <(keys_of "$MKT") ||
+    fail "$l: the refreshed keys of $FS1 differ from the exported ones"
+krb_session "$l" "$kvno"
+
+l=r-same
+m0=$(stat -c %Y.%i "$T/proxy.keytab")
+unit_refresh "$l"
+grep -q "^unchanged: $T/proxy.keytab already holds these" "$T/$l.refresh" || fail "$l: not 'unchanged'"
+grep -q "^smbaccel reloaded" "$T/$l.refresh" && fail "$l: reloaded though nothing changed"
+assert_eq 0 "$RELOADS" "$l: policy reloads with the same keys"
+assert_eq "$m0" "$(stat -c %Y.%i "$T/proxy.keytab")" "$l: the keytab's mtime.inode (left alone)"
+
+# the client's cached ticket of the old password, for later
+cp "$ADDC_CCACHE" "$T/krb5cc.old"
+# as Samba's winbindd does every "machine password timeout" (NETLOGON
+# ServerPasswordSet2 to the DC, the old password kept as the previous one)
+out=$(_addc_mem_mnt ip netns exec "$ADDC_DCNS" wbinfo --change-secret 2>&1) ||
+    { echo "$out"; fail "wbinfo --change-secret on the member failed"; }
+info "$FS1's password changed: $(echo "$out" | tail -n 1)"
+in_cli kdestroy
+addc_kinit "$ADDC_CLI" "$ADDC_CLI_KRB5" "$ADDC_CCACHE"
+nkvno=$(in_cli kvno "cifs/$ADDC_MEM_FQDN" | sed -n 's/.*kvno = \([0-9]*\)$/\1/p')
+assert_eq $((kvno + 1)) "${nkvno:-none}" "the kvno of the new cifs/$ADDC_MEM_FQDN ticket"
+
+l=r-stale
+krb_session "$l"
+assert_eq 0 "$D_sessions_keyed" "$l: sessions_keyed on a ticket of the new password with the old keytab"
+assert_ge 1 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
+tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "passthrough reason=no-matching-key .*auth=kerberos" ||
+    fail "$l: no 'passthrough reason=no-matching-key' line"
+# and the administrator is told, once per service and key version
+warn="kerberos: the keytab has no $AES128 key of version $nkvno for cifs/$ADDC_MEM_FQDN@$ADDC_REALM: if the server's password changed, fetch its keys again"
+assert_eq 1 "$(grep -cF "$warn" "$PROXY_LOG")" "$l: the stale keytab warnings"
+krb_session r-stale2
+assert_eq 0 "$D_sessions_keyed" "r-stale2: sessions_keyed"
+assert_eq 1 "$(grep -cF "$warn" "$PROXY_LOG")" "r-stale2: the stale keytab warnings (once, not per session)"
+info "$l: relayed unkeyed, no-matching-key (kvno $nkvno, the keytab holds $kvno), warned once"
+
+l=r-new
+unit_refresh "$l"
+grep -q "^wrote .* keys to $T/proxy.keytab\$" "$T/$l.refresh" || fail "$l: the keytab was not rewritten"
+assert_eq 1 "$RELOADS" "$l: policy reloads"
+for v in "$nkvno" "$kvno"; do
+	keys_of "$T/proxy.keytab" | awk -v v="$v" -v p="$FS1@$ADDC_REALM" -v e="$AES128" \
+	    '$1 == v && $2 == p && $3 == e {f = 1} END {exit !f}' ||
+	    { keys_of "$T/proxy.keytab" | cut -d' ' -f1-3; fail "$l: no $AES128 key of kvno $v in the refreshed keytab"; }
+done
+krb_session "$l" "$nkvno"
+# the old password's ticket, still valid for hours, is still accelerated
+cp "$ADDC_CCACHE" "$T/krb5cc.new" && cp "$T/krb5cc.old" "$ADDC_CCACHE"
+krb_session r-old "$kvno"
+cp "$T/krb5cc.new" "$ADDC_CCACHE"
 
 proxy_alive || fail "proxy died"
 stop_proxy
