@@ -197,7 +197,7 @@ stats_dump(FILE *f, bool json)
 	double ack_mean = s->pl_breaks_acked ?
 	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0;
 	unsigned int pl_now, pl_w;
-	int i;
+	int i, n;
 
 	pl_now = lease_opens(&pl_w);
 	if (!json) {
@@ -336,6 +336,11 @@ stats_dump(FILE *f, bool json)
 			if (s->opaque[i])
 				fprintf(f, " %s=%llu", px_opaque_reason_name(i),
 				    (unsigned long long)s->opaque[i]);
+		fprintf(f, "\nunkeyed sessions  ");
+		for (i = 0; i < PX_UNKEYED_MAX; i++)
+			if (s->unkeyed_by[i].n)
+				fprintf(f, " %s=%llu", s->unkeyed_by[i].why,
+				    (unsigned long long)s->unkeyed_by[i].n);
 		fprintf(f, "\nclosed by proxy   ");
 		for (i = 1; i < PX_CLOSE_NREASONS; i++)
 			if (s->closed[i])
@@ -367,6 +372,13 @@ stats_dump(FILE *f, bool json)
 	    PX_CMP_NDECLINES);
 	json_counts(f, "opaque", opaque_name, s->opaque, 1, PX_OPAQUE_NREASONS);
 	json_counts(f, "closed", close_name, s->closed, 1, PX_CLOSE_NREASONS);
+	fprintf(f, "\"unkeyed_by\":{");
+	for (i = 0, n = 0; i < PX_UNKEYED_MAX; i++)
+		if (s->unkeyed_by[i].n)
+			fprintf(f, "%s\"%s\":%llu", n++ ? "," : "",
+			    s->unkeyed_by[i].why,
+			    (unsigned long long)s->unkeyed_by[i].n);
+	fprintf(f, "},");
 	json_counts(f, "commands", cmd_name, s->requests, 0, SMB2_NCMDS + 1);
 	fprintf(f, "\"version\":1}\n");
 }

@@ -490,6 +490,27 @@ auth_desc(const struct setup_auth *sa, char *buf, size_t len)
 		    px_gss_mech_name(sa->mech));
 }
 
+/* One more signed or sealed session relayed unkeyed, for reason why. */
+static void
+unkeyed_count(const char *why)
+{
+	size_t i, last = PX_UNKEYED_MAX - 1;
+
+	px_stats.sessions_unkeyed++;
+	if (why == NULL)
+		why = "no-key";
+	for (i = 0; i < last; i++) {
+		if (px_stats.unkeyed_by[i].why == NULL)
+			px_stats.unkeyed_by[i].why = why;
+		if (strcmp(px_stats.unkeyed_by[i].why, why) == 0) {
+			px_stats.unkeyed_by[i].n++;
+			return;
+		}
+	}
+	px_stats.unkeyed_by[last].why = "other";
+	px_stats.unkeyed_by[last].n++;
+}
+
 /*
  * A ticket the keytab has no key for, most often because the server's
  * machine password changed (every 30 days on Windows) and the keytab was
@@ -617,7 +638,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 		if (s->keyed && !was)
 			px_stats.sessions_keyed++;
 		else if (!s->keyed)
-			px_stats.sessions_unkeyed++;
+			unkeyed_count(why);
 	}
 	if (s->keyed)
 		log_info("conn=%llu session=0x%llx keyed dialect=%s signing=%s "

@@ -131,6 +131,8 @@ enum px_dc_cause {
 };
 const char *px_dc_cause_name(enum px_dc_cause c);
 
+#define PX_UNKEYED_MAX 24
+
 struct px_stats {
 	uint64_t conns_total;
 	uint64_t conns_active;
@@ -207,6 +209,13 @@ struct px_stats {
 	/* keyed sessions */
 	uint64_t sessions_keyed;
 	uint64_t sessions_unkeyed;      /* signed/sealed sessions without key */
+	/* ... by why_not_keyed, in the order first seen; the reasons are
+	 * string literals, so the pointers stay valid; a reason beyond
+	 * PX_UNKEYED_MAX counts in the last slot as "other" */
+	struct {
+		const char *why;
+		uint64_t n;
+	} unkeyed_by[PX_UNKEYED_MAX];
 	uint64_t signed_out;            /* messages smbaccel signed */
 	uint64_t encrypted_out;         /* messages smbaccel encrypted */
 	uint64_t decrypted_in;          /* messages smbaccel decrypted */

@@ -189,6 +189,7 @@ info "$l: sessions_keyed +$D_sessions_keyed sessions_unkeyed +$D_sessions_unkeye
 assert_eq 0 "$D_sessions_keyed" "$l: sessions_keyed without the member's key"
 assert_ge 1 "$D_sessions_unkeyed" "$l: sessions_unkeyed without the member's key"
 assert_eq 0 "$D_writes_absorbed" "$l: writes_absorbed of an unkeyed signed session"
+assert_eq "$D_sessions_unkeyed" "$(stat_get unkeyed_by.decrypt-failed)" "$l: stats unkeyed_by.decrypt-failed"
 tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep "kerberos AP-REQ .*service=cifs/$ADDC_MEM_FQDN@$ADDC_REALM " > "$T/$l.apreq" ||
     fail "$l: smbaccel logged no AP-REQ for cifs/$ADDC_MEM_FQDN"
 # the DC's keytab has an aes128 key of kvno 1 too (DC1$'s): smbaccel tries
@@ -257,8 +258,10 @@ addc_kinit "$ADDC_CLI" "$ADDC_CLI_KRB5" "$ADDC_CCACHE"
 nkvno=$(in_cli kvno "cifs/$ADDC_MEM_FQDN" | sed -n 's/.*kvno = \([0-9]*\)$/\1/p')
 assert_eq $((kvno + 1)) "${nkvno:-none}" "the kvno of the new cifs/$ADDC_MEM_FQDN ticket"
 
+nm0=$(stat_get unkeyed_by.no-matching-key)
 l=r-stale
 krb_session "$l"
+u1=$D_sessions_unkeyed
 assert_eq 0 "$D_sessions_keyed" "$l: sessions_keyed on a ticket of the new password with the old keytab"
 assert_ge 1 "$D_sessions_unkeyed" "$l: sessions_unkeyed"
 tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "passthrough reason=no-matching-key .*auth=kerberos" ||
@@ -269,6 +272,8 @@ assert_eq 1 "$(grep -cF "$warn" "$PROXY_LOG")" "$l: the stale keytab warnings"
 krb_session r-stale2
 assert_eq 0 "$D_sessions_keyed" "r-stale2: sessions_keyed"
 assert_eq 1 "$(grep -cF "$warn" "$PROXY_LOG")" "r-stale2: the stale keytab warnings (once, not per session)"
+assert_eq $((nm0 + u1 + D_sessions_unkeyed)) "$(stat_get unkeyed_by.no-matching-key)" \
+    "r-stale, r-stale2: smbaccelctl stats unkeyed_by.no-matching-key"
 info "$l: relayed unkeyed, no-matching-key (kvno $nkvno, the keytab holds $kvno), warned once"
 
 l=r-new

@@ -14,8 +14,10 @@
 # back in 4 KiB reads (verified), the DC's file equals the pattern written
 # directly; every session sampled is relayed unkeyed with that reason in
 # conns --json, an smbclient session held open shows it, the proxy logs
-# "passthrough reason=R (signing required" for each session; nothing is
-# absorbed or read ahead.  The positive control:
+# "passthrough reason=R (signing required" for each session, and
+# `smbaccelctl stats` counts them under unkeyed_by.R (no-matching-key: one
+# warning of the stale keytab for all of them); nothing is absorbed or
+# read ahead.  The positive control:
 #   relabelled    the DC's keys under another name (cifs/...) and kvno 7 ->
 #                 keyed (every key of the enctype is tried)
 # Per-server keytabs: [global]'s is stale but a [//FQDN/share] section gives
@@ -113,6 +115,12 @@ nk_case() {
 	assert_eq 0 "$D_writes_absorbed" "$label: writes_absorbed"
 	assert_eq 0 "$D_ra_hits" "$label: ra_hits"
 	assert_eq 0 "$D_bad_signatures" "$label: bad_signatures"
+	# a smbaccel of its own per case: its counts are this case's
+	assert_eq "$D_sessions_unkeyed" "$(stat_get "unkeyed_by.$why")" "$label: smbaccelctl stats unkeyed_by.$why"
+	if [ "$why" = no-matching-key ]; then
+		assert_eq 1 "$(tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -c 'kerberos: the keytab has no .* key of version [0-9]* for cifs/')" \
+		    "$label: stale keytab warnings (one for all its sessions)"
+	fi
 }
 
 for c in none:no-keytab:SMB2_10 none:no-keytab:SMB3_11 otheraccount:decrypt-failed:SMB3_11 \
