@@ -13,7 +13,8 @@
 #     DESTDIR, MANPATH at the installed man pages so its Documentation=
 #     entries resolve); a copy with a misspelt key is flagged, so the check
 #     can fail; the fail-open drop-in of docs/deploy.md passes too;
-#     `systemd-analyze security --offline` rates it OK or better;
+#     `systemd-analyze security --offline` rates it (and the keytab
+#     refresh service) OK or better;
 #     the keytab refresh units (smbaccel-keytab@.service and .timer) pass
 #     verify as an instance, run smbaccel-keytab --reload from the
 #     instance's environment file, hourly; a misspelt timer key is flagged;
@@ -103,10 +104,12 @@ cp "$T/units/smbaccel-keytab@fs1.service" "$T/units/smbaccel-keytab@bad.service"
 out=$(cd "$T/units" && MANPATH=$D/usr/share/man systemd-analyze verify smbaccel-keytab@bad.timer 2>&1)
 echo "$out" | grep -q "Unknown key" || { echo "$out"; fail "systemd-analyze verify did not flag a misspelt timer key"; }
 if systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
-	out=$(systemd-analyze security --offline=yes "$T/units/smbaccel.service" 2>&1 | tail -n 1)
-	info "$out"
-	echo "$out" | grep -Eq 'Overall exposure level .* (SAFE|OK)' ||
-	    fail "systemd-analyze security: $out"
+	for u in smbaccel.service smbaccel-keytab@fs1.service; do
+		out=$(systemd-analyze security --offline=yes "$T/units/$u" 2>&1 | tail -n 1)
+		info "$out"
+		echo "$out" | grep -Eq 'Overall exposure level .* (SAFE|OK)' ||
+		    fail "systemd-analyze security of $u: $out"
+	done
 fi
 
 # ---- 4. man pages
