@@ -541,7 +541,8 @@ EOF
 
 # start_proxy [extra config lines...]: start the proxy (PROXY_IMPL) in the
 # foreground, logging to $PROXY_LOG; waits until it accepts.  With
-# PROXY_NETNS set it runs inside that network namespace.
+# PROXY_NETNS set it runs inside that network namespace; PROXY_START_WAIT:
+# seconds to wait for it to accept (default 10).
 start_proxy() {
 	local nsx=
 	[ -n "$PROXY_NETNS" ] && nsx="ip netns exec $PROXY_NETNS"
@@ -561,7 +562,7 @@ start_proxy() {
 		;;
 	*)	fail "unknown PROXY_IMPL=$PROXY_IMPL" ;;
 	esac
-	wait_port "$PROXY_PORT" 10 "$PROXY_PID" "$PROXY_NETNS" ||
+	wait_port "$PROXY_PORT" "${PROXY_START_WAIT:-10}" "$PROXY_PID" "$PROXY_NETNS" ||
 	    fail "$PROXY_IMPL is not accepting on port $PROXY_PORT"
 	info "$PROXY_IMPL pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> ${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}"
 }
