@@ -30,6 +30,13 @@
 #   krb_sealed_big LABEL WANT      >= 95 % of WANT bytes upstream in big
 #                                  TRANSFORMs ($KCAP)
 #   kreload FROM                   SIGHUP, wait for "policy reloaded"
+#   kput_get L D MIB               smbclient put+get of $T/orig (sha256
+#                                  $want) through smbaccel at D, keyed
+#   ksmbdd_cycle L D               smbdd 1 KiB writes and 4 KiB verified
+#                                  reads through smbaccel at D, captured
+#                                  ($KCAP), snapshots L-1 and L-2, the
+#                                  DC's file against $ref, every session
+#                                  keyed
 #   keys_of KEYTAB                 "KVNO PRINCIPAL ENCTYPE KEYHEX" lines, sorted
 # The clients talk to //$KHOST (default $ADDC_FQDN)/$KSHARE (default share).
 . "$TESTS_DIR/addc_lib.sh"
@@ -298,4 +305,56 @@ kreload() {
 	until tail -n +"$(($1 + 1))" "$PROXY_LOG" | grep -q "policy reloaded"; do
 		n=$((n - 1)); [ $n -gt 0 ] || fail "no 'policy reloaded' after SIGHUP"; sleep 0.1
 	done
+}
+
+# kput_get L D MIB: smbclient put of $T/orig (MIB MiB, sha256 $want) as
+# big-L and get of it back, through smbaccel at dialect D, conns --json
+# sampled meanwhile into $T/L.smbclient.sessions: both copies must be
+# $want and the session keyed with auth=kerberos
+kput_get() {
+	local l=$1 d=$2 t0 secs
+	ksample_start
+	t0=$(now)
+	kc_smbclient "$d" "put $T/orig big-$l; get big-$l $T/back-$l" > "$T/smbclient-$l.out" 2>&1 ||
+	    { ksample_stop >/dev/null; cat "$T/smbclient-$l.out"; fail "$l: smbclient put/get through smbaccel failed"; }
+	secs=$(elapsed "$t0")
+	ksample_stop > "$T/$l.smbclient.sessions"
+	grep -qiE 'NT_STATUS|error' "$T/smbclient-$l.out" &&
+	    { cat "$T/smbclient-$l.out"; fail "$l: smbclient reported an error"; }
+	assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/big-$l")" "$l: sha256 on the DC's disk after put"
+	assert_eq "$want" "$(sha256 "$T/back-$l")" "$l: sha256 of the copy read back"
+	info "$l: smbclient put+get of $3 MiB through smbaccel in $secs s"
+	sed "s/^/    $l: smbclient session: /" "$T/$l.smbclient.sessions"
+	grep -q ' tree=yes keyed=true why=- auth=kerberos$' "$T/$l.smbclient.sessions" ||
+	    fail "$l: the smbclient session was not seen keyed with auth=kerberos"
+	grep -v ' tree=no keyed=false why=not-needed' "$T/$l.smbclient.sessions" |
+	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$l: a session was not keyed (above)"
+	rm -f "$ADDC_SHARE_DIR/big-$l" "$T/back-$l"
+}
+
+# ksmbdd_cycle L D: smbdd -k writes k-L in 1 KiB writes ($KS_MIB MiB of
+# pattern $seed; the upstream leg captured into $KCAP, which the caller
+# removes), snapshot L-1, reads it back in verified 4 KiB reads, snapshot
+# L-2; the DC's file must be $ref (the same pattern written directly) and
+# every smbdd session keyed with auth=kerberos
+ksmbdd_cycle() {
+	local l=$1 d=$2 t0 out
+	kcap_start "up-$l"
+	ksample_start
+	t0=$(now)
+	out=$(kc_smbdd write "k-$l" 1K $((KS_MIB * 1024)) -m "$d" -s "$seed" -q -f 2>&1) ||
+	    { ksample_stop >/dev/null; kcap_stop; fail "$l: smbdd 1 KiB writes through smbaccel failed: $out"; }
+	info "$l: write 1K: $(echo "$out" | tail -n 1) ($(elapsed "$t0") s)"
+	kcap_stop
+	snap "$l-1"
+	out=$(kc_smbdd verify "k-$l" 4K $((KS_MIB * 256)) -m "$d" -s "$seed" -q 2>&1) ||
+	    { ksample_stop >/dev/null; fail "$l: smbdd 4 KiB read+verify through smbaccel failed: $out"; }
+	info "$l: read  4K: $(echo "$out" | tail -n 1)"
+	ksample_stop > "$T/$l.smbdd.sessions"
+	snap "$l-2"
+	assert_eq "$ref" "$(sha256 "$ADDC_SHARE_DIR/k-$l")" "$l: sha256 on the DC's disk vs the pattern written directly"
+	sed "s/^/    $l: smbdd session: /" "$T/$l.smbdd.sessions"
+	grep -v ' tree=no keyed=false why=not-needed' "$T/$l.smbdd.sessions" |
+	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$l: an smbdd session was not keyed (above)"
+	return 0
 }

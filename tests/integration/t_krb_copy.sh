@@ -41,23 +41,7 @@ for d in $DIALECTS; do
 	case $d in SMB2_10) dx=2.1 ;; SMB3_00) dx=3.0 ;; SMB3_11) dx=3.1.1 ;; esac
 	# ---- 1. smbclient put/get
 	snap "$d-0"
-	ksample_start
-	t0=$(now)
-	kc_smbclient "$d" "put $T/orig big-$d; get big-$d $T/back-$d" > "$T/smbclient-$d.out" 2>&1 ||
-	    { ksample_stop >/dev/null; cat "$T/smbclient-$d.out"; fail "$d: smbclient put/get through smbaccel failed"; }
-	secs=$(elapsed "$t0")
-	ksample_stop > "$T/$d.smbclient.sessions"
-	grep -qiE 'NT_STATUS|error' "$T/smbclient-$d.out" &&
-	    { cat "$T/smbclient-$d.out"; fail "$d: smbclient reported an error"; }
-	assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/big-$d")" "$d: sha256 on the DC's disk after put"
-	assert_eq "$want" "$(sha256 "$T/back-$d")" "$d: sha256 of the copy read back"
-	info "$d: smbclient put+get of $KC_MIB MiB through smbaccel in $secs s"
-	sed "s/^/    $d: smbclient session: /" "$T/$d.smbclient.sessions"
-	grep -q ' tree=yes keyed=true why=- auth=kerberos$' "$T/$d.smbclient.sessions" ||
-	    fail "$d: the smbclient session was not seen keyed with auth=kerberos"
-	grep -v ' tree=no keyed=false why=not-needed' "$T/$d.smbclient.sessions" |
-	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$d: a session was not keyed (above)"
-	rm -f "$ADDC_SHARE_DIR/big-$d" "$T/back-$d"
+	kput_get "$d" "$d" "$KC_MIB"
 
 	# the DC's view of a session held open through smbaccel
 	khold_start "$d" "$d"
@@ -71,23 +55,7 @@ for d in $DIALECTS; do
 	    fail "$d: the DC shows a session without signing"
 
 	# ---- 2. smbdd 1 KiB writes, 4 KiB reads
-	kcap_start "up-$d"
-	ksample_start
-	t0=$(now)
-	out=$(kc_smbdd write "k-$d" 1K $((KS_MIB * 1024)) -m "$d" -s "$seed" -q -f 2>&1) ||
-	    { ksample_stop >/dev/null; kcap_stop; fail "$d: smbdd 1 KiB writes through smbaccel failed: $out"; }
-	info "$d: write 1K: $(echo "$out" | tail -n 1) ($(elapsed "$t0") s)"
-	kcap_stop
-	snap "$d-1"
-	out=$(kc_smbdd verify "k-$d" 4K $((KS_MIB * 256)) -m "$d" -s "$seed" -q 2>&1) ||
-	    { ksample_stop >/dev/null; fail "$d: smbdd 4 KiB read+verify through smbaccel failed: $out"; }
-	info "$d: read  4K: $(echo "$out" | tail -n 1)"
-	ksample_stop > "$T/$d.smbdd.sessions"
-	snap "$d-2"
-	assert_eq "$ref" "$(sha256 "$ADDC_SHARE_DIR/k-$d")" "$d: sha256 on the DC's disk vs the pattern written directly"
-	sed "s/^/    $d: smbdd session: /" "$T/$d.smbdd.sessions"
-	grep -v ' tree=no keyed=false why=not-needed' "$T/$d.smbdd.sessions" |
-	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$d: an smbdd session was not keyed (above)"
+	ksmbdd_cycle "$d" "$d"
 	ksizes 524288 "$T/sizes-$d.json"
 	"$PY" "$TESTS_DIR/wb_sizes.py" "$T/sizes-$d.json" write 0.95 $((KS_MIB * 1048576)) 8388608 "$d" ||
 	    fail "$d: upstream WRITE sizes (above)"

@@ -44,20 +44,7 @@ for c in $CASES; do
 	CLI_HOME=$(addc_home "cli-$l" "client smb encrypt = required" \
 	    "client smb3 encryption algorithms = $cipher")
 	snap "$l-0"
-	ksample_start
-	t0=$(now)
-	kc_smbclient "$d" "put $T/orig big-$l; get big-$l $T/back-$l" > "$T/smbclient-$l.out" 2>&1 ||
-	    { ksample_stop >/dev/null; cat "$T/smbclient-$l.out"; fail "$l: smbclient put/get through smbaccel failed"; }
-	secs=$(elapsed "$t0")
-	ksample_stop > "$T/$l.smbclient.sessions"
-	grep -qiE 'NT_STATUS|error' "$T/smbclient-$l.out" &&
-	    { cat "$T/smbclient-$l.out"; fail "$l: smbclient reported an error"; }
-	assert_eq "$want" "$(sha256 "$ADDC_SHARE_DIR/big-$l")" "$l: sha256 on the DC's disk after put"
-	assert_eq "$want" "$(sha256 "$T/back-$l")" "$l: sha256 of the copy read back"
-	info "$l: smbclient put+get of $KE_MIB MiB through smbaccel in $secs s"
-	grep -q ' tree=yes keyed=true why=- auth=kerberos$' "$T/$l.smbclient.sessions" ||
-	    { cat "$T/$l.smbclient.sessions"; fail "$l: the smbclient session was not seen keyed"; }
-	rm -f "$ADDC_SHARE_DIR/big-$l" "$T/back-$l"
+	kput_get "$l" "$d" "$KE_MIB"
 
 	khold_start "$l" "$d"
 	khold_finish "$l"
@@ -67,22 +54,7 @@ for c in $CASES; do
 	grep -q "^$d signing=[^ ]* encryption=$cipher\$" "$T/$l.hold.status" ||
 	    fail "$l: smbstatus on the DC shows no $d session encrypted with $cipher"
 
-	kcap_start "up-$l"
-	ksample_start
-	t0=$(now)
-	out=$(kc_smbdd write "k-$l" 1K $((KS_MIB * 1024)) -m "$d" -s "$seed" -q -f 2>&1) ||
-	    { ksample_stop >/dev/null; kcap_stop; fail "$l: smbdd 1 KiB writes through smbaccel failed: $out"; }
-	info "$l: write 1K: $(echo "$out" | tail -n 1) ($(elapsed "$t0") s)"
-	kcap_stop
-	snap "$l-1"
-	out=$(kc_smbdd verify "k-$l" 4K $((KS_MIB * 256)) -m "$d" -s "$seed" -q 2>&1) ||
-	    { ksample_stop >/dev/null; fail "$l: smbdd 4 KiB read+verify through smbaccel failed: $out"; }
-	info "$l: read  4K: $(echo "$out" | tail -n 1)"
-	ksample_stop > "$T/$l.smbdd.sessions"
-	snap "$l-2"
-	assert_eq "$ref" "$(sha256 "$ADDC_SHARE_DIR/k-$l")" "$l: sha256 on the DC's disk vs the pattern written directly"
-	grep -v ' tree=no keyed=false why=not-needed' "$T/$l.smbdd.sessions" |
-	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$l: an smbdd session was not keyed (above)"
+	ksmbdd_cycle "$l" "$d"
 	krb_sealed_big "$l" $((KS_MIB * 1048576))
 	deltas "$l-1" "$l-2"
 	ra=$D_ra_hits
