@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proxy/auth/auth.h"
 
@@ -70,6 +71,23 @@ int px_der_get_int(struct px_der *d, int64_t *v) PX_MUSTCHECK;
  */
 int px_der_string_value(const struct px_der *val, char *buf, size_t bufsz)
     PX_MUSTCHECK;
+
+/*
+ * GSS mechanism OIDs, as the contents of their DER OBJECT IDENTIFIER:
+ * SPNEGO 1.3.6.1.5.5.2 (RFC 4178), NTLMSSP 1.3.6.1.4.1.311.2.2.10
+ * (MS-NLMP), Kerberos 5 1.2.840.113554.1.2.2 (RFC 4121), its Microsoft
+ * variant 1.2.840.48018.1.2.2 (MS-KILE 3.1.5.1), user-to-user
+ * 1.2.840.113554.1.2.2.3, IAKERB 1.3.6.1.5.2.5.  Defined in spnego.c.
+ */
+extern const uint8_t PX_OID_SPNEGO[6];
+extern const uint8_t PX_OID_NTLMSSP[10];
+extern const uint8_t PX_OID_KRB5[9];
+extern const uint8_t PX_OID_MS_KRB5[9];
+extern const uint8_t PX_OID_KRB5_U2U[10];
+extern const uint8_t PX_OID_IAKERB[6];
+/* The window d holds exactly the OID oid (one of the arrays above). */
+#define PX_OID_IS(d, oid) \
+	((d)->len == sizeof(oid) && memcmp((d)->p, (oid), sizeof(oid)) == 0)
 
 /* What the SPNEGO layer yields: the mechanism and its token, if any. */
 struct px_gss_tok {

@@ -25,18 +25,7 @@
 #include "proxy/auth/auth.h"
 #include "proxy/auth/der.h"
 
-/* GSS mechanism OIDs (RFC 4121, MS-KILE 3.1.5.1, RFC 4178) as DER. */
-static const uint8_t OID_SPNEGO[] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x02 };
-static const uint8_t OID_KRB5[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
-    0x01, 0x02, 0x02 };
-static const uint8_t OID_MS_KRB5[] = { 0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12,
-    0x01, 0x02, 0x02 };
-static const uint8_t OID_KRB5_U2U[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
-    0x01, 0x02, 0x02, 0x03 };
 static const uint8_t NEGOEX_SIG[8] = { 'N', 'E', 'G', 'O', 'E', 'X', 'T', 'S' };
-
-#define OID_IS(d, oid) \
-	((d)->len == sizeof(oid) && memcmp((d)->p, (oid), sizeof(oid)) == 0)
 
 /* ---- fields of a SEQUENCE -------------------------------------------------- */
 
@@ -540,9 +529,10 @@ gss_framed(const uint8_t *t, size_t n, struct px_krb_msg *m)
 	    px_der_more(&d) || px_der_get(&app, &tag, &oid) == -1 ||
 	    tag != PX_DER_OID)
 		return -1;
-	if (OID_IS(&oid, OID_KRB5_U2U))
+	if (PX_OID_IS(&oid, PX_OID_KRB5_U2U))
 		m->user_to_user = true;
-	else if (!OID_IS(&oid, OID_KRB5) && !OID_IS(&oid, OID_MS_KRB5))
+	else if (!PX_OID_IS(&oid, PX_OID_KRB5) &&
+	    !PX_OID_IS(&oid, PX_OID_MS_KRB5))
 		return 1;   /* IAKERB or another mechanism: not ours */
 	rest = app.p + app.off;
 	nrest = app.len - app.off;
@@ -578,8 +568,9 @@ px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 		if (px_der_get(&d, &tag, &app) == -1 ||
 		    px_der_get(&app, &tag, &oid) == -1 || tag != PX_DER_OID)
 			return PX_NTLM_BAD;
-		if (OID_IS(&oid, OID_KRB5) || OID_IS(&oid, OID_MS_KRB5) ||
-		    OID_IS(&oid, OID_KRB5_U2U)) {
+		if (PX_OID_IS(&oid, PX_OID_KRB5) ||
+		    PX_OID_IS(&oid, PX_OID_MS_KRB5) ||
+		    PX_OID_IS(&oid, PX_OID_KRB5_U2U)) {
 			m->mech = PX_MECH_KERBEROS;
 			/* the element's own length bounds it, not len */
 			rc = gss_framed(buf, d.off, m);
@@ -587,7 +578,7 @@ px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 				return PX_NTLM_OTHER;
 			return rc == 0 ? PX_NTLM_OK : PX_NTLM_BAD;
 		}
-		if (!OID_IS(&oid, OID_SPNEGO)) {
+		if (!PX_OID_IS(&oid, PX_OID_SPNEGO)) {
 			if (px_gss_unwrap(buf, len, &g) == -1)
 				return PX_NTLM_BAD;
 			m->mech = g.mech;

@@ -32,29 +32,26 @@ px_gss_mech_name(enum px_gss_mech m)
 #define DER_APP0     0x60   /* GSS InitialContextToken (RFC 2743 3.1) */
 #define DER_CTX(n)   (0xA0 + (n))
 
-static const uint8_t OID_SPNEGO[] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x02 };
-static const uint8_t OID_NTLMSSP[] = { 0x2b, 0x06, 0x01, 0x04, 0x01, 0x82,
+const uint8_t PX_OID_SPNEGO[6] = { 0x2b, 0x06, 0x01, 0x05, 0x05, 0x02 };
+const uint8_t PX_OID_NTLMSSP[10] = { 0x2b, 0x06, 0x01, 0x04, 0x01, 0x82,
     0x37, 0x02, 0x02, 0x0a };
-static const uint8_t OID_KRB5[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
+const uint8_t PX_OID_KRB5[9] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
     0x01, 0x02, 0x02 };
-static const uint8_t OID_MS_KRB5[] = { 0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12,
+const uint8_t PX_OID_MS_KRB5[9] = { 0x2a, 0x86, 0x48, 0x82, 0xf7, 0x12,
     0x01, 0x02, 0x02 };
-static const uint8_t OID_KRB5_U2U[] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
+const uint8_t PX_OID_KRB5_U2U[10] = { 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12,
     0x01, 0x02, 0x02, 0x03 };
-static const uint8_t OID_IAKERB[] = { 0x2b, 0x06, 0x01, 0x05, 0x02, 0x05 };
+const uint8_t PX_OID_IAKERB[6] = { 0x2b, 0x06, 0x01, 0x05, 0x02, 0x05 };
 
 static const uint8_t NTLMSSP_SIG[8] = { 'N', 'T', 'L', 'M', 'S', 'S', 'P', 0 };
-
-#define OID_IS(d, oid) \
-	((d)->len == sizeof(oid) && memcmp((d)->p, (oid), sizeof(oid)) == 0)
 
 static enum px_gss_mech
 mech_of_oid(const struct px_der *oid)
 {
-	if (OID_IS(oid, OID_NTLMSSP))
+	if (PX_OID_IS(oid, PX_OID_NTLMSSP))
 		return PX_MECH_NTLMSSP;
-	if (OID_IS(oid, OID_KRB5) || OID_IS(oid, OID_MS_KRB5) ||
-	    OID_IS(oid, OID_KRB5_U2U) || OID_IS(oid, OID_IAKERB))
+	if (PX_OID_IS(oid, PX_OID_KRB5) || PX_OID_IS(oid, PX_OID_MS_KRB5) ||
+	    PX_OID_IS(oid, PX_OID_KRB5_U2U) || PX_OID_IS(oid, PX_OID_IAKERB))
 		return PX_MECH_KERBEROS;
 	return PX_MECH_OTHER;
 }
@@ -214,7 +211,7 @@ px_gss_unwrap(const uint8_t *buf, size_t len, struct px_gss_tok *g)
 	case DER_APP0:
 		if (px_der_get(&outer, &tag, &oid) == -1 || tag != DER_OID)
 			return -1;
-		if (OID_IS(&oid, OID_SPNEGO)) {
+		if (PX_OID_IS(&oid, PX_OID_SPNEGO)) {
 			if (px_der_get(&outer, &tag, &neg) == -1 ||
 			    tag != DER_CTX(0) || px_der_more(&outer))
 				return -1;
