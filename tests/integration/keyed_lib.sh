@@ -7,7 +7,7 @@
 #                                 read_ahead = always (libsmbclient takes no
 #                                 lease); LINES go into [global]
 #   snap NAME / deltas A B        stats --json snapshots; D_key differences
-#   sampler_start / sampler_stop  poll `conns --json` while a client runs
+#   sampler_start [FILE] / sampler_stop  poll `conns --json` while a client runs
 #   sampled_sessions [FILE]       "conn=C/SESSION tree= keyed= why= absorbed="
 #   sampled_smbstatus FILE        "DIALECT signing=ALG encryption=ALG"
 #   hold_start LABEL DIALECT HOME / hold_finish LABEL: an smbclient session
@@ -54,14 +54,15 @@ EOF
 )"
 }
 
-# sampler_start: until sampler_stop, append `conns --json` to
-# $T/conns.samples, one JSON document a line.
+# sampler_start [FILE]: until sampler_stop, append `conns --json` every
+# 0.1 s to FILE (default $T/conns.samples), one JSON document a line.
 sampler_start() {
-	: > "$T/conns.samples"
+	local f=${1:-$T/conns.samples}
+	: > "$f"
 	(
 		while :; do
-			ctl conns --json 2>/dev/null | tr -d '\n' >> "$T/conns.samples"
-			echo >> "$T/conns.samples"
+			ctl conns --json 2>/dev/null | tr -d '\n' >> "$f"
+			echo >> "$f"
 			sleep 0.1
 		done
 	) &

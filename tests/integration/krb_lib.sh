@@ -150,21 +150,10 @@ EOF
 }
 
 # ksample_start / ksample_stop: conns --json every 0.1 s into $T/ksample
-ksample_start() {
-	: > "$T/ksample"
-	(
-		while :; do
-			ctl conns --json 2>/dev/null | tr -d '\n' >> "$T/ksample"
-			echo >> "$T/ksample"
-			sleep 0.1
-		done
-	) &
-	KSAMPLE_PID=$!
-	BG_PIDS="$BG_PIDS $KSAMPLE_PID"
-}
+# (sampler_start); ksample_stop prints its sessions (ksessions)
+ksample_start() { sampler_start "$T/ksample"; }
 ksample_stop() {
-	[ -n "${KSAMPLE_PID:-}" ] && stop_pid "$KSAMPLE_PID" 2
-	KSAMPLE_PID=
+	sampler_stop
 	ksessions "$T/ksample"
 }
 
