@@ -212,13 +212,14 @@ load(struct msg *m, const char *hex)
 }
 
 /* The security buffer of a SESSION_SETUP request or response. */
-static const uint8_t *
-secbuf(const struct msg *m, bool response, size_t *len)
+const uint8_t *
+ut_secbuf(const uint8_t *m, size_t n, bool response, size_t *len)
 {
-	struct smb2_elem e = { m->b, m->n };
+	struct smb2_elem e = { m, n };
 	struct smb2_session_setup_req q;
 	struct smb2_session_setup_rsp r;
 
+	*len = 0;
 	if (response) {
 		if (px_smb2_session_setup_rsp_decode(&e, &r) == -1)
 			return NULL;
@@ -229,6 +230,12 @@ secbuf(const struct msg *m, bool response, size_t *len)
 		return NULL;
 	*len = q.sec_buf_len;
 	return q.sec_buf;
+}
+
+static const uint8_t *
+secbuf(const struct msg *m, bool response, size_t *len)
+{
+	return ut_secbuf(m->b, m->n, response, len);
 }
 
 /* ---- NT hash --------------------------------------------------------------- */

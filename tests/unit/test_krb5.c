@@ -1029,25 +1029,6 @@ load_msg(const char *name, const char *part, size_t *n)
 	return slurp(p, n);
 }
 
-static const uint8_t *
-secbuf(const uint8_t *m, size_t n, bool response, size_t *len)
-{
-	struct smb2_elem e = { m, n };
-	struct smb2_session_setup_req q;
-	struct smb2_session_setup_rsp r;
-
-	if (response) {
-		if (px_smb2_session_setup_rsp_decode(&e, &r) == -1)
-			return NULL;
-		*len = r.sec_buf_len;
-		return r.sec_buf;
-	}
-	if (px_smb2_session_setup_req_decode(&e, &q) == -1)
-		return NULL;
-	*len = q.sec_buf_len;
-	return q.sec_buf;
-}
-
 /* The ticket session key of a case, from keys.txt. */
 static bool
 key_of(const char *name, char *hex, size_t hexsz)
@@ -1158,7 +1139,7 @@ test_dc_capture(void)
 		r = load_msg(c->name, "ss-rsp1", &rn);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(q, qn, false, &sbl));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(q, qn, false, &sbl));
 		CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &req), PX_NTLM_OK);
 		CU_ASSERT_EQUAL(req.mech, PX_MECH_KERBEROS);
 		CU_ASSERT_EQUAL(req.type, PX_KRB_MSG_AP_REQ);
@@ -1184,7 +1165,7 @@ test_dc_capture(void)
 		CU_ASSERT_EQUAL(a.session_etype, c->skey);
 		CU_ASSERT(a.mutual);
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(r, rn, true, &sbl));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(r, rn, true, &sbl));
 		CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &rep), PX_NTLM_OK);
 		CU_ASSERT_EQUAL(rep.type, PX_KRB_MSG_AP_REP);
 		CU_ASSERT_EQUAL(px_krb_session_key(&a, &rep, key, &kl),
@@ -1287,7 +1268,7 @@ test_dc_capture_keys(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(kt);
 	q = load_msg(CAPS[0].name, "ss-req1", &qn);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(q, qn, false, &sbl));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(q, qn, false, &sbl));
 	CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &req), PX_NTLM_OK);
 	CU_ASSERT_EQUAL(px_krb_accept_req(&req, NULL, &a), PX_KRB_R_NO_KEYTAB);
 	CU_ASSERT_STRING_EQUAL(px_krb_result_name(a.result), "no-keytab");
@@ -1354,7 +1335,7 @@ test_dc_capture_ticket_enctypes(void)
 		/* the DC refused it: STATUS_LOGON_FAILURE */
 		CU_ASSERT_FATAL(rn >= 64);
 		CU_ASSERT_EQUAL(px_get_u32(r + 8), 0xC000006Du);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(q, qn, false, &sbl));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(q, qn, false, &sbl));
 		CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &req), PX_NTLM_OK);
 		CU_ASSERT_EQUAL(req.type, PX_KRB_MSG_AP_REQ);
 		CU_ASSERT_STRING_EQUAL(req.sname, tk[i].sname);
@@ -1739,7 +1720,7 @@ test_lying_outer(void)
 	for (d = 0; d < NELEM(parts); d++) {
 		m = load_msg(CAPS[0].name, parts[d], &mn);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(m);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(m, mn, d == 1, &sbl));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(m, mn, d == 1, &sbl));
 		for (i = 0; i < sbl; i++) {
 			copy = malloc(i ? i : 1);
 			CU_ASSERT_PTR_NOT_NULL_FATAL(copy);
@@ -1800,8 +1781,8 @@ test_lying_inner(void)
 	r = load_msg(CAPS[1].name, "ss-rsp1", &rn);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(q);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(sb = secbuf(q, qn, false, &sbl));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(rb = secbuf(r, rn, true, &rbl));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(q, qn, false, &sbl));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rb = ut_secbuf(r, rn, true, &rbl));
 	CU_ASSERT_EQUAL_FATAL(px_krb_parse(sb, sbl, &req), PX_NTLM_OK);
 	CU_ASSERT_EQUAL_FATAL(px_krb_accept_req(&req, kt, &a), PX_KRB_R_OK);
 	tkey = a.ticket_key;
