@@ -100,6 +100,7 @@ SIZE4=$((SIZE + 4096))
 out=$(smbdd_run write "$SMBD_PORT" doc 4K $((SIZE4 / 4096)) -s "$s4" -q 2>&1) || fail "cannot rewrite doc: $out"
 touch -m -d "$mt" "$F"
 v0=$(stat_get dc_valid_failed.size)
+w3=$(stat_get ds_writes)
 out=$(random_read resized "$PROXY_PORT" "$s4" "$SIZE4" 1500) ||
     fail "(3) the reopen after a rewrite of another size (LastWriteTime restored) read stale or wrong bytes: $out"
 info "(3) another size, LastWriteTime restored: new bytes read; $(stats_line dc_valid_failed.size dc_valid_failed.last-write-time)"
@@ -107,8 +108,9 @@ info "(3) another size, LastWriteTime restored: new bytes read; $(stats_line dc_
     fail "(3) the reopen of the resized file found no difference"
 
 # (4) the store survives a restart
-w0=$(stat_get ds_writes)
-wait_stat_ge ds_writes $((w0 > 1 ? w0 : 1)) 10
+# the resized file's copy must be in the store before the restart
+wait_stat_ge ds_writes $((w3 + 1)) 10 ||
+    fail "(4) the resized file's copy was not stored: $(stats_line ds_writes ds_errors dc_entries_now)"
 ls -l "$STORE" | sed 's/^/    store: /'
 stop_proxy
 PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
