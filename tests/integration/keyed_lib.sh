@@ -8,7 +8,7 @@
 #                                 lease); LINES go into [global]
 #   snap NAME / deltas A B        stats --json snapshots; D_key differences
 #   sampler_start [FILE] / sampler_stop  poll `conns --json` while a client runs
-#   sampled_sessions [FILE]       "conn=C/SESSION tree= keyed= why= absorbed="
+#   sampled_sessions [FILE [auth]]  "conn=C/SESSION tree= keyed= why= absorbed=" (or auth=)
 #   sampled_smbstatus FILE        "DIALECT signing=ALG encryption=ALG"
 #   hold_start LABEL DIALECT HOME / hold_finish LABEL: an smbclient session
 #                                 held open across a case; then the proxy's
@@ -129,15 +129,16 @@ hold_finish() {
 	    fail "$label: the held smbclient session did not work: $(tail -n 3 "$T/$label.hold.out")"
 }
 
-# sampled_sessions [FILE]: one line per session seen in the conns samples
-# (default $T/conns.samples), its
-# last state seen once its connection had a tree (else its last state):
+# sampled_sessions [FILE [auth]]: one line per session seen in the conns
+# samples (default $T/conns.samples), its last state seen once its
+# connection had a tree (else its last state):
 # "conn=C/ID tree=yes|no keyed=true|false why=REASON absorbed=N" (N: the
-# most writes_absorbed seen on C).  "tree=no keyed=false why=not-needed"
-# is a session seen only while being set up; an encrypted session without
-# a key stays tree=no (its TREE_CONNECT is sealed).
+# most writes_absorbed seen on C), or with "auth" "... auth=A" (how it
+# was keyed) in place of absorbed=N.  "tree=no keyed=false
+# why=not-needed" is a session seen only while being set up; an encrypted
+# session without a key stays tree=no (its TREE_CONNECT is sealed).
 sampled_sessions() {
-	"$PY" - "${1:-$T/conns.samples}" <<'EOF'
+	"$PY" - "${1:-$T/conns.samples}" "${2:-absorbed}" <<'EOF'
 import json, sys
 seen = {}
 for line in open(sys.argv[1]):
@@ -148,15 +149,17 @@ for line in open(sys.argv[1]):
     for c in d.get("conns", []):
         for s in c.get("sessions", []):
             k = (c["id"], s["id"])
-            prev = seen.get(k, (None, None, 0, False))
+            prev = seen.get(k, (None, None, "", 0, False))
             # a session being set up shows keyed=false, why=not-needed:
             # keep the last state seen once the conn has a tree
             has_tree = bool(c.get("trees"))
-            st = (s["keyed"], s["why_not_keyed"]) if has_tree or not prev[3] else prev[:2]
-            seen[k] = st + (max(prev[2], c.get("writes_absorbed", 0)), prev[3] or has_tree)
-for (cid, sid), (keyed, why, ab, tree) in sorted(seen.items()):
-    print("conn=%s/%s tree=%s keyed=%s why=%s absorbed=%d"
-          % (cid, sid, "yes" if tree else "no", str(keyed).lower(), why or "-", ab))
+            st = ((s["keyed"], s["why_not_keyed"], s.get("auth", ""))
+                  if has_tree or not prev[4] else prev[:3])
+            seen[k] = st + (max(prev[3], c.get("writes_absorbed", 0)), prev[4] or has_tree)
+for (cid, sid), (keyed, why, auth, ab, tree) in sorted(seen.items()):
+    last = "auth=%s" % (auth or "-") if sys.argv[2] == "auth" else "absorbed=%d" % ab
+    print("conn=%s/%s tree=%s keyed=%s why=%s %s"
+          % (cid, sid, "yes" if tree else "no", str(keyed).lower(), why or "-", last))
 EOF
 }
 

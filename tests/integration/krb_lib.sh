@@ -124,30 +124,9 @@ ksizes() {
 	    fail "upstream-sizes failed on $KCAP"
 }
 
-# ksessions FILE: one line per session in conns --json samples (one JSON
-# document a line), its last state once its connection had a tree:
-# "conn=C/ID tree=yes|no keyed=true|false why=R auth=A".
-ksessions() {
-	"$PY" - "$1" <<'EOF'
-import json, sys
-seen = {}
-for line in open(sys.argv[1]):
-    try:
-        d = json.loads(line)
-    except ValueError:
-        continue
-    for c in d.get("conns", []):
-        for s in c.get("sessions", []):
-            k = (c["id"], s["id"])
-            tree = bool(c.get("trees"))
-            prev = seen.get(k)
-            if prev is None or tree or not prev[3]:
-                seen[k] = (s["keyed"], s["why_not_keyed"], s.get("auth", ""), tree or (prev or (0, 0, 0, False))[3])
-for (cid, sid), (keyed, why, auth, tree) in sorted(seen.items()):
-    print("conn=%s/%s tree=%s keyed=%s why=%s auth=%s"
-          % (cid, sid, "yes" if tree else "no", str(keyed).lower(), why or "-", auth or "-"))
-EOF
-}
+# ksessions FILE: sampled_sessions FILE auth, one line per session:
+# "conn=C/ID tree=yes|no keyed=true|false why=R auth=A"
+ksessions() { sampled_sessions "$1" auth; }
 
 # ksample_start / ksample_stop: conns --json every 0.1 s into $T/ksample
 # (sampler_start); ksample_stop prints its sessions (ksessions)
