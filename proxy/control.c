@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proxy/alter.h"
@@ -20,6 +21,8 @@
 #include "proxy/lease.h"
 #include "proxy/conn.h"
 #include "proxy/control.h"
+#include "proxy/keyed.h"
+#include "proxy/auth/auth.h"
 
 struct ctl_client {
 	ev_io io;
@@ -573,6 +576,88 @@ shares_dump(FILE *f, bool json)
 		fprintf(f, "]}\n");
 }
 
+/* ---- keytabs ------------------------------------------------------------------ */
+
+static void
+when_str(time_t t, char *buf, size_t len)
+{
+	struct tm tm;
+
+	if (gmtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+/* The keytabs in use, their keys (never the key bytes) and when each was
+ * read; the last ticket none had a key for. */
+static void
+keytabs_dump(FILE *f, bool json)
+{
+	const struct px_keytab *kt;
+	struct px_keyed_miss m;
+	const char *path, *princ;
+	size_t i, j, n;
+	time_t loaded;
+	uint32_t kvno;
+	int32_t et;
+	char when[64];
+	bool miss = px_keyed_last_miss(&m);
+
+	if (json)
+		fprintf(f, "{\"keytabs\":[");
+	for (i = 0; (kt = px_keyed_keytab(i, &path, &loaded)) != NULL; i++) {
+		n = px_keytab_count(kt);
+		when_str(loaded, when, sizeof(when));
+		if (json) {
+			fprintf(f, "%s{\"path\":", i ? "," : "");
+			json_str(f, path);
+			fprintf(f, ",\"loaded\":%lld,\"keys\":[",
+			    (long long)loaded);
+		} else
+			fprintf(f, "keytab %s: %zu key%s, read %s\n", path, n,
+			    n == 1 ? "" : "s", when);
+		for (j = 0; j < n; j++) {
+			px_keytab_entry(kt, j, &princ, &kvno, &et);
+			if (json) {
+				fprintf(f, "%s{\"principal\":", j ? "," : "");
+				json_str(f, princ);
+				fprintf(f, ",\"kvno\":%lu,\"enctype\":\"%s\"}",
+				    (unsigned long)kvno,
+				    px_krb_enctype_name(et));
+			} else
+				fprintf(f, "  %s kvno %lu %s\n", princ,
+				    (unsigned long)kvno,
+				    px_krb_enctype_name(et));
+		}
+		if (json)
+			fprintf(f, "]}");
+	}
+	if (!json) {
+		if (i == 0)
+			fprintf(f, "no keytab (keytab = in the policy)\n");
+		if (miss) {
+			when_str(m.at, when, sizeof(when));
+			fprintf(f, "last ticket without a key: %s %s kvno %lu at "
+			    "%s; %llu session%s relayed unkeyed for want of "
+			    "a key since start\n", m.service,
+			    px_krb_enctype_name(m.enctype), m.kvno, when,
+			    m.sessions, m.sessions == 1 ? "" : "s");
+		} else if (i > 0)
+			fprintf(f, "no ticket since start lacked a key\n");
+		return;
+	}
+	fprintf(f, "],\"no_matching_key\":");
+	if (miss) {
+		fprintf(f, "{\"service\":");
+		json_str(f, m.service);
+		fprintf(f, ",\"enctype\":\"%s\",\"kvno\":%lu,\"at\":%lld,"
+		    "\"sessions\":%llu}", px_krb_enctype_name(m.enctype), m.kvno,
+		    (long long)m.at, m.sessions);
+	} else
+		fprintf(f, "null");
+	fprintf(f, "}\n");
+}
+
 /* ---- socket ------------------------------------------------------------------ */
 
 static void
@@ -627,12 +712,14 @@ run_command(struct ctl_client *cl)
 		conns_dump(f, json);
 	else if (strcmp(cmd, "shares") == 0)
 		shares_dump(f, json);
+	else if (strcmp(cmd, "keytabs") == 0)
+		keytabs_dump(f, json);
 	else if (strcmp(cmd, "reload") == 0)
 		fprintf(f, reload_fn() == 0 ? "reloaded\n" :
 		    "error: reload failed, old policy kept (see the log)\n");
 	else
 		fprintf(f, "error: unknown command '%s' (stats, conns, shares, "
-		    "reload)\n", cmd);
+		    "keytabs, reload)\n", cmd);
 	fclose(f);
 	ev_io_stop(px_rt.loop, &cl->io);
 	ev_io_init(&cl->io, client_write_cb, cl->fd, EV_WRITE);

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/crypto.h>
 
@@ -39,9 +40,12 @@ static bool crypto_ready;
 struct kt_slot {
 	char *path;
 	struct px_keytab *kt;
+	time_t loaded;
 };
 static struct kt_slot *keytabs;
 static size_t nkeytabs;
+/* the last ticket without a key (stale_keytab_warn), for smbaccelctl */
+static struct px_keyed_miss last_miss;
 
 /*
  * What a SESSION_SETUP request carried, kept in its pending entry
@@ -136,6 +140,7 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 			keytabs_free(n, cnt);
 			return -1;
 		}
+		n[i].loaded = time(NULL);
 	}
 	keytabs_free(keytabs, nkeytabs);
 	keytabs = n;
@@ -146,6 +151,29 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 	}
 	return 0;
 }
+size_t
+px_keyed_keytabs(void)
+{
+	return nkeytabs;
+}
+
+const struct px_keytab *
+px_keyed_keytab(size_t i, const char **path, time_t *loaded)
+{
+	if (i >= nkeytabs)
+		return NULL;
+	*path = keytabs[i].path;
+	*loaded = keytabs[i].loaded;
+	return keytabs[i].kt;
+}
+
+bool
+px_keyed_last_miss(struct px_keyed_miss *m)
+{
+	*m = last_miss;
+	return last_miss.at != 0;
+}
+
 static void plain_pool_free(void);
 
 void
@@ -534,6 +562,12 @@ stale_keytab_warn(const struct setup_auth *sa, const char *why)
 	    strcmp(why, px_krb_result_name(PX_KRB_R_NO_MATCHING_KEY)) != 0 ||
 	    sa->krb.service[0] == '\0')
 		return;
+	snprintf(last_miss.service, sizeof(last_miss.service), "%s",
+	    sa->krb.service);
+	last_miss.enctype = sa->krb.ticket_etype;
+	last_miss.kvno = sa->krb.ticket_kvno;
+	last_miss.at = time(NULL);
+	last_miss.sessions++;
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
 		if (seen[i].kvno == sa->krb.ticket_kvno &&
 		    strcmp(seen[i].service, sa->krb.service) == 0)

@@ -7,10 +7,30 @@
 #ifndef SMBACCEL_KEYED_H
 #define SMBACCEL_KEYED_H
 
+#include <stdbool.h>
+#include <time.h>
+
 #include "proxy/conn_state.h"
 
 int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
 int px_keyed_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
+/*
+ * For `smbaccelctl keytabs`: the keytabs in use (i < px_keyed_keytabs()),
+ * each with its path and when it was read (wall clock); and the last
+ * ticket no keytab had a key for (false if none since start), with the
+ * sessions relayed unkeyed for that reason since start.
+ */
+size_t px_keyed_keytabs(void);
+const struct px_keytab *px_keyed_keytab(size_t i, const char **path,
+    time_t *loaded);
+struct px_keyed_miss {
+	char service[256];
+	int32_t enctype;
+	unsigned long kvno;
+	time_t at;
+	unsigned long long sessions;
+};
+bool px_keyed_last_miss(struct px_keyed_miss *m);
 void px_keyed_shutdown(void);
 void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
 void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);

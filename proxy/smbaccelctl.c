@@ -1,7 +1,7 @@
 /*
  * smbaccelctl - talk to a running smbaccel over its control socket.
  *
- *   smbaccelctl [-s SOCKET] stats|conns|shares|reload [--json]
+ *   smbaccelctl [-s SOCKET] stats|conns|shares|keytabs|reload [--json]
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -15,8 +15,8 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: smbaccelctl [-s SOCKET] stats|conns|shares|reload "
-	    "[--json]\n"
+	fprintf(f, "usage: smbaccelctl [-s SOCKET] "
+	    "stats|conns|shares|keytabs|reload [--json]\n"
 	    "  -s SOCKET  control socket (default $SMBACCEL_CONTROL or "
 	    "/run/smbaccel/control.sock)\n");
 }
@@ -53,7 +53,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (cmd == NULL || (strcmp(cmd, "stats") && strcmp(cmd, "conns") &&
-	    strcmp(cmd, "shares") && strcmp(cmd, "reload"))) {
+	    strcmp(cmd, "shares") && strcmp(cmd, "keytabs") &&
+	    strcmp(cmd, "reload"))) {
 		usage(stderr);
 		return 2;
 	}

@@ -437,6 +437,9 @@ struct px_keytab *px_keytab_load(const char *path, char *err, size_t errlen);
 struct px_keytab *px_keytab_from_keys(const struct px_krb_key *keys,
     const uint32_t *kvnos, const char *const *names, size_t n);
 size_t px_keytab_count(const struct px_keytab *kt);
+/* Entry i (< px_keytab_count) without its key: principal, kvno, enctype. */
+void px_keytab_entry(const struct px_keytab *kt, size_t i,
+    const char **principal, uint32_t *kvno, int32_t *enctype);
 /* "3 keys: DC1$@REALM kvno 1 aes256-cts-hmac-sha1-96, ..." (truncated) */
 void px_keytab_describe(const struct px_keytab *kt, char *buf, size_t len);
 void px_keytab_free(struct px_keytab *kt);    /* NULL ok */

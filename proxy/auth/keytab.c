@@ -395,6 +395,15 @@ px_keytab_count(const struct px_keytab *kt)
 	return kt ? kt->n : 0;
 }
 
+void
+px_keytab_entry(const struct px_keytab *kt, size_t i, const char **principal,
+    uint32_t *kvno, int32_t *enctype)
+{
+	*principal = kt->e[i].principal;
+	*kvno = kt->e[i].kvno;
+	*enctype = kt->e[i].key.enctype;
+}
+
 /*
  * Hand the image to krb5 (a memfd, so it reads what was walked; where
  * memfd_create is not allowed, the checked file's own descriptor ffd) and

@@ -16,6 +16,9 @@
 #  5. smbaccel not running (no socket; a socket nobody listens on): exit
 #     0, "smbaccel is not running" on stderr;
 #  6. an existing file that is not a keytab is replaced, not "unchanged".
+# After 1, 3 and 4, `smbaccelctl keytabs` must show the keys smbaccel
+# holds (principal, kvno, enctype) and when it read them: the new ones
+# after a reload, the old ones (and the old time) after a refused one.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "keytab refresh"
 command -v klist >/dev/null || skip "klist not installed (krb5-user)"
@@ -38,6 +41,25 @@ refresh() {
 	info "$l: exit $RC, $(tr '\n' ' ' < "$T/$l.out" | cut -c1-300) (policy reloaded x$RELOADS)"
 }
 kvnos() { klist -k "$KTF" | awk '$2 ~ /@/ {print $1}' | sort -u | tr '\n' ' '; }
+# held: the keys smbaccel holds, "KVNO ENCTYPE PRINCIPAL" a line, sorted,
+# from smbaccelctl keytabs --json (one keytab, $KTF; no ticket may have
+# lacked a key); held_at: when smbaccel read it (seconds since the epoch)
+held() {
+	local j
+	j=$(ctl keytabs --json) || fail "smbaccelctl keytabs failed"
+	"$PY" - "$j" "$KTF" <<'EOF' || fail "smbaccelctl keytabs --json: $j"
+import json, sys
+d = json.loads(sys.argv[1])
+assert [k["path"] for k in d["keytabs"]] == [sys.argv[2]], d
+assert d["no_matching_key"] is None, d
+for k in sorted(d["keytabs"][0]["keys"], key=lambda k: (k["kvno"], k["principal"])):
+    print(k["kvno"], k["enctype"], k["principal"])
+EOF
+}
+held_at() {
+	ctl keytabs --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["keytabs"][0]["loaded"])' ||
+	    fail "smbaccelctl keytabs --json: no read time"
+}
 
 # smbaccel with a keytab, before the file exists it cannot start: a first
 # one by hand
@@ -52,6 +74,14 @@ grep -q "^wrote 2 keys to $KTF\$" "$T/new.out" || fail "1: not written"
 grep -q "^smbaccel reloaded" "$T/new.out" || fail "1: no reload"
 assert_eq 1 "$RELOADS" "1: policy reloads"
 assert_eq "0 600" "$(stat -c '%u %a' "$KTF")" "1: owner and mode"
+assert_eq "1 aes256-cts-hmac-sha1-96 FS1\$@EXAMPLE.TEST
+1 aes256-cts-hmac-sha1-96 cifs/fs1.example.test@EXAMPLE.TEST" "$(held)" "1: the keys smbaccel holds"
+ctl keytabs > "$T/keytabs.txt" || fail "smbaccelctl keytabs failed"
+sed 's/^/    keytabs: /' "$T/keytabs.txt"
+grep -q "^keytab $KTF: 2 keys, read 20[0-9-]* [0-9:]* UTC\$" "$T/keytabs.txt" ||
+    fail "1: smbaccelctl keytabs: no 'keytab $KTF: 2 keys, read ...' line"
+grep -q "^no ticket since start lacked a key\$" "$T/keytabs.txt" || fail "1: smbaccelctl keytabs: no miss line"
+at1=$(held_at)
 
 info "2. the same keys"
 m0=$(stat -c %Y.%i "$KTF")
@@ -68,9 +98,14 @@ refresh kvno2 2 "$K2"
 assert_eq 0 "$RC" "3: exit status"
 assert_eq 1 "$RELOADS" "3: policy reloads"
 assert_eq "2 " "$(kvnos)" "3: kvnos in the keytab"
+assert_eq "2 aes128-cts-hmac-sha1-96 FS1\$@EXAMPLE.TEST
+2 aes128-cts-hmac-sha1-96 cifs/fs1.example.test@EXAMPLE.TEST" "$(held)" "3: the keys smbaccel holds"
+at3=$(held_at)
+[ "$at3" -ge "$at1" ] || fail "3: smbaccelctl keytabs: read at $at3, before the first keytab ($at1)"
 
 info "4. smbaccel refuses the reload"
 cp "$PROXY_CONF" "$T/good.conf"
+sleep 1     # a reload now would show in smbaccelctl keytabs' read time
 echo "no_such_setting = 1" >> "$PROXY_CONF"
 nlog=$(wc -l < "$PROXY_LOG")
 refresh refused 3 "$K1"
@@ -81,12 +116,17 @@ tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "reload failed" || fail "4: smba
 proxy_alive || fail "4: smbaccel died on the refused reload"
 grep -q "the file was put back as it was" "$T/refused.out" || fail "4: no 'put back' message"
 assert_eq "2 " "$(kvnos)" "4: kvnos in the keytab put back (what smbaccel uses)"
+assert_eq "2 aes128-cts-hmac-sha1-96 FS1\$@EXAMPLE.TEST
+2 aes128-cts-hmac-sha1-96 cifs/fs1.example.test@EXAMPLE.TEST" "$(held)" "4: the keys smbaccel still holds"
+assert_eq "$at3" "$(held_at)" "4: when smbaccel read its keytab"
 cp "$T/good.conf" "$PROXY_CONF"
 # the next run sees the change again, and smbaccel takes it now
 refresh retried 3 "$K1"
 assert_eq 0 "$RC" "4: exit status of the next run"
 assert_eq 1 "$RELOADS" "4: policy reloads of the next run"
 assert_eq "3 " "$(kvnos)" "4: kvnos after the next run"
+assert_eq "3 aes256-cts-hmac-sha1-96 FS1\$@EXAMPLE.TEST
+3 aes256-cts-hmac-sha1-96 cifs/fs1.example.test@EXAMPLE.TEST" "$(held)" "4: the keys smbaccel holds after the next run"
 
 info "5. smbaccel not running"
 SOCK=$T/none.sock refresh none 4 "$K2"

@@ -16,8 +16,9 @@
 # conns --json, an smbclient session held open shows it, the proxy logs
 # "passthrough reason=R (signing required" for each session, and
 # `smbaccelctl stats` counts them under unkeyed_by.R (no-matching-key: one
-# warning of the stale keytab for all of them); nothing is absorbed or
-# read ahead.  The positive control:
+# warning of the stale keytab for all of them, and `smbaccelctl keytabs`
+# names the ticket's service, enctype and kvno with the count of sessions);
+# nothing is absorbed or read ahead.  The positive control:
 #   relabelled    the DC's keys under another name (cifs/...) and kvno 7 ->
 #                 keyed (every key of the enctype is tried)
 # Per-server keytabs: [global]'s is stale but a [//FQDN/share] section gives
@@ -120,6 +121,15 @@ nk_case() {
 	if [ "$why" = no-matching-key ]; then
 		assert_eq 1 "$(tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -c 'kerberos: the keytab has no .* key of version [0-9]* for cifs/')" \
 		    "$label: stale keytab warnings (one for all its sessions)"
+		# smbaccelctl keytabs: the ticket without a key, and how many
+		# sessions went unkeyed for it
+		ctl keytabs > "$T/$label.keytabs" || fail "$label: smbaccelctl keytabs failed"
+		sed "s/^/    $label: keytabs: /" "$T/$label.keytabs"
+		assert_eq "cifs/$ADDC_FQDN@$ADDC_REALM aes256-cts-hmac-sha1-96 1 $D_sessions_unkeyed" \
+		    "$(ctl keytabs --json | "$PY" -c 'import json,sys; m = json.load(sys.stdin)["no_matching_key"]; print(m["service"], m["enctype"], m["kvno"], m["sessions"])')" \
+		    "$label: smbaccelctl keytabs --json no_matching_key (service, enctype, kvno, sessions)"
+		grep -q "^last ticket without a key: cifs/$ADDC_FQDN@$ADDC_REALM aes256-cts-hmac-sha1-96 kvno 1 at " "$T/$label.keytabs" ||
+		    fail "$label: smbaccelctl keytabs does not name the ticket without a key"
 	fi
 }
 
