@@ -170,7 +170,13 @@ px_keyed_keytab(size_t i, const char **path, time_t *loaded)
 bool
 px_keyed_last_miss(struct px_keyed_miss *m)
 {
+	const char *why = px_krb_result_name(PX_KRB_R_NO_MATCHING_KEY);
+	size_t i;
+
 	*m = last_miss;
+	for (i = 0; i < PX_UNKEYED_MAX && px_stats.unkeyed_by[i].why; i++)
+		if (strcmp(px_stats.unkeyed_by[i].why, why) == 0)
+			m->sessions = px_stats.unkeyed_by[i].n;
 	return last_miss.at != 0;
 }
 
@@ -567,7 +573,6 @@ stale_keytab_warn(const struct setup_auth *sa, const char *why)
 	last_miss.enctype = sa->krb.ticket_etype;
 	last_miss.kvno = sa->krb.ticket_kvno;
 	last_miss.at = time(NULL);
-	last_miss.sessions++;
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
 		if (seen[i].kvno == sa->krb.ticket_kvno &&
 		    strcmp(seen[i].service, sa->krb.service) == 0)

@@ -28,7 +28,7 @@ struct px_keyed_miss {
 	int32_t enctype;
 	unsigned long kvno;
 	time_t at;
-	unsigned long long sessions;
+	unsigned long long sessions;    /* unkeyed_by's no-matching-key */
 };
 bool px_keyed_last_miss(struct px_keyed_miss *m);
 void px_keyed_shutdown(void);
