@@ -1506,13 +1506,14 @@ test_ctx_reuse(void)
 }
 
 /*
- * smbaccel computes AES-CMAC itself over OpenSSL's AES-128-CBC, and
- * AES-GMAC straight on an AES-128-GCM context (see smbcrypto.c); here both
- * must agree with OpenSSL's EVP_MAC ("CMAC", "GMAC" with the MS-SMB2
- * nonce) on the message with its signature field zeroed, for every
- * element length from 64 to 600 bytes (every way the last block can
- * fall), around CMAC's 16 KiB bursts, and up to a 1 MiB WRITE, with and
- * without a context kept across messages.
+ * smbaccel computes AES-CMAC itself over OpenSSL's AES-128-CBC (the CBC
+ * state carried from one message into the next), and AES-GMAC through
+ * OpenSSL's GCM mode interface (see smbcrypto.c); here both must agree
+ * with OpenSSL's EVP_MAC ("CMAC", "GMAC" with the MS-SMB2 nonce) on the
+ * message with its signature field zeroed, for every element length from
+ * 64 to 600 bytes (every way the last block can fall), around the 2 KiB
+ * CMAC takes in one piece and its 16 KiB bursts, and up to a 1 MiB
+ * WRITE, with and without a context kept across messages.
  */
 static int
 ossl_mac(const char *name, const uint8_t key[16], const uint8_t *msg,
@@ -1545,9 +1546,9 @@ ossl_mac(const char *name, const uint8_t key[16], const uint8_t *msg,
 static void
 test_mac_vs_openssl(void)
 {
-	static const size_t big[] = { 1023, 1024, 1025, 16383, 16384, 16385,
-	    16400, 16447, 16448, 16449, 32768 + 64, 65536 + 112,
-	    1048576 + 112, 1048576 + 113 };
+	static const size_t big[] = { 1023, 1024, 1025, 2047, 2048, 2049,
+	    16383, 16384, 16385, 16400, 16447, 16448, 16449, 32768 + 64,
+	    65536 + 112, 1048576 + 112, 1048576 + 113 };
 	static const struct {
 		const char *name;
 		uint16_t dialect, alg;
