@@ -364,8 +364,6 @@ struct mac_slot {
 	uint8_t last[16];           /* AES-CMAC: the block held back */
 	size_t nlast;
 	uint8_t chain[16];          /* AES-CMAC: the CBC state left in cc */
-	bool fresh;                 /* AES-CMAC: no block of this message
-	                             * through cc yet */
 };
 
 struct aead_slot {
@@ -509,23 +507,13 @@ xor16(uint8_t *a, const uint8_t *b)
 		a[i] ^= b[i];
 }
 
-static bool
-cmac_start(struct mac_slot *m)
-{
-	m->nlast = 0;
-	m->fresh = true;
-	return true;
-}
-
-/* The same for a message whose first block the caller lets us change:
- * the state is cancelled in it, so it needs no call of its own. */
-static bool
-cmac_start_in(struct mac_slot *m, uint8_t first[16])
+/* A new message, whose first block (a copy the caller may change) the
+ * state left in the context is cancelled in; wipe it after use. */
+static void
+cmac_start(struct mac_slot *m, uint8_t first[16])
 {
 	m->nlast = 0;
 	xor16(first, m->chain);
-	m->fresh = false;
-	return true;
 }
 
 static bool
@@ -536,15 +524,11 @@ cmac_update(struct mac_slot *m, const uint8_t *p, size_t n)
 
 		if (m->nlast == 16) {
 			/* more follows: the held block is not the last */
-			if (m->fresh)
-				xor16(m->last, m->chain);
-			m->fresh = false;
 			if (!cmac_blocks(m, m->last, 16))
 				return false;
 			m->nlast = 0;
 		}
-		/* the first block waits in last for the state to be cancelled */
-		if (m->nlast > 0 || n <= 16 || m->fresh) {
+		if (m->nlast > 0 || n <= 16) {
 			k = 16 - m->nlast < n ? 16 - m->nlast : n;
 			memcpy(m->last + m->nlast, p, k);
 			m->nlast += k;
@@ -571,10 +555,7 @@ cmac_final(struct mac_slot *m, uint8_t tag[16])
 		memset(m->last + m->nlast + 1, 0, 15 - m->nlast);
 	}
 	xor16(m->last, sub);
-	if (m->fresh)           /* a message of one block */
-		xor16(m->last, m->chain);
 	m->nlast = 0;
-	m->fresh = false;
 	if (EVP_EncryptUpdate(m->cc, tag, &outl, m->last, 16) != 1 ||
 	    outl != 16)
 		return false;
@@ -729,18 +710,25 @@ smb2_mac(struct px_smb_ctx *x, const struct px_smb_keys *k, uint16_t dialect,
 	memset(head + SIG_OFF, 0, SMB2_HDR_LEN - SIG_OFF);
 	if ((m = mac_get(&x->mac, alg, k->signing)) == NULL)
 		ok = false;
-	else if (alg == PX_SIGN_AES_CMAC && len <= sizeof(whole)) {
-		/* a small message in one piece: two cipher calls, not five */
-		memcpy(whole, head, SMB2_HDR_LEN);
-		memcpy(whole + SMB2_HDR_LEN, msg + SMB2_HDR_LEN,
-		    len - SMB2_HDR_LEN);
-		ok = cmac_start_in(m, whole) && cmac_update(m, whole, len) &&
+	else if (alg == PX_SIGN_AES_CMAC) {
+		/* the header copy, or a small message copied whole (two
+		 * cipher calls, not five), then the rest as it is */
+		uint8_t *first = head;
+		size_t nfirst = SMB2_HDR_LEN, rest = SMB2_HDR_LEN;
+
+		if (len <= sizeof(whole)) {
+			memcpy(whole, head, SMB2_HDR_LEN);
+			memcpy(whole + SMB2_HDR_LEN, msg + SMB2_HDR_LEN,
+			    len - SMB2_HDR_LEN);
+			first = whole;
+			nfirst = rest = len;
+		}
+		cmac_start(m, first);
+		ok = cmac_update(m, first, nfirst) &&
+		    cmac_update(m, msg + rest, len - rest) &&
 		    cmac_final(m, out);
-		OPENSSL_cleanse(whole, 16);     /* it held the CBC state */
-	} else if (alg == PX_SIGN_AES_CMAC)
-		ok = cmac_start(m) && cmac_update(m, head, SMB2_HDR_LEN) &&
-		    cmac_update(m, msg + SMB2_HDR_LEN, len - SMB2_HDR_LEN) &&
-		    cmac_final(m, out);
+		OPENSSL_cleanse(first, 16);     /* it held the CBC state */
+	}
 	else if (alg == PX_SIGN_AES_GMAC)
 		ok = gmac_start(m, iv) && gmac_update(m, head, SMB2_HDR_LEN) &&
 		    gmac_update(m, msg + SMB2_HDR_LEN, len - SMB2_HDR_LEN) &&
