@@ -151,11 +151,6 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 	}
 	return 0;
 }
-size_t
-px_keyed_keytabs(void)
-{
-	return nkeytabs;
-}
 
 const struct px_keytab *
 px_keyed_keytab(size_t i, const char **path, time_t *loaded)

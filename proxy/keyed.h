@@ -15,12 +15,11 @@
 int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
 int px_keyed_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
 /*
- * For `smbaccelctl keytabs`: the keytabs in use (i < px_keyed_keytabs()),
- * each with its path and when it was read (wall clock); and the last
- * ticket no keytab had a key for (false if none since start), with the
- * sessions relayed unkeyed for that reason since start.
+ * For `smbaccelctl keytabs`: keytab i in use (NULL past the last), with
+ * its path and when it was read (wall clock); and the last ticket no
+ * keytab had a key for (false if none since start), with the sessions
+ * relayed unkeyed for that reason since start.
  */
-size_t px_keyed_keytabs(void);
 const struct px_keytab *px_keyed_keytab(size_t i, const char **path,
     time_t *loaded);
 struct px_keyed_miss {
