@@ -121,11 +121,25 @@ assert_ge 1 "$(stat_get ds_loads)" "(4) copies read back from the store"
 assert_ge 1 "$(stat_get ds_chunk_reads)" "(4) chunks read back from the store"
 
 # (5) corrupt data, then a corrupt header
+# flip_byte FILE OFFSET: invert the byte's bits, so it always changes (a
+# constant written over random data or a LastWriteTime byte left it as it
+# was one time in 256: nothing corrupt, nothing logged)
+flip_byte() {
+	"$PY" - "$1" "$2" <<'PYEOF' || fail "cannot change byte $2 of $1"
+import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2]))
+    b = f.read(1)
+    assert len(b) == 1
+    f.seek(int(sys.argv[2]))
+    f.write(bytes([b[0] ^ 0xff]))
+PYEOF
+}
 copy=$(ls "$STORE"/*.dc 2>/dev/null | head -n 1)
 [ -f "$copy" ] || fail "(5) no stored copy in $STORE"
 stop_proxy
 sz=$(stat -c %s "$copy")
-printf '\x5a' | dd of="$copy" bs=1 seek=$((sz - 70000)) conv=notrunc 2>/dev/null
+flip_byte "$copy" $((sz - 70000))
 nlog5=$(wc -l < "$PROXY_LOG")
 PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
 pid5=$PROXY_PID
@@ -153,8 +167,9 @@ info "(5) corrupt data: detected, logged, not served; $n READs upstream"
 out=$(random_read refetch "$PROXY_PORT" "$s4" "$SIZE4" 1500) || fail "(5) refetch: wrong bytes: $out"
 wait_stat_ge ds_writes 1 10 || fail "(5) the copy was not stored again"
 copy=$(ls "$STORE"/*.dc 2>/dev/null | head -n 1)
+[ -f "$copy" ] || fail "(5) no stored copy in $STORE after the refetch"
 stop_proxy
-printf '\x01' | dd of="$copy" bs=1 seek=33 conv=notrunc 2>/dev/null
+flip_byte "$copy" 33
 PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
 out=$(random_read header "$PROXY_PORT" "$s4" "$SIZE4" 400) || fail "(5) reading with a corrupt header: wrong bytes: $out"
 log_has 'document store: .* is corrupt \(header checksum\): discarded, never served' ||
