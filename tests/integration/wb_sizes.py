@@ -11,7 +11,7 @@ Checks the output of tests/tools/upstream-sizes (run with --min M):
         fewer are the client's own reads, forwarded as they came (no
         lease, a random read): left out of the fraction, which is then of
         the bytes smbaccel's read-ahead asked for.
-Prints one summary line; exit 1 on failure."""
+Prints a summary line (two for read with CLIENT); exit 1 on failure."""
 import json
 import sys
 
