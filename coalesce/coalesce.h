@@ -228,6 +228,7 @@ enum co_flush_cause {
 	CO_FLUSH_DISCONNECT,   /* client disconnect */
 	CO_FLUSH_SHUTDOWN,     /* daemon shutdown */
 	CO_FLUSH_OPAQUE,       /* switch to opaque relay */
+	CO_FLUSH_EXPIRY,       /* the session's Kerberos ticket about to end */
 	CO_FLUSH_NCAUSES
 };
 const char *co_flush_cause_name(enum co_flush_cause c);

@@ -109,7 +109,7 @@ co_absorb_name(enum co_absorb a)
 static const char *const cause_names[CO_FLUSH_NCAUSES] = {
 	"full", "noncontig", "pool", "idle", "age", "memory", "request",
 	"observe", "peer", "break", "credits", "disconnect", "shutdown",
-	"opaque",
+	"opaque", "expiry",
 };
 
 const char *

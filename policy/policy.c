@@ -142,6 +142,9 @@ static const struct setting settings[] = {
 	  .def = "100", .min = 1, .max = 252 },
 	{ .name = "drain_timeout", .type = T_DURATION, GLOB(drain_timeout_ms),
 	  .flags = F_RELOAD, .def = "60s", .min = SEC, .max = HOUR },
+	{ .name = "kerberos_expiry_margin", .type = T_DURATION,
+	  GLOB(kerberos_expiry_margin_ms), .flags = F_RELOAD, .def = "5m",
+	  .min = 0, .max = 12 * HOUR },
 
 	{ .name = "write_behind", .type = T_ENUM, SHARE(write_behind),
 	  .names = gate_names, .flags = F_RELOAD, .def = "leased" },

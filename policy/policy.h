@@ -85,6 +85,9 @@ struct pol_global {
 	uint32_t tproxy_mark;
 	uint32_t tproxy_table;
 	uint32_t drain_timeout_ms;
+	uint32_t kerberos_expiry_margin_ms; /* stop acting on a Kerberos-keyed
+	                                     * session this long before its
+	                                     * ticket ends */
 };
 
 /* Effective per-share settings, as returned by pol_share_lookup(). */

@@ -129,6 +129,7 @@ static const struct {
 	STAT("decrypted_in", decrypted_in),
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
+	STAT("sessions_expiring", sessions_expiring),
 	STAT("creates_rewritten", creates_rewritten),
 	STAT("proxy_leases_asked", pl_asked),
 	STAT("proxy_leases_granted", pl_granted),

@@ -325,8 +325,9 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 		return;
 	}
 	sa->reauth = s != NULL && s->established;
-	if (!sa->reauth && (sa->mech == PX_MECH_KERBEROS ||
-	    sa->mech == PX_MECH_OTHER))
+	/* a re-authentication's ticket too: the keys stay (reauth_key) but
+	 * the new ticket's end is when the server will expire the session */
+	if (sa->mech == PX_MECH_KERBEROS || sa->mech == PX_MECH_OTHER)
 		krb_setup_req(c, &sr, sa);
 }
 
@@ -434,7 +435,22 @@ krb_key_for(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
 		return px_krb_result_name(r);
 	why = accept_key(c, s, key, keylen, h, msg, len, false);
 	OPENSSL_cleanse(key, sizeof(key));
+	if (why == NULL)
+		s->kx->tkt_end = sa->krb.ticket_end;
 	return why;
+}
+
+/* "2026-12-03 23:20:21 UTC" */
+static const char *
+utc_text(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+	return buf;
 }
 
 /*
@@ -442,12 +458,17 @@ krb_key_for(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
  * 3.3.5.5.2), so nothing is derived: a keyed session stays keyed (its
  * buffered writes need the keys), and the server's signature on the final
  * response, made with those keys, is checked for the log.  An unkeyed one
- * stays unkeyed with its reason.
+ * stays unkeyed with its reason.  A Kerberos one takes the new ticket's
+ * end (the server's new expiration time, MS-SMB2 3.3.5.5.3) if the keytab
+ * opens it; otherwise the old end stays, and with it the margin after
+ * which smbaccel leaves the session alone (px_keyed_expiring).
  */
 static const char *
-reauth_key(struct px_conn *c, struct px_session *s, const struct smb2_hdr *h,
-    const uint8_t *msg, size_t len)
+reauth_key(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
+    const struct smb2_hdr *h, const uint8_t *msg, size_t len)
 {
+	char when[64];
+
 	if (!s->keyed)
 		return s->why_not ? s->why_not : "no-key";
 	if ((h->flags & SMB2_FLAGS_SIGNED) &&
@@ -457,6 +478,23 @@ reauth_key(struct px_conn *c, struct px_session *s, const struct smb2_hdr *h,
 		    "final response does not verify with the session's keys "
 		    "(kept, as the server keeps them)",
 		    (unsigned long long)c->id, (unsigned long long)s->id);
+	if (sa->mech == PX_MECH_KERBEROS && sa->krb.result == PX_KRB_R_OK) {
+		s->kx->tkt_end = sa->krb.ticket_end;
+		if (s->expiring)
+			log_info("conn=%llu session=0x%llx re-authenticated "
+			    "with a ticket that ends %s: acted on again",
+			    (unsigned long long)c->id,
+			    (unsigned long long)s->id,
+			    utc_text(s->kx->tkt_end, when, sizeof(when)));
+		s->expiring = false;
+	} else if (s->kx->tkt_end != 0) {
+		log_info("conn=%llu session=0x%llx re-authenticated with a "
+		    "token smbaccel cannot read (%s): its old ticket's end, "
+		    "%s, still applies", (unsigned long long)c->id,
+		    (unsigned long long)s->id, sa->mech == PX_MECH_KERBEROS ?
+		    px_krb_result_name(sa->krb.result) : px_gss_mech_name(
+		    sa->mech), utc_text(s->kx->tkt_end, when, sizeof(when)));
+	}
 	return NULL;
 }
 
@@ -471,7 +509,7 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 	if (sa->binding)
 		return "binding";
 	if (sa->reauth)
-		return reauth_key(c, s, h, msg, len);
+		return reauth_key(c, s, sa, h, msg, len);
 	if (s->guest)
 		return "guest";
 	if (s->anonymous)
@@ -612,8 +650,10 @@ krb_more_processing(struct px_conn *c, struct px_session *s,
 		else if (m->type == PX_KRB_MSG_AP_REP &&
 		    sa->krb.result == PX_KRB_R_OK && (kx = kx_of(s)) != NULL &&
 		    px_krb_session_key(&sa->krb, m, kx->krb_key,
-		    &kx->krb_keylen) == PX_KRB_R_OK)
+		    &kx->krb_keylen) == PX_KRB_R_OK) {
 			kx->have_krb_key = true;
+			kx->tkt_end = sa->krb.ticket_end;
+		}
 	}
 	free(m);
 	px_krb_accept_wipe(&sa->krb);
@@ -628,7 +668,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_elem e = { msg, len };
 	const char *why;
 	char ad[PX_KRB_NAME_MAX * 2 + 160];
-	bool was;
+	bool was, reauth;
 
 	if (s == NULL)
 		return;
@@ -668,13 +708,20 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 			    px_gss_mech_name(sa->mech);
 		px_krb_accept_wipe(&sa->krb);
 	}
-	if (s->signing_required || s->encrypt) {
+	reauth = p->u.sess.auth != NULL &&
+	    ((struct setup_auth *)p->u.sess.auth)->reauth;
+	if ((s->signing_required || s->encrypt) && !reauth) {
 		if (s->keyed && !was)
 			px_stats.sessions_keyed++;
 		else if (!s->keyed)
 			unkeyed_count(why);
 	}
-	if (s->keyed)
+	if (reauth)
+		log_info("conn=%llu session=0x%llx re-authenticated, %s%s%s",
+		    (unsigned long long)c->id, (unsigned long long)s->id,
+		    s->keyed ? "keys kept" : "still not keyed: ", s->keyed ?
+		    "" : why, ad);
+	else if (s->keyed)
 		log_info("conn=%llu session=0x%llx keyed dialect=%s signing=%s "
 		    "encrypt=%s%s", (unsigned long long)c->id,
 		    (unsigned long long)s->id, px_dialect_name(c->led.dialect),
@@ -709,6 +756,43 @@ ctx_of(struct px_session *s)
 	if (s->kx->ctx == NULL)
 		s->kx->ctx = px_smb_ctx_new();
 	return s->kx->ctx;
+}
+
+bool
+px_keyed_expiring(struct px_conn *c, struct px_session *s)
+{
+	uint32_t margin = px_glob()->kerberos_expiry_margin_ms / 1000;
+	int64_t now;
+	char when[64];
+
+	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
+		return false;
+	if (s->expiring)
+		return true;
+	now = (int64_t)time(NULL);
+	if (now + (int64_t)margin < s->kx->tkt_end)
+		return false;
+	s->expiring = true;
+	px_stats.sessions_expiring++;
+	log_info("conn=%llu session=0x%llx its Kerberos ticket ends %s (in "
+	    "%lld s; kerberos_expiry_margin %u s): no longer acted on, what "
+	    "is buffered is flushed; the server expires the session then and "
+	    "the client re-authenticates", (unsigned long long)c->id,
+	    (unsigned long long)s->id, utc_text(s->kx->tkt_end, when,
+	    sizeof(when)), (long long)(s->kx->tkt_end - now), margin);
+	return true;
+}
+
+double
+px_keyed_expiry_ms(const struct px_session *s, double now_ms)
+{
+	int64_t left;
+
+	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0 || s->expiring)
+		return 0;
+	left = s->kx->tkt_end - (int64_t)(px_glob()->kerberos_expiry_margin_ms /
+	    1000) - (int64_t)time(NULL);
+	return now_ms + (left > 0 ? (double)left * 1000.0 : 0.0);
 }
 
 bool

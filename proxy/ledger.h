@@ -31,6 +31,9 @@ struct px_keyed {
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
 	struct px_smb_ctx *ctx;          /* OpenSSL contexts for keys (made
 	                                  * on first use by keyed.c) */
+	int64_t tkt_end;                 /* Kerberos: when the session's
+	                                  * ticket ends (Unix time; 0: NTLM,
+	                                  * the session does not expire) */
 };
 
 struct px_session {
@@ -42,6 +45,8 @@ struct px_session {
 	bool guest;
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
+	bool expiring;              /* its ticket ends within
+	                             * kerberos_expiry_margin: not acted on */
 	bool client_seals;          /* its client sent a sealed request:
 	                             * smbaccel's own requests are sealed too */
 	const char *why_not;        /* why not keyed (static string) */

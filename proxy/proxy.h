@@ -222,6 +222,8 @@ struct px_stats {
 	uint64_t bad_signatures;
 	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
 	                                      * signs answers it need not */
+	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone
+	                                 * before their ticket ended */
 	/* CREATEs rewritten (create.c) and leases smbaccel holds on a
 	 * client's behalf (lease.c, DESIGN.md section 6) */
 	uint64_t creates_rewritten;

@@ -18,6 +18,7 @@
 #include "proxy/writebehind.h"
 #include "proxy/alter.h"
 #include "proxy/emit.h"
+#include "proxy/keyed.h"
 
 /* Largest payload of one proxy WRITE. */
 static size_t
@@ -703,19 +704,35 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	px_stats.deferred_errors++;
 	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
-	    "write failed status=0x%08x: acknowledged data lost, error %s",
+	    "write failed status=0x%08x: acknowledged data lost, error %s%s",
 	    (unsigned long long)c->id, o ? px_tree_share(c, o) : "?",
 	    o && o->name ? o->name : "?",
 	    (unsigned long long)p->u.io.offset, p->u.io.length,
 	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status,
 	    p->in_compound ? "reported on the CLOSE it was sent with" :
-	    "deferred to the next WRITE, FLUSH or CLOSE");
+	    "deferred to the next WRITE, FLUSH or CLOSE",
+	    h->status != NT_STATUS_NETWORK_SESSION_EXPIRED ? "" :
+	    " (the server expired the session: its Kerberos ticket ended "
+	    "before smbaccel stopped buffering; without the server's keytab "
+	    "smbaccel cannot know when a ticket ends, see "
+	    "kerberos_expiry_margin in smbaccel.conf(5))");
 	if (o && !o->failed_status)
 		o->failed_status = h->status == NT_STATUS_SUCCESS ?
 		    NT_STATUS_DISK_FULL : h->status;
 }
 
 /* ---- timers and teardown ------------------------------------------------------- */
+
+void
+px_wb_flush_session(struct px_conn *c, uint64_t sid,
+    enum co_flush_cause cause)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->session_id == sid && o->wb.len > 0)
+			px_wb_flush_open(c, o, cause);
+}
 
 double
 px_wb_timer(struct px_conn *c, double now_ms)
@@ -726,13 +743,23 @@ px_wb_timer(struct px_conn *c, double now_ms)
 
 	for (o = c->led.opens; o; o = o->next) {
 		struct px_tree *t;
-		double idle, age, due;
+		struct px_session *s;
+		double idle, age, due, exp = 0;
 
 		if (o->wb.len == 0)
 			continue;
 		t = px_tree_find(&c->led, o->session_id, o->tree_id);
 		idle = o->wb.last_ms + (t ? t->policy.flush_idle_ms : 200);
 		age = o->wb.first_ms + (t ? t->policy.flush_max_age_ms : 2000);
+		/* a Kerberos ticket about to end: nothing may stay buffered
+		 * past the margin, whatever flush_idle and flush_max_age say */
+		if ((s = px_session_find(&c->led, o->session_id)) != NULL &&
+		    (px_keyed_expiring(c, s) ||
+		    (exp = px_keyed_expiry_ms(s, now_ms)) != 0) && exp <= now_ms) {
+			px_wb_flush_open(c, o, CO_FLUSH_EXPIRY);
+			flushed = true;
+			continue;
+		}
 		if (now_ms >= idle || now_ms >= age) {
 			px_wb_flush_open(c, o, now_ms >= idle ? CO_FLUSH_IDLE :
 			    CO_FLUSH_AGE);
@@ -740,6 +767,8 @@ px_wb_timer(struct px_conn *c, double now_ms)
 			continue;
 		}
 		due = idle < age ? idle : age;
+		if (exp != 0 && exp < due)
+			due = exp;
 		if (next == 0 || due < next)
 			next = due;
 	}

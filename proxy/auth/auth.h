@@ -405,12 +405,13 @@ int px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 
 /*
  * The decrypted parts.  Each returns 0 or -1 (malformed); bytes after the
- * outer element are ignored.  EncTicketPart gives the ticket session key
- * and the client name ("user@REALM"); Authenticator and EncAPRepPart their
- * optional subkey (*has_subkey false when absent).
+ * outer element are ignored.  EncTicketPart gives the ticket session key,
+ * the client name ("user@REALM") and, endtime not NULL, when the ticket
+ * ends (Unix time); Authenticator and EncAPRepPart their optional subkey
+ * (*has_subkey false when absent).
  */
 int px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
-    char *cname, size_t cnamelen) PX_MUSTCHECK;
+    char *cname, size_t cnamelen, int64_t *endtime) PX_MUSTCHECK;
 int px_krb_parse_authenticator(const uint8_t *p, size_t n, bool *has_subkey,
     struct px_krb_key *subkey) PX_MUSTCHECK;
 int px_krb_parse_enc_ap_rep(const uint8_t *p, size_t n, bool *has_subkey,
@@ -498,6 +499,7 @@ struct px_krb_accept {
 	bool mutual;                       /* mutual-required: an AP-REP comes */
 	char client[PX_KRB_NAME_MAX];      /* cname@crealm */
 	char service[PX_KRB_NAME_MAX];     /* sname@realm */
+	int64_t ticket_end;                /* the ticket's endtime (Unix time) */
 	struct px_krb_key ticket_key;      /* the ticket session key */
 	int32_t session_etype;             /* its enctype (kept after a wipe) */
 	bool has_auth_subkey;

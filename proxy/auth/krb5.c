@@ -138,6 +138,45 @@ field_any(struct px_der *wrap)
 	return 0;
 }
 
+/*
+ * A KerberosTime field: GeneralizedTime "YYYYMMDDHHMMSSZ", UTC, no
+ * fraction (RFC 4120 5.2.3), as seconds since 1970.  Days from the civil
+ * date by the proleptic Gregorian calendar (March-based years).
+ */
+static int
+field_time(struct px_der *wrap, int64_t *t)
+{
+	static const int max[6] = { 9999, 12, 31, 23, 59, 60 };
+	struct px_der val;
+	int v[6], i, j;
+	int64_t y, m, era, yoe, doy, doe;
+
+	if (field_val(wrap, PX_DER_GENTIME, &val) == -1 || val.len != 15 ||
+	    val.p[14] != 'Z')
+		return -1;
+	for (i = 0; i < 14; i++)
+		if (val.p[i] < '0' || val.p[i] > '9')
+			return -1;
+	v[0] = (val.p[0] - '0') * 1000 + (val.p[1] - '0') * 100 +
+	    (val.p[2] - '0') * 10 + (val.p[3] - '0');
+	if (v[0] < 1970)
+		return -1;
+	for (i = 1, j = 4; i < 6; i++, j += 2) {
+		v[i] = (val.p[j] - '0') * 10 + (val.p[j + 1] - '0');
+		if (v[i] > max[i] || (i <= 2 && v[i] == 0))
+			return -1;
+	}
+	y = v[0] - (v[1] <= 2);
+	m = v[1];
+	era = y / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + v[2] - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	*t = ((era * 146097 + doe - 719468) * 24 + v[3]) * 3600 +
+	    (int64_t)v[4] * 60 + v[5];
+	return 0;
+}
+
 /* A field that must be INTEGER pvno/msg-type with the given value. */
 static int
 field_is(struct px_der *wrap, int64_t want)
@@ -637,7 +676,7 @@ join_at(char *dst, size_t n, const char *name, const char *realm)
  */
 int
 px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
-    char *cname, size_t cnamelen)
+    char *cname, size_t cnamelen, int64_t *endtime)
 {
 	struct fields f;
 	struct px_der d, fw;
@@ -645,6 +684,7 @@ px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
 	int i, rc;
 	unsigned seen = 0;
 	uint32_t tflags;
+	int64_t end = 0;
 
 	memset(key, 0, sizeof(*key));
 	realm[0] = name[0] = '\0';
@@ -667,6 +707,9 @@ px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
 		case 3:
 			rc = principal(&fw, name, sizeof(name), NULL, 0);
 			break;
+		case 7:
+			rc = field_time(&fw, &end);
+			break;
 		default:
 			rc = i <= 10 ? field_any(&fw) : -1;
 		}
@@ -680,6 +723,8 @@ px_krb_parse_enc_ticket(const uint8_t *p, size_t n, struct px_krb_key *key,
 		return -1;
 	}
 	join_at(cname, cnamelen, name, realm);
+	if (endtime != NULL)
+		*endtime = end;
 	return 0;
 }
 
@@ -858,7 +903,7 @@ px_krb_accept_req(const struct px_krb_msg *req, const struct px_keytab *kt,
 		goto out;
 	}
 	if (px_krb_parse_enc_ticket(plain, plen, &a->ticket_key, a->client,
-	    sizeof(a->client)) == -1) {
+	    sizeof(a->client), &a->ticket_end) == -1) {
 		r = PX_KRB_R_MALFORMED;
 		goto out;
 	}

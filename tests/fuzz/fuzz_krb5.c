@@ -149,11 +149,16 @@ target_part(int which, const uint8_t *buf, size_t len)
 
 	memset(&k, 0xAA, sizeof(k));
 	if (which == 1) {
+		int64_t end = 0;
+
 		rc = px_krb_parse_enc_ticket(buf, len, &k, cname,
-		    sizeof(cname));
+		    sizeof(cname), &end);
 		if (rc == 0)
 			check_str(cname, sizeof(cname));
 		if (rc == 0 && (k.len == 0 || k.len > PX_KRB_KEY_MAX))
+			abort();
+		/* 1970-01-01 to 9999-12-31 23:59:60 */
+		if (rc == 0 && (end < 0 || end > 253402300800LL))
 			abort();
 	} else {
 		rc = which == 2 ? px_krb_parse_authenticator(buf, len, &hs, &k) :
@@ -219,7 +224,7 @@ target_encrypted(const uint8_t *buf, size_t len)
 		char cname[PX_KRB_NAME_MAX];
 
 		if (px_krb_parse_enc_ticket(buf, len, &sk, cname,
-		    sizeof(cname)) == -1)
+		    sizeof(cname), NULL) == -1)
 			abort();
 		if ((au = seal(&sk, PX_KRB_USAGE_AUTHENTICATOR, buf, len,
 		    &an)) != NULL) {

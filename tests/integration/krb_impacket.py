@@ -5,11 +5,17 @@ AP-REQ and its own SMB2/3 signing.
 
     krb_impacket.py [options] write PATH SIZE SEED
     krb_impacket.py [options] verify PATH SIZE SEED
+    krb_impacket.py [options] --every SECS pace PATH SIZE SEED
 
 write: PATH gets SIZE bytes of the pattern of SEED in --wsize writes
 (default 1024), one request each, then closed; prints "sha256=HEX".
 verify: PATH is read in --rsize reads (default 4096) and compared with the
 pattern; exit 3 at the first difference.
+pace: as write, one --wsize write every --every seconds, on until SIZE or
+the first write that fails; prints "acked=N" (the bytes of the writes the
+server side answered with success, a prefix of the pattern), then the
+failure ("failed=STATUS") if one came, then closes what it can.  Exit 0
+either way: the caller compares N with what landed.
 
 The cifs/FQDN ticket comes from the credential cache ($KRB5CCNAME; fetch
 it with kvno): impacket's own TGS-REQ is refused by Samba 4.17's KDC
@@ -26,6 +32,7 @@ import hashlib
 import os
 import random
 import sys
+import time
 
 from impacket import smb3structs as s3
 from impacket.krb5.ccache import CCache
@@ -51,7 +58,8 @@ def main():
     ap.add_argument("--mutual", action="store_true")
     ap.add_argument("--wsize", type=int, default=1024)
     ap.add_argument("--rsize", type=int, default=4096)
-    ap.add_argument("op", choices=("write", "verify"))
+    ap.add_argument("--every", type=float, default=0.1)
+    ap.add_argument("op", choices=("write", "verify", "pace"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
     ap.add_argument("seed", type=int)
@@ -75,7 +83,29 @@ def main():
         conn._SMBConnection.kerberosLogin(a.user, "", a.realm, TGS=tgs,
                                           mutualAuth=a.mutual)
         tid = conn.connectTree(a.share)
-        if a.op == "write":
+        if a.op == "pace":
+            fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
+            acked = 0
+            failed = None
+            while acked < a.size:
+                try:
+                    conn.writeFile(tid, fid, data[acked:acked + a.wsize], acked)
+                except Exception as e:  # SessionError: the server's status
+                    failed = e
+                    break
+                acked += min(a.wsize, a.size - acked)
+                time.sleep(a.every)
+            print("acked=%d" % acked)
+            if failed is not None:
+                print("failed=%s" % failed)
+                sys.stdout.flush()
+                try:
+                    conn.closeFile(tid, fid)
+                except Exception as e:
+                    print("close failed=%s" % e)
+                return 0
+            conn.closeFile(tid, fid)
+        elif a.op == "write":
             fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
             for off in range(0, a.size, a.wsize):
                 conn.writeFile(tid, fid, data[off:off + a.wsize], off)

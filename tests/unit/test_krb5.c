@@ -267,12 +267,19 @@ f_bits32(struct buf *o, int n, uint32_t v)
 	tlv(o, (uint8_t)(0xA0 + n), t.b, t.n);
 }
 
+/* the EncTicketPart's endtime [7] as f_time writes it (NULL: as the
+ * other times) */
+static const char *endtime_text;
+
 static void
 f_time(struct buf *o, int n)
 {
 	struct buf t = { .n = 0 };
 
-	tlv(&t, 0x18, "20261201083000Z", 15);
+	const char *v = n == 7 && endtime_text ? endtime_text :
+	    "20261201083000Z";
+
+	tlv(&t, 0x18, v, strlen(v));
 	tlv(o, (uint8_t)(0xA0 + n), t.b, t.n);
 }
 
@@ -999,6 +1006,9 @@ struct capture {
 	int32_t skey;          /* the session key's enctype (the KDC's choice) */
 	size_t keylen;         /* the SMB session key's, from the AP-REP subkey */
 	int32_t tkt;           /* the ticket's enctype (the DC's key) */
+	int64_t endtime;       /* the ticket's endtime: "2026120209HHMMSSZ"
+	                        * as impacket decrypts it (mkseeds_krb5.py's
+	                        * open_ticket), in Unix time */
 };
 
 /* Tickets in the DC's aes256 key but the last; the session keys as the
@@ -1008,16 +1018,16 @@ struct capture {
  * in the aes128 or rc4-hmac session key (usage 12). */
 static const struct capture CAPS[] = {
 	{ "smb210-aes256", SMB2_DIALECT_0210, PX_ENCTYPE_AES256_SHA1, 32,
-	  PX_ENCTYPE_AES256_SHA1 },
+	  PX_ENCTYPE_AES256_SHA1, 1796203205 },        /* 20261202092005Z */
 	{ "smb311-aes256", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32,
-	  PX_ENCTYPE_AES256_SHA1 },
+	  PX_ENCTYPE_AES256_SHA1, 1796203210 },        /* 20261202092010Z */
 	{ "smb311-skaes128", SMB2_DIALECT_0311, PX_ENCTYPE_AES128_SHA1, 32,
-	  PX_ENCTYPE_AES256_SHA1 },
+	  PX_ENCTYPE_AES256_SHA1, 1796203214 },        /* 20261202092014Z */
 	{ "smb311-skrc4", SMB2_DIALECT_0311, PX_ENCTYPE_RC4_HMAC, 32,
-	  PX_ENCTYPE_AES256_SHA1 },
+	  PX_ENCTYPE_AES256_SHA1, 1796203217 },        /* 20261202092017Z */
 	/* the DC's AES keys dropped: its ticket in its rc4-hmac key */
 	{ "smb311-tktrc4", SMB2_DIALECT_0311, PX_ENCTYPE_AES256_SHA1, 32,
-	  PX_ENCTYPE_RC4_HMAC },
+	  PX_ENCTYPE_RC4_HMAC, 1796203229 },           /* 20261202092029Z */
 };
 
 static uint8_t *
@@ -1163,6 +1173,8 @@ test_dc_capture(void)
 		    "%s: ticket key differs from the ccache's %s", c->name, hex);
 		CU_ASSERT_EQUAL(a.ticket_etype, c->tkt);
 		CU_ASSERT_EQUAL(a.session_etype, c->skey);
+		UT_CHECK(a.ticket_end == c->endtime, "%s: endtime %lld, not %lld",
+		    c->name, (long long)a.ticket_end, (long long)c->endtime);
 		CU_ASSERT(a.mutual);
 
 		CU_ASSERT_PTR_NOT_NULL_FATAL(sb = ut_secbuf(r, rn, true, &sbl));
@@ -1807,7 +1819,7 @@ test_lying_inner(void)
 		/* each parser refuses every truncation */
 		for (i = 0; i < pn; i++) {
 			int prc = part == 0 ? px_krb_parse_enc_ticket(plain, i,
-			    &sub, cname, sizeof(cname)) : part == 1 ?
+			    &sub, cname, sizeof(cname), NULL) : part == 1 ?
 			    px_krb_parse_authenticator(plain, i, &hs, &sub) :
 			    px_krb_parse_enc_ap_rep(plain, i, &hs, &sub);
 
@@ -1860,6 +1872,66 @@ test_lying_inner(void)
 	px_keytab_free(kt);
 }
 
+/*
+ * The ticket's endtime (KerberosTime, RFC 4120 5.2.3: "YYYYMMDDHHMMSSZ",
+ * UTC, no fraction), which smbaccel keeps to stop acting on a session
+ * before the server expires it: values against Python's calendar.timegm,
+ * and the forms that make the ticket malformed.
+ */
+static void
+test_ticket_endtime(void)
+{
+	static const struct { const char *text; int64_t want; } tv[] = {
+		{ "20261201083000Z", 1796113800 },
+		{ "19700101000000Z", 0 },
+		{ "20000229120000Z", 951825600 },     /* a leap day */
+		{ "21000301000000Z", 4107542400 },    /* 2100: no leap day */
+		{ "20161231235960Z", 1483228800 },    /* a leap second */
+		{ "99991231235959Z", 253402300799 },
+		{ "20261201083000", -1 },             /* no Z */
+		{ "202612010830000Z", -1 },           /* too long */
+		{ "20261201083000.5Z", -1 },          /* a fraction */
+		{ "20261201083000+", -1 },
+		{ "2026120108300AZ", -1 },
+		{ "20261301083000Z", -1 },            /* month 13 */
+		{ "20260001083000Z", -1 },            /* month 0 */
+		{ "20261200083000Z", -1 },            /* day 0 */
+		{ "20261232083000Z", -1 },
+		{ "20261201243000Z", -1 },            /* hour 24 */
+		{ "20261201086000Z", -1 },
+		{ "20261201083061Z", -1 },
+		{ "19691231235959Z", -1 },            /* before 1970 */
+		{ "", -1 },
+	};
+	struct px_krb_key sk = { .enctype = PX_ENCTYPE_AES128_SHA1, .len = 16 },
+	    got;
+	struct buf pl = { .n = 0 };
+	char cname[PX_KRB_NAME_MAX];
+	size_t i;
+
+	for (i = 0; i < NELEM(tv); i++) {
+		int64_t end = -2;
+		int rc;
+
+		endtime_text = tv[i].text;
+		enc_ticket_part(&pl, &sk);
+		rc = px_krb_parse_enc_ticket(pl.b, pl.n, &got, cname,
+		    sizeof(cname), &end);
+		if (tv[i].want == -1)
+			UT_CHECK(rc == -1, "endtime \"%s\" parses (%lld)",
+			    tv[i].text, (long long)end);
+		else
+			UT_CHECK(rc == 0 && end == tv[i].want,
+			    "endtime \"%s\": rc %d, %lld, not %lld", tv[i].text,
+			    rc, (long long)end, (long long)tv[i].want);
+	}
+	endtime_text = NULL;
+	/* NULL endtime: parsed, not stored */
+	enc_ticket_part(&pl, &sk);
+	CU_ASSERT_EQUAL(px_krb_parse_enc_ticket(pl.b, pl.n, &got, cname,
+	    sizeof(cname), NULL), 0);
+}
+
 void
 ut_register_krb5(void)
 {
@@ -1884,6 +1956,8 @@ ut_register_krb5(void)
 		{ "built: which key, kvno", test_built_keys },
 		{ "lying DER: security buffers", test_lying_outer },
 		{ "lying DER: inside the encryption", test_lying_inner },
+		{ "ticket endtime: values and malformed forms",
+		  test_ticket_endtime },
 	};
 	CU_pSuite suite;
 	size_t i;

@@ -1,0 +1,140 @@
+#!/bin/bash
+# test-timeout: 600
+# Issue 12: a Kerberos session whose ticket ends while smbaccel buffers its
+# writes.  The server expires a Kerberos session when its ticket ends
+# (MS-SMB2 3.3.5.2.9: STATUS_NETWORK_SESSION_EXPIRED on every request but
+# SESSION_SETUP, LOGOFF and CLOSE, until the client re-authenticates);
+# smbd does.  Written-behind data flushed after that instant would be
+# refused: acknowledged data lost.  smbaccel knows when the ticket ends
+# (it decrypted it) and stops acting on the session kerberos_expiry_margin
+# before, flushing what it holds, so the client meets the expiry itself,
+# as it would directly.
+#
+# A ticket of KE_LIFE (130) seconds (kinit -l; Samba 4.17's KDC refuses a
+# service ticket on a TGT with 120 s or less left), impacket (krb_impacket.py
+# pace) writing 1 KiB every 0.1 s at 3.1.1 through smbaccel (write_behind
+# = always, flush_idle 1s, flush_max_age 10s: up to 10 s of writes held)
+# until a write fails.  Directly, at the same time, the same from the
+# direct namespace.  Each: a write failed with
+# STATUS_NETWORK_SESSION_EXPIRED, and the DC's file holds every
+# acknowledged byte (the pattern's first acked bytes).  Through smbaccel:
+# the session was keyed and writes were absorbed before the margin, the
+# log says when it stopped acting on the session and why, and nothing
+# was lost ("acknowledged data lost" never logged, deferred_errors +0).
+# kerberos_expiry_margin = KE_MARGIN (30s) here; the default is 5m.
+# Then re-authentication: smbtorture smb2.session.expire1s and expire2s
+# (4 s tickets; the client re-authenticates each time the server says
+# the session expired) through smbaccel and directly: the same results
+# (success), and smbaccel logged taking the session up again after a
+# re-authentication with a new ticket ("acted on again").  And
+# smb2.session.reauth1-5 (re-authentication on a keyed session: keys
+# kept) and bind1-2 (a multichannel binding: relayed with the reason
+# "binding"), each directly and through smbaccel: the same exit status.
+. "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/krb_lib.sh"
+require_smbaccel "Kerberos-keyed sessions"
+
+LIFE=${KE_LIFE:-130}
+MARGIN=${KE_MARGIN:-30}
+krb_bed
+KRB_WB=always KRB_RA=always krb_proxy "kerberos_expiry_margin = ${MARGIN}s"
+seed=$((RANDOM * 32768 + RANDOM + 1))
+info "seed $seed, ticket lifetime $LIFE s, margin $MARGIN s"
+
+# a credential cache of its own with a short ticket, in each namespace
+short_cc() {
+	local fn=$1 cc=$2 out
+	out=$(printf '%s\n' "$ADDC_PASS" | $fn env KRB5CCNAME="FILE:$cc" \
+	    kinit -l "${LIFE}s" "$ADDC_USER@$ADDC_REALM" 2>&1) || fail "kinit -l ${LIFE}s: $out"
+	out=$($fn env KRB5CCNAME="FILE:$cc" kvno "cifs/$ADDC_FQDN" 2>&1) ||
+	    fail "kvno cifs/$ADDC_FQDN: $out; $(date); $($fn env KRB5CCNAME="FILE:$cc" klist 2>&1)"
+	$fn env KRB5CCNAME="FILE:$cc" klist > "$cc.klist"
+}
+# pace FN CC ADDR PORT PATH: impacket writes until one fails
+pace() {
+	local fn=$1 cc=$2 addr=$3 port=$4 path=$5
+	$fn env KRB5CCNAME="FILE:$cc" timeout -k 5 $((LIFE + 120)) "$PY" \
+	    "$TESTS_DIR/krb_impacket.py" --host "$ADDC_FQDN" --addr "$addr" \
+	    --port "$port" --user "$ADDC_USER" --realm "$ADDC_REALM" \
+	    --dialect 3.1.1 --every 0.1 pace "$path" $(((LIFE + 90) * 10 * 1024)) "$seed"
+}
+# landed NAME OUT: the DC's file holds the acked prefix of the pattern
+landed() {
+	local name=$1 out=$2 acked
+	acked=$(sed -n 's/^acked=//p' "$out")
+	[ -n "$acked" ] || fail "$name: no result from the client: $(tail -n 3 "$out")"
+	info "$name: $(tr '\n' ' ' < "$out")"
+	grep -q '^failed=.*STATUS_NETWORK_SESSION_EXPIRED' "$out" ||
+	    fail "$name: the writes did not end with STATUS_NETWORK_SESSION_EXPIRED"
+	assert_ge $(((LIFE - MARGIN - 10) * 1024)) "$acked" "$name: bytes acknowledged before the expiry"
+	[ "$(head -c "$acked" "$ADDC_SHARE_DIR/$name" | sha256sum | cut -d' ' -f1)" = \
+	    "$("$PY" -c "import random,sys,hashlib; print(hashlib.sha256(random.Random($seed).randbytes($acked)).hexdigest())")" ] ||
+	    fail "$name: the DC's file ($(stat -c %s "$ADDC_SHARE_DIR/$name") bytes) does not hold the $acked bytes acknowledged"
+	info "$name: all $acked acknowledged bytes on the DC's disk ($(stat -c %s "$ADDC_SHARE_DIR/$name") bytes there)"
+}
+
+short_cc in_cli "$T/cli.cc"
+short_cc in_dir "$T/dir.cc"
+info "ticket: $(grep "cifs/$ADDC_FQDN" "$T/cli.cc.klist" | head -n 1)"
+snap e-0
+lines0=$(wc -l < "$PROXY_LOG")
+t0=$(now)
+pace in_cli "$T/cli.cc" 127.0.0.1 "$PROXY_PORT" viaproxy > "$T/proxy.out" 2>&1 &
+p1=$!
+pace in_dir "$T/dir.cc" "$ADDC_DIR_IP" 445 direct > "$T/direct.out" 2>&1 &
+p2=$!
+BG_PIDS="$BG_PIDS $p1 $p2"
+wait "$p1"; wait "$p2"
+info "both clients done after $(elapsed "$t0") s"
+snap e-1
+deltas e-0 e-1
+tail -n +"$((lines0 + 1))" "$PROXY_LOG" > "$T/run.log"
+info "stats: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed deferred_errors +$D_deferred_errors bad_signatures +$D_bad_signatures"
+grep -E 'ticket ends|expir|lost' "$T/run.log" | cut -c1-300 | sed 's/^/    proxy log: /'
+
+landed direct "$T/direct.out"
+landed viaproxy "$T/proxy.out"
+grep -q ' keyed dialect=3.1.1 .*auth=kerberos' "$T/run.log" || fail "the session was not keyed"
+assert_ge 100 "$D_writes_absorbed" "writes absorbed before the margin"
+assert_eq 0 "$D_deferred_errors" "deferred_errors"
+assert_eq 0 "$D_bad_signatures" "bad_signatures"
+grep -q 'acknowledged data lost' "$T/run.log" && fail "smbaccel lost acknowledged data"
+grep -q "Kerberos ticket ends" "$T/run.log" ||
+    fail "no log line saying smbaccel stopped acting on the session before its ticket ended"
+assert_eq 1 "$D_sessions_expiring" "sessions_expiring"
+assert_ge 1 "${D_flush_causes_expiry:-0}" "flushes for the ticket's end (flush_causes.expiry)"
+
+# re-authentication with new tickets (smbtorture's own 4 s tickets)
+ktorture() {
+	local fn=$1 home=$2 port=$3 t=$4
+	$fn env HOME="$home" timeout 120 smbtorture "//$ADDC_FQDN/share" ${port:+-p "$port"} \
+	    -U "$ADDC_USER%$ADDC_PASS" --use-kerberos=required \
+	    --configfile="$home/.smb/smb.conf" --option=torture:progress=no \
+	    --target=samba3 "smb2.session.$t" > "$T/$t-$fn.out" 2>&1 < /dev/null
+}
+lines1=$(wc -l < "$PROXY_LOG")
+for t in expire1s expire2s; do
+	ktorture in_dir "$DIR_HOME" "" "$t" || fail "smbtorture smb2.session.$t failed directly: $(tail -n 5 "$T/$t-in_dir.out")"
+	ktorture in_cli "$CLI_HOME" "$PROXY_PORT" "$t" || fail "smbtorture smb2.session.$t failed through smbaccel: $(tail -n 5 "$T/$t-in_cli.out")"
+	info "smb2.session.$t: success directly and through smbaccel"
+done
+for t in reauth1 reauth2 reauth3 reauth4 reauth5 bind1 bind2; do
+	ktorture in_dir "$DIR_HOME" "" "$t"; r1=$?
+	ktorture in_cli "$CLI_HOME" "$PROXY_PORT" "$t"; r2=$?
+	info "smb2.session.$t: exit $r1 directly, $r2 through smbaccel"
+	[ "$r1" = "$r2" ] || fail "smb2.session.$t: exit $r1 directly but $r2 through smbaccel: $(tail -n 5 "$T/$t-in_cli.out")"
+done
+tail -n +"$((lines1 + 1))" "$PROXY_LOG" > "$T/reauth.log"
+grep -E 'ticket ends|re-authenticated' "$T/reauth.log" | sort -t' ' -k3 | cut -c1-240 | head -n 6 | sed 's/^/    proxy log: /'
+grep -q ' keyed dialect=.* auth=kerberos' "$T/reauth.log" || fail "smbtorture's sessions were not keyed"
+grep -q 're-authenticated with a ticket that ends .*: acted on again' "$T/reauth.log" ||
+    fail "no session was taken up again after a re-authentication with a new ticket"
+grep -q 're-authenticated, keys kept auth=kerberos' "$T/reauth.log" ||
+    fail "no 're-authenticated, keys kept' line for a Kerberos session"
+grep -q 'passthrough reason=binding .* auth=kerberos' "$T/reauth.log" ||
+    fail "no multichannel binding relayed with reason=binding"
+grep -q 'acknowledged data lost' "$T/reauth.log" && fail "smbaccel lost acknowledged data"
+proxy_alive || fail "proxy died"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status after SIGTERM"
+info "PASS"
