@@ -20,7 +20,6 @@
 
 #include "proxy/alter.h"
 #include "proxy/keyed.h"
-#include "proxy/writebehind.h"
 
 /* Servers that signed an answer they did not have to (bounded: the oldest
  * entry is forgotten, which only costs another lesson). */
@@ -157,11 +156,10 @@ px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 	c->cur_prot.sign = false;
 	c->cur_prot.encrypt = false;
 	/* its Kerberos ticket is about to end: the server will refuse
-	 * whatever smbaccel sends for it from then on (px_keyed_expiring) */
-	if (px_keyed_expiring(c, s)) {
-		px_wb_flush_session(c, s->id, CO_FLUSH_EXPIRY);
+	 * whatever smbaccel sends for it from then on (px_keyed_expiring;
+	 * the write-behind timer flushes its buffers at that instant) */
+	if (px_keyed_expiring(c, s))
 		return false;
-	}
 	if (c->cur_encrypted) {
 		/* sealed: answered sealed under the same session's key */
 		if (!s->keyed || c->cur_enc_sid != s->id)
