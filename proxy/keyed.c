@@ -758,19 +758,28 @@ ctx_of(struct px_session *s)
 	return s->kx->ctx;
 }
 
+/* Seconds until s enters kerberos_expiry_margin (<= 0: it has); false
+ * when it never does (not keyed, NTLM). */
+static bool
+expiry_left(const struct px_session *s, int64_t *left)
+{
+	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
+		return false;
+	*left = s->kx->tkt_end - (int64_t)(px_glob()->kerberos_expiry_margin_ms /
+	    1000) - (int64_t)time(NULL);
+	return true;
+}
+
 bool
 px_keyed_expiring(struct px_conn *c, struct px_session *s)
 {
 	uint32_t margin = px_glob()->kerberos_expiry_margin_ms / 1000;
-	int64_t now;
+	int64_t left;
 	char when[64];
 
-	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
-		return false;
-	if (s->expiring)
+	if (s->expiring && s->keyed)
 		return true;
-	now = (int64_t)time(NULL);
-	if (now + (int64_t)margin < s->kx->tkt_end)
+	if (!expiry_left(s, &left) || left > 0)
 		return false;
 	s->expiring = true;
 	px_stats.sessions_expiring++;
@@ -779,7 +788,7 @@ px_keyed_expiring(struct px_conn *c, struct px_session *s)
 	    "is buffered is flushed; the server expires the session then and "
 	    "the client re-authenticates", (unsigned long long)c->id,
 	    (unsigned long long)s->id, utc_text(s->kx->tkt_end, when,
-	    sizeof(when)), (long long)(s->kx->tkt_end - now), margin);
+	    sizeof(when)), (long long)(left + margin), margin);
 	return true;
 }
 
@@ -788,10 +797,8 @@ px_keyed_expiry_ms(const struct px_session *s, double now_ms)
 {
 	int64_t left;
 
-	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0 || s->expiring)
+	if (s->expiring || !expiry_left(s, &left))
 		return 0;
-	left = s->kx->tkt_end - (int64_t)(px_glob()->kerberos_expiry_margin_ms /
-	    1000) - (int64_t)time(NULL);
 	return now_ms + (left > 0 ? (double)left * 1000.0 : 0.0);
 }
 

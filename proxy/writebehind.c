@@ -723,17 +723,6 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 
 /* ---- timers and teardown ------------------------------------------------------- */
 
-void
-px_wb_flush_session(struct px_conn *c, uint64_t sid,
-    enum co_flush_cause cause)
-{
-	struct px_open *o;
-
-	for (o = c->led.opens; o; o = o->next)
-		if (o->session_id == sid && o->wb.len > 0)
-			px_wb_flush_open(c, o, cause);
-}
-
 double
 px_wb_timer(struct px_conn *c, double now_ms)
 {
@@ -753,13 +742,14 @@ px_wb_timer(struct px_conn *c, double now_ms)
 		age = o->wb.first_ms + (t ? t->policy.flush_max_age_ms : 2000);
 		/* a Kerberos ticket about to end: nothing may stay buffered
 		 * past the margin, whatever flush_idle and flush_max_age say */
-		if ((s = px_session_find(&c->led, o->session_id)) != NULL &&
-		    (px_keyed_expiring(c, s) ||
-		    (exp = px_keyed_expiry_ms(s, now_ms)) != 0) && exp <= now_ms) {
+		s = px_session_find(&c->led, o->session_id);
+		if (s != NULL && px_keyed_expiring(c, s)) {
 			px_wb_flush_open(c, o, CO_FLUSH_EXPIRY);
 			flushed = true;
 			continue;
 		}
+		if (s != NULL)
+			exp = px_keyed_expiry_ms(s, now_ms);
 		if (now_ms >= idle || now_ms >= age) {
 			px_wb_flush_open(c, o, now_ms >= idle ? CO_FLUSH_IDLE :
 			    CO_FLUSH_AGE);

@@ -52,9 +52,6 @@ struct px_wb_elems {
  */
 uint8_t *px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
     bool need_spare, struct px_wb_elems *we);
-/* Flush every open of session sid on c. */
-void px_wb_flush_session(struct px_conn *c, uint64_t sid,
-    enum co_flush_cause cause);
 /* Flush every open of c and spend every pooled id. */
 void px_wb_flush_all(struct px_conn *c, enum co_flush_cause cause);
 /* Largest write that may be absorbed on tree t. */
