@@ -39,6 +39,8 @@ struct px_side {
 	uint64_t bytes_in;
 	size_t rd_want;            /* bytes asked of the next read (adaptive) */
 	size_t stream_left;        /* bytes of a cut-through frame to pass on */
+	int lowat;                 /* SO_RCVLOWAT set on fd (0: the default,
+	                            * -1: setting it failed, not used) */
 	struct px_link *link;
 	struct px_side *peer;
 	const char *name;          /* "client" / "server" */

@@ -16,7 +16,9 @@
 # directly; every write must be absorbed; the 1 MiB WRITEs go upstream one
 # for one and are not signed or sealed again by the proxy (signed_out /
 # encrypted_out grow by the answers only); no bad signature, no ledger or
-# deferred error, every session keyed.
+# deferred error, every session keyed.  With AES-GMAC signing, 1 MiB
+# WRITEs also reach smbaccel through a 100 Mbit/s leg in pieces: it must
+# wake once per WRITE, not per piece (lk_slow).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "keyed sessions"
@@ -106,6 +108,48 @@ lk_case hmac SMB2_10 "SMB2_10 signing=HMAC-SHA256 encryption=-" "client signing 
 lk_case cmac SMB3_00 "SMB3_00 signing=AES-128-CMAC encryption=-" "client signing = required"
 lk_case gmac SMB3_11 "SMB3_11 signing=AES-128-GMAC encryption=-" "client signing = required" \
     "client smb3 signing algorithms = AES-128-GMAC"
+# lk_slow LABEL DIALECT CLIENT_LINE...: 1 MiB WRITEs reaching smbaccel in
+# pieces (the client's leg through tests/tools/wanem, LK_SLOW_RATE, default
+# 100 Mbit/s: about 64 writes of 16 KiB per WRITE over 80 ms).  smbaccel
+# must wake once for the whole frame (SO_RCVLOWAT on the client's socket),
+# not per piece.  Its wake-ups (schedstat's third field) are counted over a
+# session of 2 and one of LK_SLOW_N (default 10, at most LK_MIB) WRITEs:
+# the difference is what the extra WRITEs cost, whatever the session
+# around them costs.  About 4 per WRITE (its frame, the server's answer,
+# the socket to the server taking the rest); about 43 when woken per piece
+# (measured before the change).  CPU per WRITE is printed, not asserted.
+lk_slow_run() {
+	local label=$1 d=$2 home=$3 port=$4 n=$5 w0 c0 out
+	w0=$(proc_wakeups "$PROXY_PID")
+	c0=$(proc_cpu_ns "$PROXY_PID")
+	out=$(HOME=$home timeout 120 "$SMBDD" write "$(smb_url "$port" "w-$label")" 1M "$n" \
+	    -U "$SMB_USER%$SMB_PASS" -m "$d" -s "$SEED" -q -f 2>&1) ||
+	    fail "$label: smbdd write 1M x $n through wanem and the proxy failed: $out"
+	WAKES=$(( $(proc_wakeups "$PROXY_PID") - w0 ))
+	CPU_NS=$(( $(proc_cpu_ns "$PROXY_PID") - c0 ))
+	assert_eq "$(head -c $((n * 1048576)) "$SHARE_DIR/ref" | sha256sum | cut -d' ' -f1)" \
+	    "$(sha256 "$SHARE_DIR/w-$label")" "$label: w-$label (1M x $n over the slow leg) on disk vs the pattern"
+	rm -f "$SHARE_DIR/w-$label"
+}
+lk_slow() {
+	local label=$1 d=$2 home port w2 c2 n=${LK_SLOW_N:-10}
+	shift 2
+	[ "$n" -gt 2 ] && [ "$n" -le "$LK_MIB" ] ||
+	    fail "LK_SLOW_N=$n: must be above 2 and at most LK_MIB=$LK_MIB"
+	home=$(client_home "lk-slow-$label" "$@")
+	port=$(free_port)
+	bg "$TOP/bin/wanem" -l "127.0.0.1:$port" -u "127.0.0.1:$PROXY_PORT" -d 0 -r "${LK_SLOW_RATE:-100M}" \
+	    > "$T/wanem-$label.log" 2>&1
+	wait_port "$port" 10 "$!" || fail "wanem did not start: $(cat "$T/wanem-$label.log")"
+	lk_slow_run "$label" "$d" "$home" "$port" 2
+	w2=$WAKES c2=$CPU_NS
+	lk_slow_run "$label" "$d" "$home" "$port" "$n"
+	info "$label: 1 MiB WRITEs arriving in pieces: smbaccel woke $w2 times for a session of 2, $WAKES for one of $n; $(awk -v w=$((WAKES - w2)) -v c=$((CPU_NS - c2)) -v k=$((n - 2)) 'BEGIN { printf "%.1f wake-ups and %.0f us of CPU", w / k, c / k / 1000 }') per WRITE"
+	[ $((WAKES - w2)) -le $(((n - 2) * 16)) ] ||
+	    fail "$label: $((n - 2)) more 1 MiB WRITEs, arriving in about 64 pieces each, cost smbaccel $((WAKES - w2)) more wake-ups: it wakes per piece, not per frame"
+}
+lk_slow gmac SMB3_11 "client signing = required" "client smb3 signing algorithms = AES-128-GMAC"
+
 lk_setup "server smb encrypt = required"
 for c in AES-128-CCM AES-128-GCM AES-256-GCM; do
 	lk_case "$c" SMB3_11 "SMB3_11 signing=[^ ]* encryption=$c\$" "client smb encrypt = required" \
