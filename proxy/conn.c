@@ -1059,16 +1059,17 @@ conn_kick(struct px_conn *c)
 static void
 set_lowat(struct px_side *s)
 {
-	const uint8_t *p = s->in.data + s->in.head;
 	size_t have = px_buf_len(&s->in), full;
 	int want = 0;
 
 	if (s != &s->link->cli || s->lowat < 0)
 		return;
-	if (s->stream_left == 0 && have >= PX_STREAM_HEAD &&
-	    p[0] == PX_NBSS_MESSAGE) {
+	if (s->stream_left == 0 && have >= PX_STREAM_HEAD) {
+		const uint8_t *p = s->in.data + s->in.head;
+
 		full = PX_NBSS_HDR + ((size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
-		if (full > have && full - have >= LOWAT_MIN)
+		if (p[0] == PX_NBSS_MESSAGE && full > have &&
+		    full - have >= LOWAT_MIN)
 			want = (int)(full - have);
 	}
 	if (want == s->lowat)

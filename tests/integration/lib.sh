@@ -604,7 +604,8 @@ proxy_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$PROXY_PID/status"; }
 # proc_wakeups PID: how often the process was put on a CPU (the third field
 # of each thread's schedstat): about one per wake-up from epoll_wait.
 proc_wakeups() { cat /proc/"$1"/task/*/schedstat | awk '{ t += $3 } END { printf "%.0f", t }'; }
-# proc_cpu_ns PID: its CPU time in nanoseconds (schedstat's first field).
+# proc_cpu_ns PID: its CPU time in nanoseconds (schedstat's first field:
+# exact, where /proc/PID/stat's utime and stime are 10 ms samples).
 proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ t += $1 } END { printf "%.0f", t }'; }
 
 # ---------------------------------------------------------------- clients
