@@ -117,6 +117,8 @@ struct px_conn {
 	/* the message being handled */
 	bool cur_encrypted;                  /* arrived sealed */
 	uint64_t cur_enc_sid;                /* ... under this session */
+	bool cur_partial;                    /* ... and only its head was
+	                                      * decrypted (relay.c) */
 	struct px_prot cur_prot;             /* how answers to it travel */
 	bool smb2_seen;
 };

@@ -127,6 +127,8 @@ static const struct {
 	STAT("signed_out", signed_out),
 	STAT("encrypted_out", encrypted_out),
 	STAT("decrypted_in", decrypted_in),
+	STAT("decrypted_head_only", decrypted_head_only),
+	STAT("decrypt_skipped_bytes", decrypt_skipped_bytes),
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
 	STAT("sessions_expiring", sessions_expiring),

@@ -905,6 +905,32 @@ plain_pool_free(void)
 	}
 }
 
+/* The keyed session a sealed message (without its NBSS header) names. */
+static struct px_session *
+sealed_session(struct px_conn *c, const uint8_t *msg, size_t len)
+{
+	struct px_session *s;
+
+	if (len <= PX_TRANSFORM_HDR_LEN)
+		return NULL;
+	s = px_session_find(&c->led, px_get_u64(msg + 44));
+	if (s == NULL || !s->keyed || c->led.cipher == 0)
+		return NULL;
+	return s;
+}
+
+int
+px_keyed_peek(struct px_conn *c, const uint8_t *msg, size_t len,
+    uint8_t *out, size_t n)
+{
+	struct px_session *s = sealed_session(c, msg, len);
+
+	if (s == NULL)
+		return -1;
+	return px_smb2_peek_ctx(ctx_of(s), &s->kx->keys, c->led.cipher,
+	    PX_C2S, msg, len, out, n);
+}
+
 /*
  * Decrypt a TRANSFORM message (without its NBSS header).  Returns the
  * plaintext (give it back with px_keyed_release) and its session, or NULL
@@ -912,27 +938,39 @@ plain_pool_free(void)
  */
 uint8_t *
 px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
-    bool from_server, size_t *outlen, struct px_session **sp)
+    bool from_server, size_t head, size_t *outlen, struct px_session **sp,
+    bool *partial)
 {
 	struct px_session *s;
+	enum px_key_dir dir = from_server ? PX_S2C : PX_C2S;
 	uint8_t *out;
+	int rc;
 
-	if (len <= PX_TRANSFORM_HDR_LEN)
-		return NULL;
-	s = px_session_find(&c->led, px_get_u64(msg + 44));
-	if (s == NULL || !s->keyed || c->led.cipher == 0)
+	*partial = false;
+	if ((s = sealed_session(c, msg, len)) == NULL)
 		return NULL;
 	if ((out = plain_take(len - PX_TRANSFORM_HDR_LEN)) == NULL)
 		return NULL;
-	if (px_smb2_decrypt_ctx(ctx_of(s), &s->kx->keys, c->led.cipher,
-	    from_server ? PX_S2C : PX_C2S, msg, len, out, outlen) == -1) {
+	if (head > 0 && (c->led.cipher == PX_CIPHER_AES128_GCM ||
+	    c->led.cipher == PX_CIPHER_AES256_GCM)) {
+		rc = px_smb2_open_head_ctx(ctx_of(s), &s->kx->keys,
+		    c->led.cipher, dir, msg, len, head, out, outlen);
+		*partial = rc == 0;
+	} else
+		rc = px_smb2_decrypt_ctx(ctx_of(s), &s->kx->keys,
+		    c->led.cipher, dir, msg, len, out, outlen);
+	if (rc == -1) {
 		px_keyed_release(out);
 		log_warnx("conn=%llu session=0x%llx message from %s does not "
 		    "decrypt", (unsigned long long)c->id,
 		    (unsigned long long)s->id, from_server ? "server" : "client");
 		return NULL;
 	}
-	px_stats.decrypted_in++;
+	if (*partial) {
+		px_stats.decrypted_head_only++;
+		px_stats.decrypt_skipped_bytes += *outlen - head;
+	} else
+		px_stats.decrypted_in++;
 	*sp = s;
 	return out;
 }

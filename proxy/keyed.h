@@ -53,9 +53,18 @@ bool px_keyed_verify(struct px_conn *c, struct px_session *s,
 int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
     size_t len, bool from_server) PX_MUSTCHECK;
 /* The plaintext of a sealed message and its session, or NULL; hand the
- * plaintext back with px_keyed_release() (a kept buffer, not malloc'd). */
+ * plaintext back with px_keyed_release() (a kept buffer, not malloc'd).
+ * head > 0: only the first head bytes are wanted; with AES-GCM the
+ * message is then authenticated whole but only those are decrypted
+ * (*partial set; px_smb2_open_head_ctx), otherwise all of it is. */
 uint8_t *px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
-    bool from_server, size_t *outlen, struct px_session **sp);
+    bool from_server, size_t head, size_t *outlen, struct px_session **sp,
+    bool *partial);
+/* The first n bytes of the client's sealed message msg decrypted into
+ * out, NOT authenticated (AES-GCM only, px_smb2_peek_ctx): to choose how
+ * to open it, never to act on it.  0, or -1. */
+int px_keyed_peek(struct px_conn *c, const uint8_t *msg, size_t len,
+    uint8_t *out, size_t n) PX_MUSTCHECK;
 void px_keyed_release(uint8_t *plain);   /* NULL ok */
 /* msg sealed for `to` (client: S2C key, server: C2S key) under session
  * session_id into out[0..52 + len): a TRANSFORM message; out + 52 may be

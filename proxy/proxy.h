@@ -219,6 +219,12 @@ struct px_stats {
 	uint64_t signed_out;            /* messages smbaccel signed */
 	uint64_t encrypted_out;         /* messages smbaccel encrypted */
 	uint64_t decrypted_in;          /* messages smbaccel decrypted */
+	uint64_t decrypted_head_only;   /* sealed (AES-GCM) messages it
+	                                 * authenticated whole and decrypted
+	                                 * only the head of: large WRITEs that
+	                                 * go upstream as the client sealed
+	                                 * them */
+	uint64_t decrypt_skipped_bytes; /* ... bytes not decrypted so */
 	uint64_t bad_signatures;
 	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
 	                                      * signs answers it need not */

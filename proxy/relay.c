@@ -183,6 +183,45 @@ static enum px_rc server_smb2(struct px_conn *c, const uint8_t *msg,
     size_t mlen, const uint8_t *frame, size_t len, struct px_session *sealed);
 
 /*
+ * How much of the client's sealed message msg[0..mlen) to decrypt: all of
+ * it (0), or only its SMB2 header and WRITE fixed part when it is a
+ * standalone WRITE of at least its tree's coalesce size.  Such a WRITE is
+ * absorbed into an empty buffer and goes upstream as the client sealed it
+ * (px_wb_absorb, "direct": a buffer holding anything is flushed first), or
+ * is forwarded so; its data is never read, so with AES-GCM it is
+ * authenticated whole (the tag covers the ciphertext) and not decrypted.
+ * The choice is made on the head decrypted without authentication; the
+ * head acted on is the one decrypted again with the tag checked.
+ */
+#define SEALED_HEAD_MIN 65536   /* smaller messages are decrypted whole
+                                 * without a look at their head first */
+
+static size_t
+sealed_head_only(struct px_conn *c, const uint8_t *msg, size_t mlen)
+{
+	uint8_t head[SMB2_HDR_LEN + 48];    /* the WRITE's fixed part */
+	struct smb2_hdr h;
+	struct smb2_elem e;
+	struct smb2_write_req w;
+	struct px_tree *t;
+
+	if (c->state != PX_CONN_RELAY ||
+	    mlen < PX_TRANSFORM_HDR_LEN + sizeof(head) + SEALED_HEAD_MIN ||
+	    px_keyed_peek(c, msg, mlen, head, sizeof(head)) == -1 ||
+	    px_smb2_hdr_decode(head, sizeof(head), 0, &h) == -1 ||
+	    h.is_response || h.next_command != 0 || h.command != SMB2_WRITE)
+		return 0;
+	/* the decoders read no further than the fixed part */
+	e.hdr = head;
+	e.len = mlen - PX_TRANSFORM_HDR_LEN;
+	if (px_smb2_write_req_decode(&e, &w) == -1 ||
+	    (t = px_tree_find(&c->led, h.session_id, h.tree_id)) == NULL ||
+	    w.length < px_wb_coalesce_limit(c, t))
+		return 0;
+	return sizeof(head);
+}
+
+/*
  * A frame from the client.  SMB2 is handled by client_smb2(); a sealed
  * message of a keyed session is decrypted and handled the same way (what
  * is forwarded unchanged goes on sealed as it came); SMB1 negotiate waits
@@ -201,7 +240,9 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	case PX_MAGIC_TRANSFORM: {
 		struct px_session *s;
 		size_t plen;
-		uint8_t *plain = px_keyed_decrypt(c, msg, mlen, false, &plen, &s);
+		bool partial;
+		uint8_t *plain = px_keyed_decrypt(c, msg, mlen, false,
+		    sealed_head_only(c, msg, mlen), &plen, &s, &partial);
 		enum px_rc rc;
 
 		if (plain == NULL)
@@ -214,11 +255,13 @@ px_relay_client_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		}
 		c->cur_encrypted = true;
 		c->cur_enc_sid = s->id;
+		c->cur_partial = partial;
 		/* what smbaccel sends for this session travels sealed too
 		 * (fetches of read-ahead and the document cache) */
 		s->client_seals = true;
 		rc = client_smb2(c, plain, plen, frame, len);
 		c->cur_encrypted = false;
+		c->cur_partial = false;
 		px_keyed_release(plain);
 		return rc;
 	}
@@ -550,8 +593,9 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 		if (c->state == PX_CONN_RELAY) {
 			struct px_session *s;
 			size_t plen;
+			bool partial;
 			uint8_t *plain = px_keyed_decrypt(c, msg, mlen, true,
-			    &plen, &s);
+			    0, &plen, &s, &partial);
 			enum px_rc rc;
 
 			if (plain && px_classify(plain, plen) == PX_MAGIC_SMB2) {

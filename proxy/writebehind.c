@@ -548,6 +548,17 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	 * cannot take them): the client gets its answer first.
 	 */
 	direct = o->wb.len == 0 && w.length >= lim;
+	/* a sealed WRITE whose data was not decrypted (relay.c,
+	 * sealed_head_only: the coalesce size or more, so the buffer was
+	 * flushed above) cannot be buffered; should one come here, it goes
+	 * upstream as the client sealed it */
+	if (!direct && c->cur_partial) {
+		log_warnx("conn=%llu share=%s file=%s sealed WRITE of %u bytes "
+		    "at %llu not decrypted: forwarded, not absorbed",
+		    (unsigned long long)c->id, px_tree_share(c, o), o->name,
+		    w.length, (unsigned long long)w.offset);
+		return PX_AB_FORWARD;
+	}
 	if (!direct && co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
 		px_wb_flush_all(c, CO_FLUSH_POOL);
 		return PX_AB_FORWARD;

@@ -301,6 +301,28 @@ int px_smb2_decrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
     uint8_t *out, size_t *outlen) PX_MUSTCHECK;
 
 /*
+ * AES-GCM only (-1 for CCM, whose tag covers the plaintext), and only with
+ * a context (x not NULL):
+ *
+ * px_smb2_open_head_ctx authenticates the TRANSFORM message in[0..len)
+ * whole, as px_smb2_decrypt_ctx does, but decrypts only its first head
+ * bytes into out: the tag is GHASH over the ciphertext, so the rest need
+ * not go through the cipher.  out has room for len - 52 bytes; beyond
+ * head it holds no plaintext (at most a last partial block's is written).
+ * *outlen = len - 52.  A bad tag wipes out[0..head) and returns -1.
+ *
+ * px_smb2_peek_ctx decrypts the first head bytes into out WITHOUT
+ * authenticating anything: for choosing how to open the message, never
+ * for acting on it.
+ */
+int px_smb2_open_head_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    size_t head, uint8_t *out, size_t *outlen) PX_MUSTCHECK;
+int px_smb2_peek_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    uint8_t *out, size_t head) PX_MUSTCHECK;
+
+/*
  * Nonces for the messages smbaccel encrypts itself.  Use one generator per
  * (session, direction) key, shared by every connection bound to that
  * session.  See smbcrypto.c for why these do not collide with the nonces

@@ -48,6 +48,7 @@ static struct {
 	EVP_CIPHER *ccm128, *gcm128, *ccm256, *gcm256;
 	EVP_CIPHER *cbc128;          /* AES-CMAC's block cipher (cmac_*) */
 	EVP_CIPHER *ecb128;          /* AES-GMAC's block cipher (gmac_*) */
+	EVP_CIPHER *ecb256;          /* AES-256-GCM's, for gcm_auth_* */
 } px_alg;
 
 /* Last OpenSSL error as text, for init messages. */
@@ -123,6 +124,9 @@ px_crypto_init(char *err, size_t errlen)
 	else if (px_alg.ecb128 == NULL && (px_alg.ecb128 =
 	    EVP_CIPHER_fetch(NULL, "AES-128-ECB", NULL)) == NULL)
 		what = "AES-128-ECB";
+	else if (px_alg.ecb256 == NULL && (px_alg.ecb256 =
+	    EVP_CIPHER_fetch(NULL, "AES-256-ECB", NULL)) == NULL)
+		what = "AES-256-ECB";
 	EVP_MD_free(md4);
 	EVP_CIPHER_free(rc4);
 	if (what != NULL) {
@@ -352,12 +356,22 @@ fail:
  * the GMAC nonce carries the direction) and four cipher slots: per key
  * (C2S, S2C) one context that encrypts and one that decrypts.
  */
+/*
+ * OpenSSL's GCM mode (openssl/modes.h: the GHASH code OpenSSL's own GCM
+ * cipher runs, carry-less multiply) over an AES-ECB context of ours for
+ * the few single blocks it asks for (H at set-up, the tag's mask, the
+ * counter blocks of what is decrypted through it).
+ */
+struct ecb_gcm {
+	EVP_CIPHER_CTX *ecb;
+	GCM128_CONTEXT *g;          /* H, its GHASH table, the state */
+	bool block_failed;          /* an AES block call failed */
+};
+
 struct mac_slot {
 	EVP_MAC_CTX *c;             /* HMAC-SHA256 */
-	EVP_CIPHER_CTX *cc;         /* AES-CMAC: AES-128-CBC (cmac_*);
-	                             * AES-GMAC: AES-128-ECB (gmac_*) */
-	GCM128_CONTEXT *g;          /* AES-GMAC: H, its GHASH table, state */
-	bool block_failed;          /* AES-GMAC: an AES block call failed */
+	EVP_CIPHER_CTX *cc;         /* AES-CMAC: AES-128-CBC (cmac_*) */
+	struct ecb_gcm gm;          /* AES-GMAC (gmac_*) */
 	uint16_t alg;
 	uint8_t key[16];
 	uint8_t k1[16], k2[16];     /* AES-CMAC subkeys */
@@ -372,19 +386,43 @@ struct aead_slot {
 	uint8_t key[32];
 };
 
+/* AES-GCM opened through modes.h to authenticate without decrypting
+ * (px_smb2_open_head_ctx, px_smb2_peek_ctx) */
+struct gcm_auth_slot {
+	struct ecb_gcm eg;
+	uint16_t cipher;
+	uint8_t key[32];
+};
+
 struct px_smb_ctx {
 	struct mac_slot mac;
 	struct aead_slot aead[2][2];    /* [enum px_key_dir][encrypt] */
+	struct gcm_auth_slot gauth[2];  /* [enum px_key_dir] */
 };
+
+static void
+ecb_gcm_drop(struct ecb_gcm *eg)
+{
+	EVP_CIPHER_CTX_free(eg->ecb);
+	if (eg->g != NULL)
+		CRYPTO_gcm128_release(eg->g);   /* wipes H and its table */
+	OPENSSL_cleanse(eg, sizeof(*eg));
+}
 
 static void
 mac_drop(struct mac_slot *m)
 {
 	EVP_MAC_CTX_free(m->c);
 	EVP_CIPHER_CTX_free(m->cc);
-	if (m->g != NULL)
-		CRYPTO_gcm128_release(m->g);    /* wipes H and its table */
+	ecb_gcm_drop(&m->gm);
 	OPENSSL_cleanse(m, sizeof(*m));
+}
+
+static void
+gcm_auth_drop(struct gcm_auth_slot *a)
+{
+	ecb_gcm_drop(&a->eg);
+	OPENSSL_cleanse(a, sizeof(*a));
 }
 
 static void
@@ -401,9 +439,11 @@ ctx_clear(struct px_smb_ctx *x)
 	int d, e;
 
 	mac_drop(&x->mac);
-	for (d = 0; d < 2; d++)
+	for (d = 0; d < 2; d++) {
 		for (e = 0; e < 2; e++)
 			aead_drop(&x->aead[d][e]);
+		gcm_auth_drop(&x->gauth[d]);
+	}
 }
 
 struct px_smb_ctx *
@@ -576,50 +616,56 @@ cmac_final(struct mac_slot *m, uint8_t tag[16])
  * layer; here 1,600 and 700 (docs/performance.md).
  */
 static void
-gmac_block(const unsigned char in[16], unsigned char out[16],
-    const void *slot)
+ecb_gcm_block(const unsigned char in[16], unsigned char out[16],
+    const void *arg)
 {
-	/* the slot was handed to CRYPTO_gcm128_new as a void * */
-	struct mac_slot *m = (struct mac_slot *)(uintptr_t)slot;
+	/* handed to CRYPTO_gcm128_new as a void * */
+	struct ecb_gcm *eg = (struct ecb_gcm *)(uintptr_t)arg;
 	int outl = 0;
 
-	if (EVP_EncryptUpdate(m->cc, out, &outl, in, 16) != 1 || outl != 16) {
-		m->block_failed = true;
+	if (EVP_EncryptUpdate(eg->ecb, out, &outl, in, 16) != 1 || outl != 16) {
+		eg->block_failed = true;
 		memset(out, 0, 16);
 	}
 }
 
 static bool
+ecb_gcm_setup(struct ecb_gcm *eg, const EVP_CIPHER *ecb, const uint8_t *key)
+{
+	eg->block_failed = false;
+	if ((eg->ecb = EVP_CIPHER_CTX_new()) == NULL ||
+	    EVP_EncryptInit_ex2(eg->ecb, ecb, key, NULL, NULL) != 1 ||
+	    EVP_CIPHER_CTX_set_padding(eg->ecb, 0) != 1)
+		return false;
+	/* computes H through ecb_gcm_block */
+	eg->g = CRYPTO_gcm128_new(eg, ecb_gcm_block);
+	return eg->g != NULL && !eg->block_failed;
+}
+
+static bool
 gmac_setup(struct mac_slot *m, const uint8_t key[16])
 {
-	m->block_failed = false;
-	if ((m->cc = EVP_CIPHER_CTX_new()) == NULL ||
-	    EVP_EncryptInit_ex2(m->cc, px_alg.ecb128, key, NULL, NULL) != 1 ||
-	    EVP_CIPHER_CTX_set_padding(m->cc, 0) != 1)
-		return false;
-	/* computes H through gmac_block */
-	m->g = CRYPTO_gcm128_new(m, gmac_block);
-	return m->g != NULL && !m->block_failed;
+	return ecb_gcm_setup(&m->gm, px_alg.ecb128, key);
 }
 
 static bool
 gmac_start(struct mac_slot *m, const uint8_t iv[12])
 {
-	CRYPTO_gcm128_setiv(m->g, iv, 12);
-	return !m->block_failed;
+	CRYPTO_gcm128_setiv(m->gm.g, iv, 12);
+	return !m->gm.block_failed;
 }
 
 static bool
 gmac_update(struct mac_slot *m, const uint8_t *p, size_t n)
 {
-	return CRYPTO_gcm128_aad(m->g, p, n) == 0;
+	return CRYPTO_gcm128_aad(m->gm.g, p, n) == 0;
 }
 
 static bool
 gmac_final(struct mac_slot *m, uint8_t tag[16])
 {
-	CRYPTO_gcm128_tag(m->g, tag, 16);
-	return !m->block_failed;
+	CRYPTO_gcm128_tag(m->gm.g, tag, 16);
+	return !m->gm.block_failed;
 }
 
 /* The slot m set up for alg under key, if it holds another; NULL on
@@ -630,7 +676,8 @@ mac_get(struct mac_slot *m, uint16_t alg, const uint8_t key[16])
 	EVP_MAC *mac;
 	OSSL_PARAM p[2];
 
-	if ((m->c != NULL || m->cc != NULL) && m->alg == alg &&
+	if ((m->c != NULL || m->cc != NULL || m->gm.g != NULL) &&
+	    m->alg == alg &&
 	    memcmp(m->key, key, 16) == 0)
 		return m;
 	mac_drop(m);
@@ -937,6 +984,16 @@ px_smb2_encrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
 	return 0;
 }
 
+/* A TRANSFORM_HEADER px_smb2_decrypt accepts; *n: the payload's length. */
+static bool
+tf_valid(const uint8_t *in, size_t len, size_t *n)
+{
+	*n = len - PX_TRANSFORM_HDR_LEN;
+	return in[0] == 0xFD && memcmp(in + 1, "SMB", 3) == 0 &&
+	    px_get_u16(in + TF_FLAGS) == 0x0001 &&
+	    px_get_u32(in + TF_SIZE) == *n && *n <= PX_TRANSFORM_MAX_MSG;
+}
+
 int
 px_smb2_decrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
     uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
@@ -950,15 +1007,125 @@ px_smb2_decrypt_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
 	if (in == NULL || out == NULL || outlen == NULL ||
 	    len <= PX_TRANSFORM_HDR_LEN)
 		return -1;
-	n = len - PX_TRANSFORM_HDR_LEN;
-	if (in[0] != 0xFD || memcmp(in + 1, "SMB", 3) != 0 ||
-	    px_get_u16(in + TF_FLAGS) != 0x0001 ||
-	    px_get_u32(in + TF_SIZE) != n || n > PX_TRANSFORM_MAX_MSG)
+	if (!tf_valid(in, len, &n))
 		return -1;
 	memcpy(hdr, in, sizeof(hdr));   /* out may overwrite in + 52 on */
 	if (aead(x, k, cipher, dir, false, hdr, in + PX_TRANSFORM_HDR_LEN, n,
 	    out) == -1) {
 		OPENSSL_cleanse(out, n);
+		return -1;
+	}
+	*outlen = n;
+	return 0;
+}
+
+/*
+ * AES-GCM's tag is GHASH over the AAD and the *ciphertext* (NIST SP
+ * 800-38D 7.2), so a GCM message can be authenticated whole without
+ * decrypting it: only the first bytes, which say what the message is,
+ * need the cipher.  (CCM's tag is a CBC-MAC of the plaintext: it cannot.)
+ * The GHASH comes from OpenSSL's GCM mode (openssl/modes.h) over an
+ * AES-ECB context of ours; CRYPTO_gcm128_decrypt_ctr32 hashes the
+ * ciphertext it is given and leaves the counter mode to the function it
+ * is handed, here one that does nothing: the bulk of out is left as it
+ * was (at most the 15 bytes of a last partial block are written, with
+ * their plaintext).
+ */
+static void
+ctr_none(const unsigned char *in, unsigned char *out, size_t blocks,
+    const void *key, const unsigned char ivec[16])
+{
+	(void)in;
+	(void)out;
+	(void)blocks;
+	(void)key;
+	(void)ivec;
+}
+
+/* The GCM slot of x for dir under k's key, set up if it holds another;
+ * NULL for a CCM cipher or on failure. */
+static struct gcm_auth_slot *
+gcm_auth_get(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir)
+{
+	const EVP_CIPHER *ecb;
+	const uint8_t *key;
+	struct gcm_auth_slot *a;
+
+	if (!ready() || x == NULL || k == NULL || cipher != k->cipher ||
+	    (dir != PX_C2S && dir != PX_S2C))
+		return NULL;
+	if (cipher == PX_CIPHER_AES128_GCM && k->cipher_key_len == 16)
+		ecb = px_alg.ecb128;
+	else if (cipher == PX_CIPHER_AES256_GCM && k->cipher_key_len == 32)
+		ecb = px_alg.ecb256;
+	else
+		return NULL;
+	a = &x->gauth[dir];
+	key = dir == PX_C2S ? k->c2s : k->s2c;
+	if (a->eg.g != NULL && a->cipher == cipher &&
+	    memcmp(a->key, key, k->cipher_key_len) == 0)
+		return a;
+	gcm_auth_drop(a);
+	if (!ecb_gcm_setup(&a->eg, ecb, key)) {
+		gcm_auth_drop(a);
+		return NULL;
+	}
+	a->cipher = cipher;
+	memcpy(a->key, key, k->cipher_key_len);
+	return a;
+}
+
+int
+px_smb2_peek_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    uint8_t *out, size_t head)
+{
+	struct gcm_auth_slot *a;
+	size_t n;
+
+	if (in == NULL || out == NULL || len <= PX_TRANSFORM_HDR_LEN ||
+	    !tf_valid(in, len, &n) || head > n ||
+	    (a = gcm_auth_get(x, k, cipher, dir)) == NULL)
+		return -1;
+	CRYPTO_gcm128_setiv(a->eg.g, in + TF_NONCE, 12);
+	if (CRYPTO_gcm128_decrypt(a->eg.g, in + PX_TRANSFORM_HDR_LEN, out,
+	    head) != 0 || a->eg.block_failed) {
+		OPENSSL_cleanse(out, head);
+		gcm_auth_drop(a);
+		return -1;
+	}
+	return 0;
+}
+
+int
+px_smb2_open_head_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    size_t head, uint8_t *out, size_t *outlen)
+{
+	struct gcm_auth_slot *a;
+	const uint8_t *c = in + PX_TRANSFORM_HDR_LEN;
+	size_t n;
+	bool ok;
+
+	if (outlen != NULL)
+		*outlen = 0;
+	if (in == NULL || out == NULL || outlen == NULL ||
+	    len <= PX_TRANSFORM_HDR_LEN || !tf_valid(in, len, &n) ||
+	    (a = gcm_auth_get(x, k, cipher, dir)) == NULL)
+		return -1;
+	if (head > n)
+		head = n;
+	CRYPTO_gcm128_setiv(a->eg.g, in + TF_NONCE, 12);
+	ok = CRYPTO_gcm128_aad(a->eg.g, in + TF_NONCE, TF_AAD_LEN) == 0 &&
+	    CRYPTO_gcm128_decrypt(a->eg.g, c, out, head) == 0 &&
+	    CRYPTO_gcm128_decrypt_ctr32(a->eg.g, c + head, out + head,
+	    n - head, ctr_none) == 0 &&
+	    !a->eg.block_failed &&
+	    CRYPTO_gcm128_finish(a->eg.g, in + TF_SIG, 16) == 0;
+	if (!ok) {
+		OPENSSL_cleanse(out, head);
+		gcm_auth_drop(a);
 		return -1;
 	}
 	*outlen = n;

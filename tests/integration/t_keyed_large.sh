@@ -7,7 +7,8 @@
 # AES-256-GCM sealing at 3.1.1) smbdd writes
 #   - LK_MIB x 1 MiB: each WRITE fills the 1 MiB coalesce size of an empty
 #     buffer and goes upstream as the client sent it (signature verified,
-#     or sealed by the client), as the proxy's own request;
+#     or sealed by the client), as the proxy's own request; sealed with
+#     AES-GCM, it is authenticated whole but only its head is decrypted;
 #   - LK_MIB x 1000 KiB: coalesced in the buffer and flushed as WRITEs the
 #     proxy encodes and signs or seals in place in its output buffer;
 #   - LK_MIB MiB in 1 KiB writes, also coalesced;
@@ -80,7 +81,7 @@ lk_case() {
 
 	deltas "$label-0" "$label-1"
 	prot=$((D_signed_out + D_encrypted_out))
-	info "$label: 1 MiB writes: absorbed $D_writes_absorbed, upstream $D_upstream_writes WRITEs ($D_upstream_write_bytes bytes), signed_out +$D_signed_out encrypted_out +$D_encrypted_out decrypted_in +$D_decrypted_in"
+	info "$label: 1 MiB writes: absorbed $D_writes_absorbed, upstream $D_upstream_writes WRITEs ($D_upstream_write_bytes bytes), signed_out +$D_signed_out encrypted_out +$D_encrypted_out decrypted_in +$D_decrypted_in decrypted_head_only +$D_decrypted_head_only"
 	assert_ge "$n" "$D_writes_absorbed" "$label: 1 MiB writes absorbed"
 	assert_eq "$n" "$D_upstream_writes" "$label: upstream WRITEs for $n 1 MiB writes"
 	assert_eq $((n * 1048576)) "$D_upstream_write_bytes" "$label: upstream bytes of the 1 MiB writes"
@@ -88,6 +89,14 @@ lk_case() {
 	# again: fewer than two protected messages per WRITE
 	[ "$prot" -ge "$n" ] && [ "$prot" -lt $((2 * n)) ] ||
 	    fail "$label: $prot messages signed or sealed by the proxy for $n absorbed 1 MiB writes (expected the answers only: $n .. $((2 * n - 1)))"
+	# sealed with AES-GCM, each is authenticated whole and only its head
+	# decrypted (its data goes upstream as the client sealed it); CCM's
+	# tag covers the plaintext, so it is decrypted whole
+	case $label in
+	*GCM) assert_eq "$n" "$D_decrypted_head_only" "$label: 1 MiB WRITEs opened without decrypting their data"
+	      assert_eq $((n * 1048576)) "$D_decrypt_skipped_bytes" "$label: bytes not decrypted" ;;
+	*) assert_eq 0 "$D_decrypted_head_only" "$label: messages opened without decrypting their data" ;;
+	esac
 	deltas "$label-1" "$label-2"
 	ans=$((n * 1024 + n))
 	info "$label: 1000 KiB and 1 KiB writes: absorbed $D_writes_absorbed of $ans, upstream $D_upstream_writes WRITEs ($D_upstream_write_bytes bytes), signed_out +$D_signed_out encrypted_out +$D_encrypted_out"
@@ -95,6 +104,8 @@ lk_case() {
 	assert_ge $((n * 1000 * 1024 + n * 1048576)) "$D_upstream_write_bytes" "$label: upstream bytes of the coalesced writes"
 	# coalesced: the proxy signs or seals its own WRITEs too
 	assert_ge $((ans + D_upstream_writes)) $((D_signed_out + D_encrypted_out)) "$label: messages signed or sealed"
+	# below the coalesce size: buffered, so decrypted whole
+	assert_eq 0 "$D_decrypted_head_only" "$label: coalesced writes opened without decrypting their data"
 	deltas "$label-0" "$label-2"
 	assert_eq 0 "$D_sessions_unkeyed" "$label: sessions_unkeyed delta"
 	assert_eq 0 "$D_bad_signatures" "$label: bad_signatures delta"

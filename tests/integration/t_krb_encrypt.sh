@@ -14,6 +14,10 @@
 #     (plaintext size, from their headers: the WRITEs are inside) carry >=
 #     95 % of the bytes written; read-ahead hits; messages decrypted and
 #     encrypted by smbaccel; no bad signature.
+# With AES-GCM, the put's WRITEs (larger than the coalesce size, sent on
+# as the client sealed them) are authenticated whole and only their heads
+# decrypted: at least 90 % of the put's bytes are counted as not decrypted
+# (decrypt_skipped_bytes); with CCM none are.
 # AES-256-GCM keys come from the full 32-byte Kerberos session key (MS-SMB2
 # 3.3.5.5.3 Session.FullSessionKey): a wrong key derivation fails that case
 # only.  SMB2_10 has no encryption: the DC refuses it, through smbaccel
@@ -45,6 +49,16 @@ for c in $CASES; do
 	    "client smb3 encryption algorithms = $cipher")
 	snap "$l-0"
 	kput_get "$l" "$d" "$KE_MIB"
+	snap "$l-p"
+	# smbclient's put sends WRITEs larger than the coalesce size: with
+	# AES-GCM authenticated whole, only their head decrypted, and sent
+	# on as sealed (the DC's sha256 above shows they arrived whole)
+	deltas "$l-0" "$l-p"
+	info "$l: put and get: decrypted_in +$D_decrypted_in decrypted_head_only +$D_decrypted_head_only ($D_decrypt_skipped_bytes bytes not decrypted)"
+	case $cipher in
+	*GCM) assert_ge $((KE_MIB * 1048576 * 9 / 10)) "$D_decrypt_skipped_bytes" "$l: put bytes authenticated without decrypting them" ;;
+	*) assert_eq 0 "$D_decrypted_head_only" "$l: messages opened without decrypting their data" ;;
+	esac
 
 	khold_start "$l" "$d"
 	khold_finish "$l"

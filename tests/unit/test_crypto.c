@@ -1506,6 +1506,155 @@ test_ctx_reuse(void)
 }
 
 /*
+ * A sealed GCM message authenticated whole with only its head decrypted
+ * (px_smb2_open_head_ctx; smbaccel's path for a large sealed WRITE that
+ * goes upstream as the client sealed it): every length around the block
+ * boundaries and up to a 1 MiB WRITE, heads from 0 to the whole message,
+ * sealed by the one-shot EVP path.  The head must be the plaintext, the
+ * bulk must be left as it was (it did not go through the cipher), and one
+ * flipped bit anywhere (payload head, bulk, last byte, nonce, session id,
+ * tag) must be refused with the head wiped.  CCM is refused (its tag
+ * covers the plaintext).  px_smb2_peek_ctx gives the same head without
+ * authenticating.
+ */
+static void
+test_open_head(void)
+{
+	static const size_t lens[] = { 1, 15, 16, 17, 111, 112, 113, 200,
+	    4103, 65536, 1048576 + 112, 1048576 + 117 };
+	static const size_t heads[] = { 0, 5, 16, 64, 112, 113 };
+	const size_t max = 1048576 + 117;
+	uint8_t *msg = malloc(max), *ct = malloc(max + 52), *out = malloc(max);
+	struct px_smb_ctx *x = px_smb_ctx_new();
+	struct px_smb_keys k, k2;
+	uint8_t sk[16], pre[64], nonce[16], peek[128];
+	uint64_t seed = 0x5EA1ED;
+	uint16_t cipher;
+	size_t i, j, h, n, on, p, lo, hi;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(msg);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ct);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+	unhex(ANAT_SK, sk, 16);
+	unhex(ANAT_PREAUTH[4], pre, 64);
+	for (i = 0; i < max; i++)
+		msg[i] = (uint8_t)rnd(&seed);
+	memset(nonce, 0, sizeof(nonce));
+	for (cipher = PX_CIPHER_AES128_GCM; cipher <= PX_CIPHER_AES256_GCM;
+	    cipher += 2) {
+		CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(SMB2_DIALECT_0311, sk,
+		    16, pre, cipher, &k), 0);
+		for (i = 0; i < NELEM(lens); i++) {
+			n = lens[i];
+			px_put_u64(nonce, rnd(&seed));
+			CU_ASSERT_EQUAL_FATAL(px_smb2_encrypt(&k, cipher,
+			    PX_C2S, 0x1122334455667788ULL, nonce, msg, n, ct),
+			    0);
+			for (j = 0; j <= NELEM(heads); j++) {
+				h = j < NELEM(heads) ? heads[j] : n;
+				if (h > n)
+					continue;
+				memset(out, 0xA5, n);
+				UT_CHECK(px_smb2_open_head_ctx(x, &k, cipher,
+				    PX_C2S, ct, n + 52, h, out, &on) == 0 &&
+				    on == n && memcmp(out, msg, h) == 0,
+				    "open c%u n=%zu head=%zu", cipher, n, h);
+				/* untouched: the whole blocks past the head */
+				lo = (h + 15) & ~(size_t)15;
+				hi = n & ~(size_t)15;
+				for (p = lo; p < hi && out[p] == 0xA5; p++)
+					;
+				UT_CHECK(p >= hi, "bulk decrypted c%u n=%zu "
+				    "head=%zu at %zu", cipher, n, h, p);
+				if (h <= sizeof(peek))
+					UT_CHECK(px_smb2_peek_ctx(x, &k, cipher,
+					    PX_C2S, ct, n + 52, peek, h) == 0 &&
+					    memcmp(peek, msg, h) == 0,
+					    "peek c%u n=%zu head=%zu", cipher,
+					    n, h);
+			}
+			/* one bit anywhere: refused, the head wiped */
+			{
+				size_t at[] = { 52, 52 + n / 2, 52 + n - 1,
+				    20, 44, 4, 19 };
+
+				for (j = 0; j < NELEM(at); j++) {
+					h = n < 112 ? n : 112;
+					ct[at[j]] ^= 0x08;
+					memset(out, 0xA5, n);
+					UT_CHECK(px_smb2_open_head_ctx(x, &k,
+					    cipher, PX_C2S, ct, n + 52, h, out,
+					    &on) == -1 && on == 0,
+					    "tamper c%u n=%zu at %zu", cipher,
+					    n, at[j]);
+					for (p = 0; p < h && out[p] == 0; p++)
+						;
+					UT_CHECK(p == h, "head not wiped c%u "
+					    "n=%zu at %zu", cipher, n, at[j]);
+					ct[at[j]] ^= 0x08;
+				}
+			}
+			/* the other direction's key refuses it; the message
+			 * opens again after the failures */
+			UT_CHECK(px_smb2_open_head_ctx(x, &k, cipher, PX_S2C,
+			    ct, n + 52, 0, out, &on) == -1,
+			    "dir c%u n=%zu", cipher, n);
+			UT_CHECK(px_smb2_open_head_ctx(x, &k, cipher, PX_C2S,
+			    ct, n + 52, 16 < n ? 16 : n, out, &on) == 0 &&
+			    memcmp(out, msg, 16 < n ? 16 : n) == 0,
+			    "again c%u n=%zu", cipher, n);
+			/* a full open on the same context agrees */
+			UT_CHECK(px_smb2_decrypt_ctx(x, &k, cipher, PX_C2S, ct,
+			    n + 52, out, &on) == 0 && on == n &&
+			    memcmp(out, msg, n) == 0, "full c%u n=%zu", cipher,
+			    n);
+		}
+		/* new keys in the same struct: the old message is refused */
+		k2 = k;
+		sk[0] ^= 0x01;
+		CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(SMB2_DIALECT_0311, sk,
+		    16, pre, cipher, &k), 0);
+		sk[0] ^= 0x01;
+		UT_CHECK(px_smb2_open_head_ctx(x, &k, cipher, PX_C2S, ct,
+		    n + 52, 16, out, &on) == -1, "new key c%u", cipher);
+		UT_CHECK(px_smb2_open_head_ctx(x, &k2, cipher, PX_C2S, ct,
+		    n + 52, 16, out, &on) == 0, "old key again c%u", cipher);
+	}
+	/* CCM refused (its tag covers the plaintext), then GCM with no
+	 * context, a bad header, a head longer than the message */
+	for (cipher = PX_CIPHER_AES128_CCM; cipher <= PX_CIPHER_AES128_GCM;
+	    cipher++) {
+		int want = cipher == PX_CIPHER_AES128_GCM ? 0 : -1;
+
+		CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(SMB2_DIALECT_0311, sk,
+		    16, pre, cipher, &k), 0);
+		CU_ASSERT_EQUAL_FATAL(px_smb2_encrypt(&k, cipher, PX_C2S, 9,
+		    nonce, msg, 300, ct), 0);
+		CU_ASSERT_EQUAL(px_smb2_open_head_ctx(x, &k, cipher, PX_C2S,
+		    ct, 352, 16, out, &on), want);
+		CU_ASSERT_EQUAL(px_smb2_peek_ctx(x, &k, cipher, PX_C2S, ct,
+		    352, peek, 16), want);
+	}
+	CU_ASSERT_EQUAL(px_smb2_open_head_ctx(NULL, &k, PX_CIPHER_AES128_GCM,
+	    PX_C2S, ct, 352, 16, out, &on), -1);
+	ct[0] = 0xFE;
+	CU_ASSERT_EQUAL(px_smb2_open_head_ctx(x, &k, PX_CIPHER_AES128_GCM,
+	    PX_C2S, ct, 352, 16, out, &on), -1);
+	CU_ASSERT_EQUAL(px_smb2_peek_ctx(x, &k, PX_CIPHER_AES128_GCM, PX_C2S,
+	    ct, 352, peek, 16), -1);
+	ct[0] = 0xFD;
+	CU_ASSERT_EQUAL(px_smb2_peek_ctx(x, &k, PX_CIPHER_AES128_GCM, PX_C2S,
+	    ct, 352, peek, 301), -1);   /* more than the message */
+	CU_ASSERT_EQUAL(px_smb2_open_head_ctx(x, &k, PX_CIPHER_AES128_GCM,
+	    PX_C2S, ct, 352, 16, out, &on), 0);
+	px_smb_ctx_free(x);
+	free(msg);
+	free(ct);
+	free(out);
+}
+
+/*
  * smbaccel computes AES-CMAC itself over OpenSSL's AES-128-CBC (the CBC
  * state carried from one message into the next), and AES-GMAC through
  * OpenSSL's GCM mode interface (see smbcrypto.c); here both must agree
@@ -2179,6 +2328,8 @@ ut_register_crypto(void)
 	CU_add_test(s, "encryption round trips, tampering",
 	    test_encrypt_roundtrip);
 	CU_add_test(s, "contexts kept across messages", test_ctx_reuse);
+	CU_add_test(s, "GCM authenticated, only the head decrypted",
+	    test_open_head);
 	CU_add_test(s, "AES-CMAC, AES-GMAC against OpenSSL's EVP_MAC",
 	    test_mac_vs_openssl);
 	CU_add_test(s, "nonce generator", test_nonce_gen);
