@@ -196,6 +196,22 @@ static enum px_rc server_smb2(struct px_conn *c, const uint8_t *msg,
 #define SEALED_HEAD_MIN 65536   /* smaller messages are decrypted whole
                                  * without a look at their head first */
 
+/* The smallest coalesce size among the trees of session sid (SIZE_MAX:
+ * none): a sealed message of that session too small to carry a WRITE of
+ * that size is decrypted whole without a look at its head first. */
+static size_t
+sealed_min_limit(struct px_conn *c, uint64_t sid)
+{
+	struct px_tree *t;
+	size_t lim, min = SIZE_MAX;
+
+	for (t = c->led.trees; t; t = t->next)
+		if (t->session_id == sid &&
+		    (lim = px_wb_coalesce_limit(c, t)) < min)
+			min = lim;
+	return min;
+}
+
 static size_t
 sealed_head_only(struct px_conn *c, const uint8_t *msg, size_t mlen)
 {
@@ -207,6 +223,8 @@ sealed_head_only(struct px_conn *c, const uint8_t *msg, size_t mlen)
 
 	if (c->state != PX_CONN_RELAY ||
 	    mlen < PX_TRANSFORM_HDR_LEN + sizeof(head) + SEALED_HEAD_MIN ||
+	    mlen - PX_TRANSFORM_HDR_LEN - sizeof(head) <
+	    sealed_min_limit(c, px_get_u64(msg + 44)) ||
 	    px_keyed_peek(c, msg, mlen, head, sizeof(head)) == -1 ||
 	    px_smb2_hdr_decode(head, sizeof(head), 0, &h) == -1 ||
 	    h.is_response || h.next_command != 0 || h.command != SMB2_WRITE)
