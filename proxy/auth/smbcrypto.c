@@ -354,8 +354,11 @@ fail:
  * failed (a bad tag, an OpenSSL error) is dropped rather than reused in an
  * unknown state.  One MAC slot (the signing key serves both directions;
  * the GMAC nonce carries the direction) and four cipher slots: per key
- * (C2S, S2C) one context that encrypts and one that decrypts.
+ * (C2S, S2C) one context that encrypts and one that decrypts; with
+ * AES-GCM, per key also one that authenticates without decrypting
+ * (px_smb2_open_head_ctx).
  */
+
 /*
  * OpenSSL's GCM mode (openssl/modes.h: the GHASH code OpenSSL's own GCM
  * cipher runs, carry-less multiply) over an AES-ECB context of ours for
@@ -603,18 +606,7 @@ cmac_final(struct mac_slot *m, uint8_t tag[16])
 	return true;
 }
 
-/*
- * AES-GMAC (MS-SMB2 3.1.4.1): GCM over additional data only, through
- * OpenSSL's GCM mode interface (openssl/modes.h, the code OpenSSL's own
- * GCM cipher runs, with the same carry-less multiply GHASH).  Set up
- * once per key: H = AES(K, 0) and GHASH's table.  Per message: a new
- * 12-byte IV (one AES block, for the tag's mask), the message as AAD,
- * the tag.  The AES blocks come from an AES-128-ECB context, two per
- * message at most.  Through EVP the same message cost about 3,400
- * instructions for a 1 KiB WRITE and 2,500 for its 80-byte answer, two
- * thirds of it the IV reset and the tag read through EVP's parameter
- * layer; here 1,600 and 700 (docs/performance.md).
- */
+/* The AES block function OpenSSL's GCM mode calls (struct ecb_gcm). */
 static void
 ecb_gcm_block(const unsigned char in[16], unsigned char out[16],
     const void *arg)
@@ -642,6 +634,18 @@ ecb_gcm_setup(struct ecb_gcm *eg, const EVP_CIPHER *ecb, const uint8_t *key)
 	return eg->g != NULL && !eg->block_failed;
 }
 
+/*
+ * AES-GMAC (MS-SMB2 3.1.4.1): GCM over additional data only, through
+ * OpenSSL's GCM mode interface (openssl/modes.h, the code OpenSSL's own
+ * GCM cipher runs, with the same carry-less multiply GHASH).  Set up
+ * once per key: H = AES(K, 0) and GHASH's table.  Per message: a new
+ * 12-byte IV (one AES block, for the tag's mask), the message as AAD,
+ * the tag.  The AES blocks come from an AES-128-ECB context, two per
+ * message at most.  Through EVP the same message cost about 3,400
+ * instructions for a 1 KiB WRITE and 2,500 for its 80-byte answer, two
+ * thirds of it the IV reset and the tag read through EVP's parameter
+ * layer; here 1,600 and 700 (docs/performance.md).
+ */
 static bool
 gmac_setup(struct mac_slot *m, const uint8_t key[16])
 {
@@ -1076,6 +1080,22 @@ gcm_auth_get(struct px_smb_ctx *x, const struct px_smb_keys *k,
 	return a;
 }
 
+/* The GCM slot for the TRANSFORM message in[0..len), started on its
+ * nonce; *n: the payload's length.  NULL if it cannot be opened so. */
+static struct gcm_auth_slot *
+gcm_auth_start(struct px_smb_ctx *x, const struct px_smb_keys *k,
+    uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
+    size_t *n)
+{
+	struct gcm_auth_slot *a;
+
+	if (in == NULL || len <= PX_TRANSFORM_HDR_LEN || !tf_valid(in, len, n) ||
+	    (a = gcm_auth_get(x, k, cipher, dir)) == NULL)
+		return NULL;
+	CRYPTO_gcm128_setiv(a->eg.g, in + TF_NONCE, 12);
+	return a;
+}
+
 int
 px_smb2_peek_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
     uint16_t cipher, enum px_key_dir dir, const uint8_t *in, size_t len,
@@ -1084,11 +1104,11 @@ px_smb2_peek_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
 	struct gcm_auth_slot *a;
 	size_t n;
 
-	if (in == NULL || out == NULL || len <= PX_TRANSFORM_HDR_LEN ||
-	    !tf_valid(in, len, &n) || head > n ||
-	    (a = gcm_auth_get(x, k, cipher, dir)) == NULL)
+	if (out == NULL ||
+	    (a = gcm_auth_start(x, k, cipher, dir, in, len, &n)) == NULL)
 		return -1;
-	CRYPTO_gcm128_setiv(a->eg.g, in + TF_NONCE, 12);
+	if (head > n)
+		return -1;
 	if (CRYPTO_gcm128_decrypt(a->eg.g, in + PX_TRANSFORM_HDR_LEN, out,
 	    head) != 0 || a->eg.block_failed) {
 		OPENSSL_cleanse(out, head);
@@ -1104,19 +1124,18 @@ px_smb2_open_head_ctx(struct px_smb_ctx *x, const struct px_smb_keys *k,
     size_t head, uint8_t *out, size_t *outlen)
 {
 	struct gcm_auth_slot *a;
-	const uint8_t *c = in + PX_TRANSFORM_HDR_LEN;
+	const uint8_t *c;
 	size_t n;
 	bool ok;
 
 	if (outlen != NULL)
 		*outlen = 0;
-	if (in == NULL || out == NULL || outlen == NULL ||
-	    len <= PX_TRANSFORM_HDR_LEN || !tf_valid(in, len, &n) ||
-	    (a = gcm_auth_get(x, k, cipher, dir)) == NULL)
+	if (out == NULL || outlen == NULL ||
+	    (a = gcm_auth_start(x, k, cipher, dir, in, len, &n)) == NULL)
 		return -1;
 	if (head > n)
 		head = n;
-	CRYPTO_gcm128_setiv(a->eg.g, in + TF_NONCE, 12);
+	c = in + PX_TRANSFORM_HDR_LEN;
 	ok = CRYPTO_gcm128_aad(a->eg.g, in + TF_NONCE, TF_AAD_LEN) == 0 &&
 	    CRYPTO_gcm128_decrypt(a->eg.g, c, out, head) == 0 &&
 	    CRYPTO_gcm128_decrypt_ctr32(a->eg.g, c + head, out + head,
