@@ -14,6 +14,21 @@
  *           2 client EOF, 3 server EOF, 4 flush everything (idle timer),
  *           5 SIGTERM drain (px_conn_shutdown_all), 6 client reset,
  *           7 run the connection's timer callback
+ *   op 0x08, 0x09 (client, server): one SMB2 message, compound or not,
+ *           without its NBSS header, whose elements flagged SIGNED are
+ *           signed here with their session's key as their sender would
+ *   op 0x10, 0x11: one SMB2 message sealed here (TRANSFORM) with the key
+ *           of the session its first element names, as its sender would
+ *   In both, a WRITE request or READ answer whose data runs past the
+ *   record is completed with zeros up to its length (at most 1 MiB), so
+ *   that large messages behind a good signature or tag are reached too;
+ *   a message whose session smbaccel holds no key for goes as it is.
+ *
+ * Sessions are keyed because smbaccel holds the secret of the user of the
+ * integration tests (smbtest, password testpass), as the daemon would from
+ * `secrets =`: a recorded NTLM SESSION_SETUP of that user keys the session
+ * exactly as it did when it was recorded, so what follows it can be signed
+ * or sealed with that session's keys (seeds: mkseeds-keyed.sh).
  *
  * After each record the event loop runs without blocking until nothing
  * moves, and whatever the daemon wrote to either peer is read and
@@ -26,7 +41,14 @@
  * write-behind and read-ahead bytes): a leak there would, in the daemon,
  * slowly eat the global memory budget and stall every client.
  *
- * Seeds: tests/fuzz/seeds/relay/ (real sessions, tests/fuzz/mkseeds.sh).
+ * Seeds: tests/fuzz/seeds/relay/ (real sessions, tests/fuzz/mkseeds.sh),
+ * and seeds/relay/keyed/ (keyed sessions whose signed messages this driver
+ * signs or seals, mkseeds-keyed.sh; t_fuzz checks that they key their
+ * sessions and pass smbaccel's checks).
+ *
+ * FUZZ_RELAY_LOG=N also prints, after each input, the keyed counters
+ * since the start (sessions keyed, bad signatures, messages signed and
+ * sealed, here and by smbaccel, sealed messages smbaccel opened).
  *
  * Built by `make fuzz-build` (build-fuzz/fuzz_relay) from this file and
  * every source of bin/smbaccel but proxy/main.c:
@@ -44,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -51,6 +74,8 @@
 
 #include "proxy/conn.h"
 #include "proxy/doccache.h"
+#include "proxy/keyed.h"
+#include "proxy/smb2/smb2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -92,6 +117,18 @@ static const char policy_leased[] =
     "read_ahead_max = 256K\n";
 static struct pol_config *cfg_always, *cfg_leased;
 
+/* the secrets file smbaccel holds: the integration tests' user */
+static const char secrets[] =
+    "smbtest:password:testpass\n"
+    "SMBACCEL\\smbtest:password:testpass\n";
+
+/* a signed or sealed record's message: NBSS header, TRANSFORM header,
+ * the message completed up to WRAP_DATA_MAX of data */
+#define WRAP_DATA_MAX (1024 * 1024)
+#define TRANSFORM_LEN 52
+static uint8_t wrapped[PX_NBSS_HDR + TRANSFORM_LEN + SMB2_HDR_LEN + 64 +
+    WRAP_DATA_MAX];
+
 static int lfd = -1;                 /* the fake server's listener */
 static struct sockaddr_storage dst;  /* its address, as the daemon sees it */
 static uint8_t sink[256 * 1024];
@@ -101,6 +138,36 @@ die(const char *what)
 {
 	perror(what);
 	abort();
+}
+
+/*
+ * Give smbaccel the secrets, as `secrets =` would.  The file must be
+ * root's and private (px_secrets_load): as root a failure is the
+ * driver's bug; otherwise the keyed paths are not reached, and said so.
+ */
+static void
+load_secrets(void)
+{
+	char path[] = "/tmp/fuzz_relay_secrets.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd == -1)
+		die("mkstemp");
+	if (fchmod(fd, 0600) == -1 ||
+	    write(fd, secrets, sizeof(secrets) - 1) !=
+	    (ssize_t)(sizeof(secrets) - 1))
+		die("secrets file");
+	close(fd);
+	if (px_keyed_load_secrets(path) == -1) {
+		if (geteuid() == 0) {
+			fprintf(stderr, "fuzz_relay: smbaccel refused the "
+			    "secrets file %s\n", path);
+			abort();
+		}
+		fprintf(stderr, "fuzz_relay: not root, so smbaccel holds no "
+		    "secret: keyed sessions are not reached\n");
+	}
+	unlink(path);
 }
 
 int
@@ -125,6 +192,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	px_rt.cfg = cfg_always;
+	load_secrets();
 	/* the document cache too (no store: no file I/O) */
 	px_dc_start(pol_global(px_rt.cfg));
 	/* An abstract AF_UNIX name, zero-padded to the length the daemon
@@ -202,6 +270,75 @@ feed(int fd, const uint8_t *p, size_t n, int cfd, int sfd)
 	pump(cfd, sfd);
 }
 
+/*
+ * The length of message m (n bytes in the record) once a lone WRITE
+ * request or READ answer is completed with zeros up to its data's end.
+ */
+static size_t
+completed_len(const uint8_t *m, size_t n)
+{
+	bool answer;
+	uint32_t cmd;
+	size_t end;
+
+	if (n < SMB2_HDR_LEN + 8 || px_get_u32(m + 20) != 0)
+		return n;
+	cmd = px_get_u16(m + 12);
+	answer = (px_get_u32(m + 16) & SMB2_FLAGS_SERVER_TO_REDIR) != 0;
+	if (cmd == SMB2_WRITE && !answer)
+		end = px_get_u16(m + SMB2_HDR_LEN + 2);
+	else if (cmd == SMB2_READ && answer)
+		end = m[SMB2_HDR_LEN + 2];
+	else
+		return n;
+	end += px_get_u32(m + SMB2_HDR_LEN + 4);
+	return end > n && end <= SMB2_HDR_LEN + 64 + WRAP_DATA_MAX ? end : n;
+}
+
+/*
+ * A record of op 0x08-0x11: its message signed or sealed with its
+ * session's key as the sender (the server if from_server) would, framed.
+ * Returns the frame's length in wrapped[].
+ */
+static size_t
+wrap(const uint8_t *p, size_t n, bool from_server, bool seal)
+{
+	struct px_conn *c = conn();
+	uint8_t *m = wrapped + PX_NBSS_HDR + TRANSFORM_LEN;
+	size_t len = completed_len(p, n), off = 0;
+	uint32_t next;
+
+	memcpy(m, p, n);
+	memset(m + n, 0, len - n);
+	if (seal) {
+		if (len >= SMB2_HDR_LEN && px_keyed_seal(c, from_server ?
+		    PX_CLIENT : PX_SERVER, px_get_u64(m + 40), m, len,
+		    wrapped + PX_NBSS_HDR) == 0) {
+			px_frame_put_hdr(wrapped, TRANSFORM_LEN + len);
+			return PX_NBSS_HDR + TRANSFORM_LEN + len;
+		}
+	} else {
+		/* each element flagged SIGNED, as far as the chain holds */
+		while (len - off >= SMB2_HDR_LEN) {
+			uint8_t *e = m + off;
+			size_t elen;
+
+			next = px_get_u32(e + 20);
+			elen = next != 0 && next <= len - off ? next : len - off;
+			if (px_get_u32(e + 16) & SMB2_FLAGS_SIGNED)
+				(void)px_keyed_sign(c, px_get_u64(e + 40), e, elen,
+				    from_server);
+			if (next == 0 || next > len - off)
+				break;
+			off += next;
+		}
+	}
+	/* as it is, framed */
+	memmove(wrapped + PX_NBSS_HDR, m, len);
+	px_frame_put_hdr(wrapped, len);
+	return PX_NBSS_HDR + len;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -230,7 +367,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	while (pos < size && conn() != NULL) {
-		uint8_t op = data[pos++] % 8;
+		uint8_t raw = data[pos++], op = raw % 8;
 		size_t len = 0;
 
 		if (op <= 1) {
@@ -241,12 +378,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (len > size - pos)
 				len = size - pos;
 		}
-		switch (op) {
+		switch (raw >= 0x08 && raw <= 0x11 && raw % 8 <= 1 ? 8 : op) {
 		case 0:
 			feed(cfd, data + pos, len, cfd, sfd);
 			break;
 		case 1:
 			feed(sfd, data + pos, len, cfd, sfd);
+			break;
+		case 8:
+			feed(op == 0 ? cfd : sfd, wrapped, wrap(data + pos, len,
+			    op == 1, raw >= 0x10), cfd, sfd);
 			break;
 		case 2:
 			(void)shutdown(cfd, SHUT_WR);
@@ -288,6 +429,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(cfd);
 	if (sfd != -1)
 		close(sfd);
+	if (getenv("FUZZ_RELAY_LOG") != NULL)
+		fprintf(stderr, "fuzz_relay: since start: sessions keyed %llu, "
+		    "bad signatures %llu, signed %llu, sealed %llu, opened "
+		    "%llu (head only %llu)\n",
+		    (unsigned long long)px_stats.sessions_keyed,
+		    (unsigned long long)px_stats.bad_signatures,
+		    (unsigned long long)px_stats.signed_out,
+		    (unsigned long long)px_stats.encrypted_out,
+		    (unsigned long long)px_stats.decrypted_in,
+		    (unsigned long long)px_stats.decrypted_head_only);
 	/* nothing may stay accounted to a connection that is gone */
 	if (px_stats.conns_active != 0 || px_stats.wb_bytes_now != 0 ||
 	    px_stats.ra_bytes_now != 0) {
