@@ -297,45 +297,42 @@ completed_len(const uint8_t *m, size_t n)
 
 /*
  * A record of op 0x08-0x11: its message signed or sealed with its
- * session's key as the sender (the server if from_server) would, framed.
- * Returns the frame's length in wrapped[].
+ * session's key as the sender (the server if from_server) would, framed
+ * in wrapped[]: *frame is set to the frame, its length returned.
  */
 static size_t
-wrap(const uint8_t *p, size_t n, bool from_server, bool seal)
+wrap(const uint8_t *p, size_t n, bool from_server, bool seal,
+    const uint8_t **frame)
 {
 	struct px_conn *c = conn();
 	uint8_t *m = wrapped + PX_NBSS_HDR + TRANSFORM_LEN;
-	size_t len = completed_len(p, n), off = 0;
+	size_t len = completed_len(p, n), off;
 	uint32_t next;
 
 	memcpy(m, p, n);
 	memset(m + n, 0, len - n);
-	if (seal) {
-		if (len >= SMB2_HDR_LEN && px_keyed_seal(c, from_server ?
-		    PX_CLIENT : PX_SERVER, px_get_u64(m + 40), m, len,
-		    wrapped + PX_NBSS_HDR) == 0) {
-			px_frame_put_hdr(wrapped, TRANSFORM_LEN + len);
-			return PX_NBSS_HDR + TRANSFORM_LEN + len;
-		}
-	} else {
-		/* each element flagged SIGNED, as far as the chain holds */
-		while (len - off >= SMB2_HDR_LEN) {
-			uint8_t *e = m + off;
-			size_t elen;
-
-			next = px_get_u32(e + 20);
-			elen = next != 0 && next <= len - off ? next : len - off;
-			if (px_get_u32(e + 16) & SMB2_FLAGS_SIGNED)
-				(void)px_keyed_sign(c, px_get_u64(e + 40), e, elen,
-				    from_server);
-			if (next == 0 || next > len - off)
-				break;
-			off += next;
-		}
+	if (seal && len >= SMB2_HDR_LEN && px_keyed_seal(c, from_server ?
+	    PX_CLIENT : PX_SERVER, px_get_u64(m + 40), m, len,
+	    wrapped + PX_NBSS_HDR) == 0) {
+		px_frame_put_hdr(wrapped, TRANSFORM_LEN + len);
+		*frame = wrapped;
+		return PX_NBSS_HDR + TRANSFORM_LEN + len;
 	}
-	/* as it is, framed */
-	memmove(wrapped + PX_NBSS_HDR, m, len);
-	px_frame_put_hdr(wrapped, len);
+	/* signed: each element flagged SIGNED, as far as the chain holds
+	 * (an element whose NextCommand is 0 or past the end is the last) */
+	for (off = 0; !seal && len - off >= SMB2_HDR_LEN; off += next) {
+		uint8_t *e = m + off;
+
+		next = px_get_u32(e + 20);
+		if (next == 0 || next > len - off)
+			next = (uint32_t)(len - off);
+		if (px_get_u32(e + 16) & SMB2_FLAGS_SIGNED)
+			(void)px_keyed_sign(c, px_get_u64(e + 40), e, next,
+			    from_server);
+	}
+	/* signed, or sealed wanted but no key for it: framed as it is */
+	px_frame_put_hdr(m - PX_NBSS_HDR, len);
+	*frame = m - PX_NBSS_HDR;
 	return PX_NBSS_HDR + len;
 }
 
@@ -385,10 +382,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 1:
 			feed(sfd, data + pos, len, cfd, sfd);
 			break;
-		case 8:
-			feed(op == 0 ? cfd : sfd, wrapped, wrap(data + pos, len,
-			    op == 1, raw >= 0x10), cfd, sfd);
+		case 8: {
+			const uint8_t *frame;
+			size_t flen = wrap(data + pos, len, op == 1, raw >= 0x10,
+			    &frame);
+
+			feed(op == 0 ? cfd : sfd, frame, flen, cfd, sfd);
 			break;
+		}
 		case 2:
 			(void)shutdown(cfd, SHUT_WR);
 			break;

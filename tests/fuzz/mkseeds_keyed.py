@@ -32,12 +32,20 @@ SESSION_SETUP = 1
 
 
 def records(blob):
+    """(op, bytes) of each record; ops other than 0 and 1 (mod 8) carry
+    no length and no bytes."""
     pos = 0
-    while pos + 3 <= len(blob):
-        op, n = blob[pos], struct.unpack_from("<H", blob, pos + 1)[0]
-        pos += 3
-        yield op, blob[pos:pos + n]
-        pos += n
+    while pos < len(blob):
+        op = blob[pos]
+        if op % 8 > 1:
+            yield op, b""
+            pos += 1
+            continue
+        if pos + 3 > len(blob):
+            return
+        n = struct.unpack_from("<H", blob, pos + 1)[0]
+        yield op, blob[pos + 3:pos + 3 + n]
+        pos += 3 + n
 
 
 def rec(op, data):
@@ -76,7 +84,7 @@ def convert(blob, seal, big):
     out, buf, dialect = [], {0: b"", 1: b""}, 0
     for op, data in records(blob):
         if op not in (0, 1):
-            out.append(rec(op, data) if op < 2 else bytes([op]))
+            out.append(bytes([op]))
             continue
         buf[op] += data
         b = buf[op]
