@@ -81,7 +81,10 @@ BIG_WRITE = 65536
 
 
 def convert(blob, seal, big):
-    out, buf, dialect = [], {0: b"", 1: b""}, 0
+    """The records of blob re-cut as above; with big, its first signed
+    WRITE says BIG_WRITE.  Returns (records, dialect, whether a WRITE was
+    made big)."""
+    out, buf, dialect, grown = [], {0: b"", 1: b""}, 0, False
     for op, data in records(blob):
         if op not in (0, 1):
             out.append(bytes([op]))
@@ -100,9 +103,9 @@ def convert(blob, seal, big):
                 if op == 1 and cmd == 0 and len(msg) >= 70:
                     dialect = struct.unpack_from("<H", msg, 68)[0]
                 if flags & SIGNED and cmd != SESSION_SETUP and len(msg) <= 65535:
-                    if big and op == 0 and cmd == 9 and len(msg) >= 72:
+                    if big and not grown and op == 0 and cmd == 9 and len(msg) >= 72:
                         msg = msg[:68] + struct.pack("<I", BIG_WRITE) + msg[72:]
-                        big = False
+                        grown = True
                     if seal and dialect >= 0x300:
                         out.append(rec(0x10 | op, unsigned(msg, False)))
                     else:
@@ -113,7 +116,7 @@ def convert(blob, seal, big):
     for op in (0, 1):
         if buf[op]:
             out.append(rec(op, buf[op]))
-    return b"".join(out), dialect
+    return b"".join(out), dialect, grown
 
 
 def main():
@@ -124,10 +127,9 @@ def main():
         blob = open(path, "rb").read()
         for seal, big in ((False, False), (True, False), (False, True),
                           (True, True)):
-            data, dialect = convert(blob, seal, big)
+            data, dialect, grown = convert(blob, seal, big)
             n = sum(1 for op, _ in records(data) if op >= 0x08)
-            if n == 0 or (seal and dialect < 0x300) or (
-                    big and data == convert(blob, seal, False)[0]):
+            if n == 0 or (seal and dialect < 0x300) or (big and not grown):
                 continue
             name = hashlib.sha1(data).hexdigest()
             with open(os.path.join(outdir, name), "wb") as fp:
