@@ -544,7 +544,7 @@ EOF
 # PROXY_NETNS set it runs inside that network namespace; PROXY_START_WAIT:
 # seconds to wait for it to accept (default 10).
 start_proxy() {
-	local nsx=
+	local nsx= log0=0
 	[ -n "$PROXY_NETNS" ] && nsx="ip netns exec $PROXY_NETNS"
 	[ -n "$PROXY_PORT" ] || PROXY_PORT=$(free_port) || fail "no free port for proxy"
 	export PROXY_PORT
@@ -552,6 +552,7 @@ start_proxy() {
 	smbaccel)
 		[ -x "$SMBACCEL" ] || fail "$SMBACCEL not built (run make, or PROXY_IMPL=haproxy)"
 		write_proxy_conf "$PROXY_CONF" "$@"
+		[ -f "$PROXY_LOG" ] && log0=$(wc -l < "$PROXY_LOG")
 		$nsx "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
 		PROXY_PID=$!
 		;;
@@ -564,6 +565,16 @@ start_proxy() {
 	esac
 	wait_port "$PROXY_PORT" "${PROXY_START_WAIT:-10}" "$PROXY_PID" "$PROXY_NETNS" ||
 	    fail "$PROXY_IMPL is not accepting on port $PROXY_PORT"
+	# wait_port's probe is a connection too: smbaccel accepts and logs it
+	# after the probe has returned.  Wait (5 s at most) until it has logged
+	# the probe's close, so that a test counting "accepted client" lines
+	# counts only its clients' connections.
+	if [ "$PROXY_IMPL" = smbaccel ]; then
+		local n=50
+		while [ $n -gt 0 ] && ! tail -n +"$((log0 + 1))" "$PROXY_LOG" | grep -q ' closed client='; do
+			sleep 0.1; n=$((n - 1))
+		done
+	fi
 	info "$PROXY_IMPL pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> ${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}"
 }
 
