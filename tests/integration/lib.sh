@@ -569,12 +569,7 @@ start_proxy() {
 	# after the probe has returned.  Wait (5 s at most) until it has logged
 	# the probe's close, so that a test counting "accepted client" lines
 	# counts only its clients' connections.
-	if [ "$PROXY_IMPL" = smbaccel ]; then
-		local n=50
-		while [ $n -gt 0 ] && ! tail -n +"$((log0 + 1))" "$PROXY_LOG" | grep -q ' closed client='; do
-			sleep 0.1; n=$((n - 1))
-		done
-	fi
+	[ "$PROXY_IMPL" = smbaccel ] && { wait_log ' closed client=' 5 "$log0" || true; }
 	info "$PROXY_IMPL pid $PROXY_PID on 127.0.0.1:$PROXY_PORT -> ${PROXY_UPSTREAM:-127.0.0.1:$SMBD_PORT}"
 }
 
@@ -684,11 +679,12 @@ conn_of_client() {
 	sed -n "s/.*conn=\([0-9][0-9]*\) accepted client=127\.0\.0\.1:$1\( .*\)\{0,1\}\$/\1/p" "$PROXY_LOG" | tail -n 1
 }
 
-# wait_log REGEX SECONDS
+# wait_log REGEX SECONDS [AFTER]: wait until the proxy log has a line
+# matching REGEX (past its first AFTER lines, if given)
 wait_log() {
-	local n=$(( $2 * 10 ))
+	local n=$(( $2 * 10 )) after=${3:-0}
 	while [ $n -gt 0 ]; do
-		log_has "$1" && return 0
+		tail -n +"$((after + 1))" "$PROXY_LOG" | grep -Eq -- "$1" && return 0
 		sleep 0.1; n=$((n - 1))
 	done
 	return 1
