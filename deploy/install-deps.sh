@@ -8,7 +8,8 @@ PKGS="build-essential pkg-config clang libev-dev libssl-dev libnl-3-dev
 libnl-route-3-dev libcunit1-dev libinih-dev libsystemd-dev samba smbclient
 libsmbclient-dev samba-testsuite tshark python3-impacket gnuplot-nox haproxy
 iproute2 iptables nftables procps psmisc man-db groff-base systemd
-samba-vfs-modules libkrb5-dev krb5-user samba-ad-dc winbind valgrind"
+samba-vfs-modules libkrb5-dev krb5-user samba-ad-dc winbind valgrind
+faketime"
 # samba-vfs-modules is only a Recommends of samba, but the test shares use
 # its acl_xattr and streams_xattr modules; list it so it is never missed.
 # libkrb5-dev: the keytab API and krb5_c_decrypt of Kerberos-keyed sessions;
@@ -18,6 +19,8 @@ samba-vfs-modules libkrb5-dev krb5-user samba-ad-dc winbind valgrind"
 # AD DC in a private mount namespace to show the suite passes beside one.
 # valgrind: callgrind counts smbaccel's instructions per 1 KiB WRITE in
 # tests/bench/crypto --instructions (and t_bench_crypto_smoke).
+# faketime (libfaketime): t_krb_expire runs smbaccel with its clock ten
+# minutes slow, to show it judges ticket ends by the server's clock.
 
 missing=""
 for p in $PKGS; do

@@ -476,7 +476,7 @@ conns_dump(FILE *f, bool json)
 		    "\"credits_client\":%llu,\"opens\":%zu,\"ledger_errors\":%llu,"
 		    "\"proxy_lease_opens\":%u,\"proxy_lease_write_opens\":%u,"
 		    "\"proxy_lease_breaks\":%llu,\"ack_reserve\":%s,"
-		    "\"sessions\":[",
+		    "\"server_clock_offset_ms\":",
 		    (unsigned long long)px_link_of(c)->cli.bytes_in,
 		    (unsigned long long)px_link_of(c)->srv.bytes_in,
 		    (unsigned long long)c->absorbed,
@@ -489,6 +489,11 @@ conns_dump(FILE *f, bool json)
 		    (unsigned long long)c->led.errors, pln, plw,
 		    (unsigned long long)c->pl_breaks,
 		    c->led.rsv.held ? "true" : "false");
+		if (c->led.server_clock_known)
+			fprintf(f, "%lld", (long long)c->led.server_clock_ms);
+		else
+			fprintf(f, "null");
+		fprintf(f, ",\"sessions\":[");
 		{
 			struct px_session *s;
 			bool sf = true;
@@ -497,7 +502,8 @@ conns_dump(FILE *f, bool json)
 				fprintf(f, "%s{\"id\":\"0x%llx\",\"signing_required\":"
 				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
 				    "\"why_not_keyed\":\"%s\",\"auth\":\"%s\","
-				    "\"server_signs\":\"%s\",\"alters\":\"%s\"}",
+				    "\"server_signs\":\"%s\",\"alters\":\"%s\","
+				    "\"ticket_end\":%lld,\"expiring\":%s}",
 				    sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
@@ -507,7 +513,9 @@ conns_dump(FILE *f, bool json)
 				    s->keyed ? "" : s->why_not ? s->why_not :
 				    "not-needed", s->auth ? s->auth : "",
 				    co_signs_name(s->srv_signs),
-				    session_alters(c, s));
+				    session_alters(c, s), (long long)(s->kx ?
+				    s->kx->tkt_end : 0), s->expiring ? "true" :
+				    "false");
 		}
 		fprintf(f, "]");
 		px_upstream_dump(f, &px_link_of(c)->up, px_link_of(c)->srv.fd,

@@ -210,9 +210,74 @@ px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len)
 		    (unsigned long long)c->id);
 }
 
+/* smbaccel's clock: ms since 1970 */
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#define FILETIME_1970 116444736000000000ULL  /* 1970 in 100 ns since 1601 */
+#define FILETIME_10000 2534023007999999999ULL /* the end of year 9999 */
+#define CLOCK_WARN_MS 60000                  /* a difference worth a warning */
+
+/*
+ * The server judges a Kerberos ticket's end by its own clock (MS-SMB2
+ * 3.3.5.2.9), so smbaccel does too (expiry_left): a NEGOTIATE answer
+ * carries the server's time (SystemTime, 2.2.4), and its difference from
+ * smbaccel's clock when the answer arrives is kept with the connection.
+ * The answer's travel time makes it early by up to a one-way delay, which
+ * kerberos_expiry_margin covers.  No time (0, or out of FILETIME's range):
+ * smbaccel's own clock, and the margin is all the difference allowed.
+ * A difference of a minute or more is warned of once per server (the last
+ * eight), and again when it has moved by a minute since.
+ */
+static void
+server_clock(struct px_conn *c)
+{
+	static struct {
+		char srv[sizeof(c->dst_str)];
+		int64_t off;
+	} seen[8];
+	static size_t next;
+	uint64_t ft = c->led.server_time;
+	int64_t off;
+	size_t i;
+
+	c->led.server_clock_known = false;
+	if (ft < FILETIME_1970 || ft > FILETIME_10000)
+		return;
+	off = (int64_t)((ft - FILETIME_1970) / 10000) - wall_ms();
+	c->led.server_clock_ms = off;
+	c->led.server_clock_known = true;
+	if (off < CLOCK_WARN_MS && off > -CLOCK_WARN_MS)
+		return;
+	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
+		if (strcmp(seen[i].srv, c->dst_str) == 0) {
+			if (llabs(seen[i].off - off) < CLOCK_WARN_MS)
+				return;
+			break;
+		}
+	if (i == sizeof(seen) / sizeof(seen[0])) {
+		i = next;
+		next = (next + 1) % (sizeof(seen) / sizeof(seen[0]));
+	}
+	memcpy(seen[i].srv, c->dst_str, sizeof(seen[i].srv));
+	seen[i].off = off;
+	log_warnx("conn=%llu server %s: its clock is %lld s %s this host's "
+	    "(the SystemTime of its NEGOTIATE answer): smbaccel judges "
+	    "Kerberos ticket ends by the server's clock; check the time "
+	    "(NTP) of both", (unsigned long long)c->id, c->dst_str,
+	    (long long)(llabs(off) / 1000), off > 0 ? "ahead of" : "behind");
+}
+
 void
 px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len)
 {
+	server_clock(c);
 	/* MS-SMB2 3.2.5.2: only a 3.1.1 answer continues the hash */
 	if (c->led.dialect != SMB2_DIALECT_0311)
 		return;
@@ -758,15 +823,21 @@ ctx_of(struct px_session *s)
 	return s->kx->ctx;
 }
 
-/* Seconds until s enters kerberos_expiry_margin (<= 0: it has); false
- * when it never does (not keyed, NTLM). */
+/* Milliseconds until s enters kerberos_expiry_margin (<= 0: it has), by
+ * the server's clock where c knows it (server_clock); false when it never
+ * does (not keyed, NTLM). */
 static bool
-expiry_left(const struct px_session *s, int64_t *left)
+expiry_left(const struct px_conn *c, const struct px_session *s,
+    int64_t *left_ms)
 {
+	int64_t now = wall_ms();
+
 	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
 		return false;
-	*left = s->kx->tkt_end - (int64_t)(px_glob()->kerberos_expiry_margin_ms /
-	    1000) - (int64_t)time(NULL);
+	if (c->led.server_clock_known)
+		now += c->led.server_clock_ms;
+	*left_ms = s->kx->tkt_end * 1000 -
+	    (int64_t)px_glob()->kerberos_expiry_margin_ms - now;
 	return true;
 }
 
@@ -775,31 +846,36 @@ px_keyed_expiring(struct px_conn *c, struct px_session *s)
 {
 	uint32_t margin = px_glob()->kerberos_expiry_margin_ms / 1000;
 	int64_t left;
-	char when[64];
+	char when[64], clk[96] = "";
 
 	if (s->expiring && s->keyed)
 		return true;
-	if (!expiry_left(s, &left) || left > 0)
+	if (!expiry_left(c, s, &left) || left > 0)
 		return false;
 	s->expiring = true;
 	px_stats.sessions_expiring++;
+	if (c->led.server_clock_known && c->led.server_clock_ms != 0)
+		snprintf(clk, sizeof(clk), ", by the server's clock, %.1f s "
+		    "%s this host's", (double)llabs(c->led.server_clock_ms) /
+		    1e3, c->led.server_clock_ms > 0 ? "ahead of" : "behind");
 	log_info("conn=%llu session=0x%llx its Kerberos ticket ends %s (in "
-	    "%lld s; kerberos_expiry_margin %u s): no longer acted on, what "
+	    "%lld s%s; kerberos_expiry_margin %u s): no longer acted on, what "
 	    "is buffered is flushed; the server expires the session then and "
 	    "the client re-authenticates", (unsigned long long)c->id,
 	    (unsigned long long)s->id, utc_text(s->kx->tkt_end, when,
-	    sizeof(when)), (long long)(left + margin), margin);
+	    sizeof(when)), (long long)(left / 1000 + margin), clk, margin);
 	return true;
 }
 
 double
-px_keyed_expiry_ms(const struct px_session *s, double now_ms)
+px_keyed_expiry_ms(const struct px_conn *c, const struct px_session *s,
+    double now_ms)
 {
 	int64_t left;
 
-	if (s->expiring || !expiry_left(s, &left))
+	if (s->expiring || !expiry_left(c, s, &left))
 		return 0;
-	return now_ms + (left > 0 ? (double)left * 1000.0 : 0.0);
+	return now_ms + (left > 0 ? (double)left : 0.0);
 }
 
 bool

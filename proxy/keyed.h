@@ -39,7 +39,7 @@ void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
     const uint8_t *msg, size_t len, struct px_pending *p);
 /*
  * A Kerberos-keyed session whose ticket ends within kerberos_expiry_margin
- * (wall clock): the server will answer STATUS_NETWORK_SESSION_EXPIRED
+ * (by the server's clock where its NEGOTIATE answer gave it): the server will answer STATUS_NETWORK_SESSION_EXPIRED
  * from the ticket's end until the client re-authenticates, so smbaccel
  * must not act on it (nothing absorbed that a flush could no longer
  * deliver).  Logged once, when the margin is entered; a re-authentication
@@ -47,7 +47,8 @@ void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
  */
 bool px_keyed_expiring(struct px_conn *c, struct px_session *s);
 /* When (px_now_ms() clock) s enters that margin; 0: never (no ticket). */
-double px_keyed_expiry_ms(const struct px_session *s, double now_ms);
+double px_keyed_expiry_ms(const struct px_conn *c,
+    const struct px_session *s, double now_ms);
 bool px_keyed_verify(struct px_conn *c, struct px_session *s,
     const uint8_t *msg, size_t len, uint16_t command);
 int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,

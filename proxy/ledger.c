@@ -664,6 +664,7 @@ on_negotiate(struct px_ledger *l, const struct smb2_hdr *h,
 	l->capabilities = nr.capabilities;
 	l->max_read = nr.max_read;
 	l->max_write = nr.max_write;
+	l->server_time = nr.system_time;
 	l->cipher = nr.dialect >= SMB2_DIALECT_0300 &&
 	    nr.dialect != SMB2_DIALECT_WILDCARD ? nr.cipher : 0;
 	/* 3.0/3.0.2 have one cipher: AES-128-CCM when the server can encrypt */

@@ -700,6 +700,8 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 {
 	/* the open may have gone (session or tree torn down server-side) */
 	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct px_session *s;
+	const char *why;
 
 	wb_account(c, -(int64_t)p->u.io.length);
 	if (o) {
@@ -714,6 +716,20 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 			return;
 	}
 	px_stats.deferred_errors++;
+	s = px_session_find(&c->led, h->session_id);
+	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED)
+		why = "";
+	else if (s != NULL && s->keyed && s->kx != NULL && s->kx->tkt_end != 0)
+		why = " (the server expired the session before smbaccel "
+		    "stopped buffering, kerberos_expiry_margin before the "
+		    "ticket's end by the server's clock: a flush took longer "
+		    "than the margin, or the server's clock jumped; see "
+		    "kerberos_expiry_margin in smbaccel.conf(5))";
+	else
+		why = " (the server expired the session: its Kerberos ticket "
+		    "ended before smbaccel stopped buffering; without the "
+		    "server's keytab smbaccel cannot know when a ticket ends, "
+		    "see kerberos_expiry_margin in smbaccel.conf(5))";
 	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
 	    "write failed status=0x%08x: acknowledged data lost, error %s%s",
 	    (unsigned long long)c->id, o ? px_tree_share(c, o) : "?",
@@ -721,12 +737,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	    (unsigned long long)p->u.io.offset, p->u.io.length,
 	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status,
 	    p->in_compound ? "reported on the CLOSE it was sent with" :
-	    "deferred to the next WRITE, FLUSH or CLOSE",
-	    h->status != NT_STATUS_NETWORK_SESSION_EXPIRED ? "" :
-	    " (the server expired the session: its Kerberos ticket ended "
-	    "before smbaccel stopped buffering; without the server's keytab "
-	    "smbaccel cannot know when a ticket ends, see "
-	    "kerberos_expiry_margin in smbaccel.conf(5))");
+	    "deferred to the next WRITE, FLUSH or CLOSE", why);
 	if (o && !o->failed_status)
 		o->failed_status = h->status == NT_STATUS_SUCCESS ?
 		    NT_STATUS_DISK_FULL : h->status;
@@ -760,7 +771,7 @@ px_wb_timer(struct px_conn *c, double now_ms)
 			continue;
 		}
 		if (s != NULL)
-			exp = px_keyed_expiry_ms(s, now_ms);
+			exp = px_keyed_expiry_ms(c, s, now_ms);
 		if (now_ms >= idle || now_ms >= age) {
 			px_wb_flush_open(c, o, now_ms >= idle ? CO_FLUSH_IDLE :
 			    CO_FLUSH_AGE);

@@ -439,7 +439,8 @@ px_smb2_negotiate_rsp_decode(const struct smb2_elem *e,
 	out->max_transact = px_rd_u32(&r);
 	out->max_read = px_rd_u32(&r);
 	out->max_write = px_rd_u32(&r);
-	px_rd_skip(&r, 16);                     /* SystemTime, StartTime */
+	out->system_time = px_rd_u64(&r);
+	px_rd_skip(&r, 8);                      /* ServerStartTime */
 	out->sec_buf_off = px_rd_u16(&r);
 	out->sec_buf_len = px_rd_u16(&r);
 	ctx_off = px_rd_u32(&r);

@@ -234,6 +234,7 @@ struct smb2_negotiate_rsp {
 	uint32_t max_transact;
 	uint32_t max_read;
 	uint32_t max_write;
+	uint64_t system_time;        /* the server's clock (FILETIME); 0: none */
 	uint16_t sec_buf_off, sec_buf_len;
 	/* 3.1.1 contexts: the server picks exactly one of each (0 = absent) */
 	uint16_t cipher;             /* 1 CCM128, 2 GCM128, 3 CCM256, 4 GCM256 */

@@ -46,6 +46,7 @@ SMBD_PID=
 BG_PIDS=
 NETNS_LIST=
 PROXY_NETNS=
+PROXY_WRAP=
 export T SHARE_DIR DUR_DIR SMBD_PORT PROXY_PORT CTL CTL_SOCK
 
 # Let run-all.sh find our leftovers if we are killed without cleanup.
@@ -553,7 +554,7 @@ start_proxy() {
 		[ -x "$SMBACCEL" ] || fail "$SMBACCEL not built (run make, or PROXY_IMPL=haproxy)"
 		write_proxy_conf "$PROXY_CONF" "$@"
 		[ -f "$PROXY_LOG" ] && log0=$(wc -l < "$PROXY_LOG")
-		$nsx "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
+		$nsx $PROXY_WRAP "$SMBACCEL" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
 		PROXY_PID=$!
 		;;
 	haproxy)

@@ -22,6 +22,15 @@
 # log says when it stopped acting on the session and why, and nothing
 # was lost ("acknowledged data lost" never logged, deferred_errors +0).
 # kerberos_expiry_margin = KE_MARGIN (30s) here; the default is 5m.
+# smbaccel runs with its clock KE_SKEW (600) seconds slow (libfaketime;
+# the DC, the clients and the monotonic clock are not touched), as on a
+# branch host without NTP: the server's clock, not smbaccel's, decides
+# when the session expires, so smbaccel must judge the ticket's end by
+# the server's clock (the SystemTime of its NEGOTIATE answer).  Judged by
+# its own clock it would go on buffering ten minutes past the expiry and
+# lose what it acknowledged last.  Checked: the offset it measured
+# (`conns --json` server_clock_offset_ms, within 5 s of KE_SKEW), the
+# warning naming it, and the expiry line saying it used it.
 # Then re-authentication: smbtorture smb2.session.expire1s and expire2s
 # (4 s tickets; the client re-authenticates each time the server says
 # the session expired) through smbaccel and directly: the same results
@@ -36,6 +45,14 @@ require_smbaccel "Kerberos-keyed sessions"
 
 LIFE=${KE_LIFE:-130}
 MARGIN=${KE_MARGIN:-30}
+SKEW=${KE_SKEW:-600}
+if [ "$SKEW" != 0 ]; then
+	ft=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -n 1)
+	[ -n "$ft" ] || fail "libfaketime not installed (deploy/install-deps.sh installs faketime)"
+	# env execs smbaccel: PROXY_PID stays its pid.  An ASan build wants
+	# its runtime first; libfaketime preloaded before it is harmless.
+	PROXY_WRAP="env LD_PRELOAD=$ft FAKETIME=-$SKEW FAKETIME_DONT_FAKE_MONOTONIC=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+fi
 krb_bed
 KRB_WB=always KRB_RA=always krb_proxy "kerberos_expiry_margin = ${MARGIN}s"
 seed=$((RANDOM * 32768 + RANDOM + 1))
@@ -84,6 +101,17 @@ p1=$!
 pace in_dir "$T/dir.cc" "$ADDC_DIR_IP" 445 direct > "$T/direct.out" 2>&1 &
 p2=$!
 BG_PIDS="$BG_PIDS $p1 $p2"
+# the offset smbaccel measured, while the session is up
+sleep 5
+off=$(ctl conns --json | "$PY" -c 'import json,sys
+c=[x for x in json.load(sys.stdin)["conns"] if x["sessions"]]
+print(c[0]["server_clock_offset_ms"] if c else "none")')
+info "server_clock_offset_ms $off (smbaccel's clock $SKEW s slow)"
+case $off in
+''|none|null|*[!0-9-]*) fail "no server clock offset for the client's connection: $off" ;;
+esac
+[ $((off - SKEW * 1000)) -le 5000 ] && [ $((SKEW * 1000 - off)) -le 5000 ] ||
+    fail "server_clock_offset_ms $off, not within 5 s of $((SKEW * 1000))"
 wait "$p1"; wait "$p2"
 info "both clients done after $(elapsed "$t0") s"
 snap e-1
@@ -102,6 +130,12 @@ grep -q 'acknowledged data lost' "$T/run.log" && fail "smbaccel lost acknowledge
 grep -q "Kerberos ticket ends" "$T/run.log" ||
     fail "no log line saying smbaccel stopped acting on the session before its ticket ended"
 assert_eq 1 "$D_sessions_expiring" "sessions_expiring"
+if [ "$SKEW" != 0 ]; then
+	grep -qE "its clock is ($((SKEW - 1))|$SKEW|$((SKEW + 1))) s ahead of this host's" "$PROXY_LOG" ||
+	    fail "no warning that the server's clock is $SKEW s ahead of smbaccel's"
+	grep -q "Kerberos ticket ends .*by the server's clock" "$T/run.log" ||
+	    fail "the expiry line does not say it judged by the server's clock"
+fi
 
 # re-authentication with new tickets (smbtorture's own 4 s tickets)
 ktorture() {

@@ -154,6 +154,8 @@ mk_negotiate_rsp(uint8_t *b)
 	px_put_u32(p + 28, 8u << 20);
 	px_put_u32(p + 32, 8u << 20);
 	px_put_u32(p + 36, 4u << 20);
+	px_put_u64(p + 40, 0x01DD641A2B3C4D5EULL);     /* SystemTime */
+	px_put_u64(p + 48, 0x0102030405060708ULL);     /* ServerStartTime */
 	px_put_u16(p + 56, 128);
 	px_put_u16(p + 58, 16);
 	px_put_u32(p + 60, 144);
@@ -943,6 +945,7 @@ test_negotiate_valid(void)
 	CU_ASSERT_EQUAL(r.max_transact, 8u << 20);
 	CU_ASSERT_EQUAL(r.max_read, 8u << 20);
 	CU_ASSERT_EQUAL(r.max_write, 4u << 20);
+	CU_ASSERT_EQUAL(r.system_time, 0x01DD641A2B3C4D5EULL);
 	CU_ASSERT_EQUAL(r.sec_buf_off, 128);
 	CU_ASSERT_EQUAL(r.sec_buf_len, 16);
 	CU_ASSERT_EQUAL(r.preauth_hash_alg, 1);
