@@ -490,7 +490,8 @@ conns_dump(FILE *f, bool json)
 		    (unsigned long long)c->pl_breaks,
 		    c->led.rsv.held ? "true" : "false");
 		if (c->led.server_clock_known)
-			fprintf(f, "%lld", (long long)c->led.server_clock_ms);
+			fprintf(f, "%lld",
+			    (long long)px_keyed_server_clock_off(c));
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\"sessions\":[");

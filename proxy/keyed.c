@@ -227,13 +227,16 @@ wall_ms(void)
 /*
  * The server judges a Kerberos ticket's end by its own clock (MS-SMB2
  * 3.3.5.2.9), so smbaccel does too (expiry_left): a NEGOTIATE answer
- * carries the server's time (SystemTime, 2.2.4), and its difference from
- * smbaccel's clock when the answer arrives is kept with the connection.
+ * carries the server's time (SystemTime, 2.2.4), kept with the connection
+ * against the monotonic clock, so that the server's time later is that
+ * plus the monotonic time gone since.  Neither smbaccel's clock being
+ * wrong nor its being stepped (NTP correcting it after boot) moves it.
  * The answer's travel time makes it early by up to a one-way delay, which
  * kerberos_expiry_margin covers.  No time (0, or out of FILETIME's range):
  * smbaccel's own clock, and the margin is all the difference allowed.
- * A difference of a minute or more is warned of once per server (the last
- * eight), and again when it has moved by a minute since.
+ * A difference of a minute or more from smbaccel's clock is warned of
+ * once per server (the last eight), and again when it has moved by a
+ * minute since.
  */
 static void
 server_clock(struct px_conn *c)
@@ -244,15 +247,16 @@ server_clock(struct px_conn *c)
 	} seen[8];
 	static size_t next;
 	uint64_t ft = c->led.server_time;
-	int64_t off;
+	int64_t srv_ms, off;
 	size_t i;
 
 	c->led.server_clock_known = false;
 	if (ft < FILETIME_1970 || ft > FILETIME_10000)
 		return;
-	off = (int64_t)((ft - FILETIME_1970) / 10000) - wall_ms();
-	c->led.server_clock_ms = off;
+	srv_ms = (int64_t)((ft - FILETIME_1970) / 10000);
+	c->led.server_clock_ms = srv_ms - (int64_t)px_now_ms();
 	c->led.server_clock_known = true;
+	off = srv_ms - wall_ms();
 	if (off < CLOCK_WARN_MS && off > -CLOCK_WARN_MS)
 		return;
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
@@ -272,6 +276,12 @@ server_clock(struct px_conn *c)
 	    "Kerberos ticket ends by the server's clock; check the time "
 	    "(NTP) of both", (unsigned long long)c->id, c->dst_str,
 	    (long long)(llabs(off) / 1000), off > 0 ? "ahead of" : "behind");
+}
+
+int64_t
+px_keyed_server_clock_off(const struct px_conn *c)
+{
+	return c->led.server_clock_ms + (int64_t)px_now_ms() - wall_ms();
 }
 
 void
@@ -830,12 +840,12 @@ static bool
 expiry_left(const struct px_conn *c, const struct px_session *s,
     int64_t *left_ms)
 {
-	int64_t now = wall_ms();
+	int64_t now;
 
 	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
 		return false;
-	if (c->led.server_clock_known)
-		now += c->led.server_clock_ms;
+	now = c->led.server_clock_known ? c->led.server_clock_ms +
+	    (int64_t)px_now_ms() : wall_ms();
 	*left_ms = s->kx->tkt_end * 1000 -
 	    (int64_t)px_glob()->kerberos_expiry_margin_ms - now;
 	return true;
@@ -854,10 +864,13 @@ px_keyed_expiring(struct px_conn *c, struct px_session *s)
 		return false;
 	s->expiring = true;
 	px_stats.sessions_expiring++;
-	if (c->led.server_clock_known && c->led.server_clock_ms != 0)
+	if (c->led.server_clock_known) {
+		int64_t off = px_keyed_server_clock_off(c);
+
 		snprintf(clk, sizeof(clk), ", by the server's clock, %.1f s "
-		    "%s this host's", (double)llabs(c->led.server_clock_ms) /
-		    1e3, c->led.server_clock_ms > 0 ? "ahead of" : "behind");
+		    "%s this host's", (double)llabs(off) / 1e3, off >= 0 ?
+		    "ahead of" : "behind");
+	}
 	log_info("conn=%llu session=0x%llx its Kerberos ticket ends %s (in "
 	    "%lld s%s; kerberos_expiry_margin %u s): no longer acted on, what "
 	    "is buffered is flushed; the server expires the session then and "

@@ -33,6 +33,9 @@ bool px_keyed_last_miss(struct px_keyed_miss *m);
 void px_keyed_shutdown(void);
 void px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len);
 void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);
+/* The server's clock minus this host's now, in ms, from the SystemTime of
+ * c's NEGOTIATE answer; only when c->led.server_clock_known. */
+int64_t px_keyed_server_clock_off(const struct px_conn *c);
 void px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
     const uint8_t *msg, size_t len, struct px_pending *p);
 void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,

@@ -228,7 +228,8 @@ struct px_ledger {
 	uint64_t server_time;       /* NEGOTIATE answer's SystemTime (FILETIME,
 	                             * 0: the server gave none) */
 	bool server_clock_known;    /* server_clock_ms is set (keyed.c) */
-	int64_t server_clock_ms;    /* the server's clock minus smbaccel's */
+	int64_t server_clock_ms;    /* the server's clock (ms since 1970)
+	                             * minus px_now_ms() */
 	uint16_t cipher;            /* 3.1.1 ENCRYPTION_CAPABILITIES answer */
 	uint16_t signing_alg;       /* 3.1.1 SIGNING_CAPABILITIES answer */
 	uint8_t preauth_req[64];    /* hash over the last NEGOTIATE request */

@@ -22,23 +22,19 @@
 # log says when it stopped acting on the session and why, and nothing
 # was lost ("acknowledged data lost" never logged, deferred_errors +0).
 # kerberos_expiry_margin = KE_MARGIN (30s) here; the default is 5m.
-# smbaccel runs with its clock KE_SKEW (600) seconds slow (libfaketime;
-# the DC, the clients and the monotonic clock are not touched), as on a
-# branch host without NTP: the server's clock, not smbaccel's, decides
-# when the session expires, so smbaccel must judge the ticket's end by
-# the server's clock (the SystemTime of its NEGOTIATE answer).  Judged by
-# its own clock it would go on buffering ten minutes past the expiry and
-# lose what it acknowledged last.  Checked: the offset it measured
-# (`conns --json` server_clock_offset_ms, within 5 s of KE_SKEW), the
-# warning naming it, and the expiry line saying it used it.
-# Then re-authentication: smbtorture smb2.session.expire1s and expire2s
-# (4 s tickets; the client re-authenticates each time the server says
-# the session expired) through smbaccel and directly: the same results
-# (success), and smbaccel logged taking the session up again after a
-# re-authentication with a new ticket ("acted on again").  And
-# smb2.session.reauth1-5 (re-authentication on a keyed session: keys
-# kept) and bind1-2 (a multichannel binding: relayed with the reason
-# "binding"), each directly and through smbaccel: the same exit status.
+# smbaccel's clock is wrong (libfaketime; the DC, the clients and the
+# monotonic clock are not touched): KE_SKEW (600) seconds fast when the
+# session is set up, then stepped to KE_SKEW seconds slow, as NTP does on
+# a branch host whose clock was wrong at boot.  The server's clock, not
+# smbaccel's, decides when the session expires, so smbaccel must judge
+# the ticket's end by the server's clock (the SystemTime of its
+# NEGOTIATE answer, kept against the monotonic clock).  Judged by its own
+# clock it would go on buffering ten minutes past the expiry, and with an
+# offset taken at the NEGOTIATE and applied to its stepped clock twenty:
+# either loses what it acknowledged last.  Checked: the offset it reports
+# (`conns --json` server_clock_offset_ms) within 5 s of -KE_SKEW before
+# the step and of +KE_SKEW after it, the warning naming the difference,
+# and the expiry line saying it went by the server's clock.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions"
@@ -51,7 +47,8 @@ if [ "$SKEW" != 0 ]; then
 	[ -n "$ft" ] || fail "libfaketime not installed (deploy/install-deps.sh installs faketime)"
 	# env execs smbaccel: PROXY_PID stays its pid.  An ASan build wants
 	# its runtime first; libfaketime preloaded before it is harmless.
-	PROXY_WRAP="env LD_PRELOAD=$ft FAKETIME=-$SKEW FAKETIME_DONT_FAKE_MONOTONIC=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+	echo "+$SKEW" > "$T/faketime"
+	PROXY_WRAP="env LD_PRELOAD=$ft FAKETIME_TIMESTAMP_FILE=$T/faketime FAKETIME_CACHE_DURATION=1 FAKETIME_DONT_FAKE_MONOTONIC=1 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 fi
 krb_bed
 KRB_WB=always KRB_RA=always krb_proxy "kerberos_expiry_margin = ${MARGIN}s"
@@ -101,17 +98,28 @@ p1=$!
 pace in_dir "$T/dir.cc" "$ADDC_DIR_IP" 445 direct > "$T/direct.out" 2>&1 &
 p2=$!
 BG_PIDS="$BG_PIDS $p1 $p2"
-# the offset smbaccel measured, while the session is up
-sleep 5
-off=$(ctl conns --json | "$PY" -c 'import json,sys
+# clock_off WANT: the server's clock minus smbaccel's, as smbaccel
+# reports it for the client's connection, within 5 s of WANT ms
+clock_off() {
+	local want=$1 off
+	off=$(ctl conns --json | "$PY" -c 'import json,sys
 c=[x for x in json.load(sys.stdin)["conns"] if x["sessions"]]
 print(c[0]["server_clock_offset_ms"] if c else "none")')
-info "server_clock_offset_ms $off (smbaccel's clock $SKEW s slow)"
-case $off in
-''|none|null|*[!0-9-]*) fail "no server clock offset for the client's connection: $off" ;;
-esac
-[ $((off - SKEW * 1000)) -le 5000 ] && [ $((SKEW * 1000 - off)) -le 5000 ] ||
-    fail "server_clock_offset_ms $off, not within 5 s of $((SKEW * 1000))"
+	info "server_clock_offset_ms $off (want $want)"
+	case $off in
+	''|none|null|*[!0-9-]*) fail "no server clock offset for the client's connection: $off" ;;
+	esac
+	[ $((off - want)) -le 5000 ] && [ $((want - off)) -le 5000 ] ||
+	    fail "server_clock_offset_ms $off, not within 5 s of $want"
+}
+if [ "$SKEW" != 0 ]; then
+	sleep 5
+	clock_off $((-SKEW * 1000))
+	echo "-$SKEW" > "$T/faketime"
+	info "smbaccel's clock stepped from $SKEW s fast to $SKEW s slow"
+	sleep 3
+	clock_off $((SKEW * 1000))
+fi
 wait "$p1"; wait "$p2"
 info "both clients done after $(elapsed "$t0") s"
 snap e-1
@@ -131,10 +139,10 @@ grep -q "Kerberos ticket ends" "$T/run.log" ||
     fail "no log line saying smbaccel stopped acting on the session before its ticket ended"
 assert_eq 1 "$D_sessions_expiring" "sessions_expiring"
 if [ "$SKEW" != 0 ]; then
-	grep -qE "its clock is ($((SKEW - 1))|$SKEW|$((SKEW + 1))) s ahead of this host's" "$PROXY_LOG" ||
-	    fail "no warning that the server's clock is $SKEW s ahead of smbaccel's"
-	grep -q "Kerberos ticket ends .*by the server's clock" "$T/run.log" ||
-	    fail "the expiry line does not say it judged by the server's clock"
+	grep -qE "its clock is ($((SKEW - 1))|$SKEW|$((SKEW + 1))) s behind this host's" "$PROXY_LOG" ||
+	    fail "no warning that the server's clock is $SKEW s behind smbaccel's"
+	grep -qE "Kerberos ticket ends .*by the server's clock, ($((SKEW - 1))|$SKEW|$((SKEW + 1)))\.[0-9] s ahead of this host's" "$T/run.log" ||
+	    fail "the expiry line does not say it judged by the server's clock, $SKEW s ahead of smbaccel's"
 fi
 
 # re-authentication with new tickets (smbtorture's own 4 s tickets)
