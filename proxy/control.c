@@ -415,6 +415,9 @@ conn_note(struct px_conn *c)
 	for (s = c->led.sessions; s; s = s->next)
 		if (!s->keyed && s->srv_signs == CO_SIGNS_ALL)
 			return "server-signs-all";
+	for (s = c->led.sessions; s; s = s->next)
+		if (s->keyed && s->expiring)
+			return "ticket-ending";
 	return "-";
 }
 

@@ -221,7 +221,7 @@ wall_ms(void)
 }
 
 #define FILETIME_1970 116444736000000000ULL  /* 1970 in 100 ns since 1601 */
-#define FILETIME_10000 2534023007999999999ULL /* the end of year 9999 */
+#define FILETIME_10000 2650467743999999999ULL /* the end of year 9999 */
 #define CLOCK_WARN_MS 60000                  /* a difference worth a warning */
 
 /*

@@ -34,7 +34,9 @@
 # either loses what it acknowledged last.  Checked: the offset it reports
 # (`conns --json` server_clock_offset_ms) within 5 s of -KE_SKEW before
 # the step and of +KE_SKEW after it, the warning naming the difference,
-# and the expiry line saying it went by the server's clock.
+# and the expiry line saying it went by the server's clock.  Within the
+# margin `smbaccelctl conns` notes the connection ticket-ending and
+# `conns --json` has the session "expiring": true.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions"
@@ -120,6 +122,14 @@ if [ "$SKEW" != 0 ]; then
 	sleep 3
 	clock_off $((SKEW * 1000))
 fi
+# within the margin, smbaccelctl shows the session as left alone
+seen_exp= seen_note=
+while kill -0 "$p1" 2>/dev/null; do
+	ctl conns --json 2>/dev/null | grep -q '"expiring":true' && seen_exp=1
+	ctl conns 2>/dev/null | grep -q ' ticket-ending$' && seen_note=1
+	[ -n "$seen_exp" ] && [ -n "$seen_note" ] && break
+	sleep 2
+done
 wait "$p1"; wait "$p2"
 info "both clients done after $(elapsed "$t0") s"
 snap e-1
@@ -138,6 +148,8 @@ grep -q 'acknowledged data lost' "$T/run.log" && fail "smbaccel lost acknowledge
 grep -q "Kerberos ticket ends" "$T/run.log" ||
     fail "no log line saying smbaccel stopped acting on the session before its ticket ended"
 assert_eq 1 "$D_sessions_expiring" "sessions_expiring"
+[ -n "$seen_exp" ] || fail "conns --json never showed the session with \"expiring\":true"
+[ -n "$seen_note" ] || fail "smbaccelctl conns never noted the connection ticket-ending"
 if [ "$SKEW" != 0 ]; then
 	grep -qE "its clock is ($((SKEW - 1))|$SKEW|$((SKEW + 1))) s behind this host's" "$PROXY_LOG" ||
 	    fail "no warning that the server's clock is $SKEW s behind smbaccel's"
