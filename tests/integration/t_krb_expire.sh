@@ -37,6 +37,14 @@
 # and the expiry line saying it went by the server's clock.  Within the
 # margin `smbaccelctl conns` notes the connection ticket-ending and
 # `conns --json` has the session "expiring": true.
+# Then re-authentication: smbtorture smb2.session.expire1s and expire2s
+# (4 s tickets; the client re-authenticates each time the server says
+# the session expired) through smbaccel and directly: the same results
+# (success), and smbaccel logged taking the session up again after a
+# re-authentication with a new ticket ("acted on again").  And
+# smb2.session.reauth1-5 (re-authentication on a keyed session: keys
+# kept) and bind1-2 (a multichannel binding: relayed with the reason
+# "binding"), each directly and through smbaccel: the same exit status.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions"
