@@ -87,6 +87,7 @@ static const char *const mode_names[] =
 static const char *const gate_names[] = { "off", "leased", "always", NULL };
 static const char *const log_names[] =
     { "error", "warn", "info", "debug", NULL };
+static const char *const multichannel_names[] = { "hide", "relay", NULL };
 
 #define GLOB(f) .scope = S_GLOBAL, .off = offsetof(struct pol_global, f), \
 	.size = sizeof(((struct pol_global *)NULL)->f)
@@ -145,6 +146,8 @@ static const struct setting settings[] = {
 	{ .name = "kerberos_expiry_margin", .type = T_DURATION,
 	  GLOB(kerberos_expiry_margin_ms), .flags = F_RELOAD, .def = "5m",
 	  .min = 0, .max = 12 * HOUR },
+	{ .name = "multichannel", .type = T_ENUM, GLOB(multichannel),
+	  .names = multichannel_names, .flags = F_RELOAD, .def = "hide" },
 
 	{ .name = "write_behind", .type = T_ENUM, SHARE(write_behind),
 	  .names = gate_names, .flags = F_RELOAD, .def = "leased" },

@@ -43,6 +43,11 @@ enum pol_gate {
 	POL_GATE_ALWAYS,        /* regardless of oplocks/leases */
 };
 
+enum pol_multichannel {
+	POL_MC_HIDE = 0,        /* answer the interface query: one channel */
+	POL_MC_RELAY,           /* forward it: the client may bind more */
+};
+
 enum pol_log_level {
 	POL_LOG_ERROR = 0,
 	POL_LOG_WARN,
@@ -88,6 +93,7 @@ struct pol_global {
 	uint32_t kerberos_expiry_margin_ms; /* stop acting on a Kerberos-keyed
 	                                     * session this long before its
 	                                     * ticket ends */
+	enum pol_multichannel multichannel;
 };
 
 /* Effective per-share settings, as returned by pol_share_lookup(). */

@@ -155,6 +155,10 @@ px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 	c->cur_prot.sid = h->session_id;
 	c->cur_prot.sign = false;
 	c->cur_prot.encrypt = false;
+	/* its requests may come on other connections, whose opens this one
+	 * does not know (px_coh_must_wait) */
+	if (s->multichannel)
+		return false;
 	/* its Kerberos ticket is about to end: the server will refuse
 	 * whatever smbaccel sends for it from then on (px_keyed_expiring;
 	 * the write-behind timer flushes its buffers at that instant) */

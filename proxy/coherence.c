@@ -9,8 +9,9 @@
  * changes (write, SET_INFO, overwriting CREATE, delete-on-close) and of
  * the document cache's copy of it (doccache.c: also a rename's target,
  * and what lies below a directory renamed or deleted), and byte-range
- * locks, which stop write absorption on every open of the file.  Only
- * clients that bypass this smbaccel can see stale data.
+ * locks, which stop write absorption on every open of the file; and
+ * multichannel sessions (bind_wait).  Only clients that bypass this
+ * smbaccel can see stale data.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <netinet/in.h>
 
 #include "proxy/coherence.h"
+#include "proxy/alter.h"
 #include "proxy/readahead.h"
 #include "proxy/doccache.h"
 #include "proxy/writebehind.h"
@@ -37,6 +39,30 @@ path_match(const char *name, const char *dir, bool in_dir)
 	    strchr(name + n + 1, '\\') == NULL;
 }
 
+/* Flush x's busy opens that match (session sid when name is NULL, else
+ * share and file `name`, or directory `name` when in_dir).  True when
+ * some were busy. */
+static bool
+flush_opens(struct px_conn *x, uint64_t sid, const char *share,
+    const char *name, bool in_dir)
+{
+	struct px_open *o;
+	bool hit = false;
+
+	for (o = x->led.opens; o; o = o->next) {
+		if (!px_wb_busy(o) || (name == NULL ? o->session_id != sid :
+		    o->name == NULL ||
+		    strcasecmp(px_tree_share(x, o), share) != 0 ||
+		    !path_match(o->name, name, in_dir)))
+			continue;
+		px_wb_flush_open(x, o, CO_FLUSH_PEER);
+		hit = true;
+	}
+	if (hit)
+		px_emit_spend_pool(x, false);
+	return hit;
+}
+
 /*
  * Flush opens on other connections to the same server and share whose
  * file is `name` (or lies in directory `name` when in_dir).  Returns true
@@ -49,25 +75,11 @@ peers_flush(struct px_conn *c, const char *share, const char *name,
 	struct px_conn *x;
 	bool busy = false;
 
-	for (x = px_rt.conns; x; x = x->next) {
-		struct px_open *o;
-		bool hit = false;
-
-		if (x == c || x->state == PX_CONN_CLOSED || !px_same_server(c, x))
-			continue;
-		for (o = x->led.opens; o; o = o->next) {
-			if (!px_wb_busy(o) || o->name == NULL ||
-			    strcasecmp(px_tree_share(x, o), share) != 0 ||
-			    !path_match(o->name, name, in_dir))
-				continue;
-			px_wb_flush_open(x, o, CO_FLUSH_PEER);
-			hit = true;
-		}
-		if (hit) {
-			px_emit_spend_pool(x, false);
+	for (x = px_rt.conns; x; x = x->next)
+		if (x != c && x->state != PX_CONN_CLOSED &&
+		    px_same_server(c, x) &&
+		    flush_opens(x, 0, share, name, in_dir))
 			busy = true;
-		}
-	}
 	return busy;
 }
 
@@ -322,6 +334,95 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	}
 }
 
+/*
+ * A SESSION_SETUP binding connection c to session sid (multichannel,
+ * MS-SMB2 3.2.4.2.3): from then on the client may send any request of the
+ * session on any of its channels, a READ, WRITE or CLOSE of a file opened
+ * on another, and c knows none of that connection's opens and trees, so
+ * the rules above cannot find the file.  Instead the session is left
+ * alone everywhere (px_may_act: no absorbing, no answers from a cache, on
+ * any of its connections; c's ledger marks its own at the answer) and the
+ * binding waits until what smbaccel acknowledged for the session has
+ * reached the server.  True while it must wait.
+ */
+static bool
+bind_wait(struct px_conn *c, uint64_t sid)
+{
+	struct px_conn *x;
+	bool busy = false;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		struct px_session *s;
+
+		if (x == c || x->state == PX_CONN_CLOSED ||
+		    !px_same_server(c, x) ||
+		    (s = px_session_find(&x->led, sid)) == NULL)
+			continue;
+		if (!s->multichannel) {
+			s->multichannel = true;
+			px_stats.sessions_multichannel++;
+			log_info("conn=%llu session=0x%llx bound to a second "
+			    "channel (conn=%llu): smbaccel stops acting on the "
+			    "session, on every channel, once what it buffered "
+			    "has been written (a multichannel session is "
+			    "relayed as sent)", (unsigned long long)x->id,
+			    (unsigned long long)sid, (unsigned long long)c->id);
+		}
+		if (flush_opens(x, sid, NULL, NULL, false))
+			busy = true;
+	}
+	if (busy)
+		c->stall = PX_STALL_PEERS;
+	return busy;
+}
+
+/*
+ * Before any binding: a client learns where it could open more channels
+ * from FSCTL_QUERY_NETWORK_INTERFACE_INFO (its answer lists the server's
+ * addresses, MS-SMB2 2.2.32.5), and Windows opens them to the addresses
+ * listed when it finds an RSS-capable or a second interface on both
+ * ends.  A channel to an address that does not cross this smbaccel would
+ * escape bind_wait altogether, and one that crosses it ends the session's
+ * acceleration, while across one WAN path a second channel gains little.  So in a session smbaccel may answer,
+ * under multichannel = hide, it answers the query STATUS_NOT_SUPPORTED,
+ * as a server without multichannel may (3.3.5.15.11), and the client
+ * keeps to one connection.  Sessions it may not answer it buffers nothing
+ * of either.
+ */
+enum px_absorb
+px_coh_interfaces(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_ioctl_req io;
+	struct px_session *s;
+	struct px_tree *t;
+	enum px_absorb ab;
+
+	if (h->command != SMB2_IOCTL ||
+	    px_glob()->multichannel != POL_MC_HIDE ||
+	    px_smb2_ioctl_req_decode(e, &io) == -1 ||
+	    io.ctl_code != FSCTL_QUERY_NETWORK_INTERFACE_INFO ||
+	    !(io.flags & SMB2_0_IOCTL_IS_FSCTL) ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    !s->established ||
+	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
+	    !px_ids_fresh(c, h, 0) || !px_may_act(c, s, t, h, e))
+		return PX_AB_FORWARD;
+	if ((ab = px_wb_absorb_status(c, h, NT_STATUS_NOT_SUPPORTED)) ==
+	    PX_AB_FORWARD)
+		return ab;
+	px_stats.requests[SMB2_IOCTL]++;
+	px_stats.interface_queries_hidden++;
+	log_debug("conn=%llu session=0x%llx the client's query for the "
+	    "server's network interfaces answered NOT_SUPPORTED by smbaccel "
+	    "(multichannel = hide)", (unsigned long long)c->id,
+	    (unsigned long long)s->id);
+	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
+	    c->led.window))
+		px_emit_spend_pool(c, false);
+	return ab;
+}
+
 bool
 px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
@@ -334,7 +435,16 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_create_req *cr = NULL;
 	bool busy = false;
 
-	if (t == NULL || px_rt.conns == NULL || px_rt.conns->next == NULL)
+	if (px_rt.conns == NULL || px_rt.conns->next == NULL)
+		return false;
+	if (h->command == SMB2_SESSION_SETUP) {
+		struct smb2_session_setup_req sr;
+
+		return px_smb2_session_setup_req_decode(e, &sr) == 0 &&
+		    (sr.flags & SMB2_SESSION_FLAG_BINDING) &&
+		    bind_wait(c, h->session_id);
+	}
+	if (t == NULL)
 		return false;
 	if (h->command == SMB2_CREATE) {
 		if ((cr = malloc(sizeof(*cr))) == NULL)

@@ -6,6 +6,7 @@
 #define SMBACCEL_COHERENCE_H
 
 #include "proxy/conn_state.h"
+#include "proxy/emit.h"
 
 /* Invalidations and lock marks caused by a request about to reach the
  * server or be absorbed, on this connection and on others. */
@@ -25,6 +26,11 @@ void px_coh_opened(struct px_conn *c, struct px_open *o);
  * of smbaccel's (lease.c, locks.c). */
 bool px_coh_path_locked(struct px_conn *c, const char *share,
     const char *name);
+/* A client's query for the server's network interfaces (the first step
+ * of SMB 3 multichannel) in a session smbaccel may answer, under
+ * multichannel = hide: answered STATUS_NOT_SUPPORTED here (PX_AB_DONE). */
+enum px_absorb px_coh_interfaces(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
 /* Wake connections whose stalled frame waits on other connections. */
 void px_coh_kick_waiters(struct px_conn *c);
 

@@ -132,6 +132,8 @@ static const struct {
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
 	STAT("sessions_expiring", sessions_expiring),
+	STAT("sessions_multichannel", sessions_multichannel),
+	STAT("interface_queries_hidden", interface_queries_hidden),
 	STAT("creates_rewritten", creates_rewritten),
 	STAT("proxy_leases_asked", pl_asked),
 	STAT("proxy_leases_granted", pl_granted),
@@ -418,6 +420,9 @@ conn_note(struct px_conn *c)
 	for (s = c->led.sessions; s; s = s->next)
 		if (s->keyed && s->expiring)
 			return "ticket-ending";
+	for (s = c->led.sessions; s; s = s->next)
+		if (s->multichannel)
+			return "multichannel";
 	return "-";
 }
 
@@ -507,7 +512,8 @@ conns_dump(FILE *f, bool json)
 				    "%s,\"encrypt\":%s,\"guest\":%s,\"keyed\":%s,"
 				    "\"why_not_keyed\":\"%s\",\"auth\":\"%s\","
 				    "\"server_signs\":\"%s\",\"alters\":\"%s\","
-				    "\"ticket_end\":%lld,\"expiring\":%s}",
+				    "\"ticket_end\":%lld,\"expiring\":%s,"
+				    "\"multichannel\":%s}",
 				    sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
@@ -519,7 +525,7 @@ conns_dump(FILE *f, bool json)
 				    co_signs_name(s->srv_signs),
 				    session_alters(c, s), (long long)(s->kx ?
 				    s->kx->tkt_end : 0), s->expiring ? "true" :
-				    "false");
+				    "false", s->multichannel ? "true" : "false");
 		}
 		fprintf(f, "]");
 		px_upstream_dump(f, &px_link_of(c)->up, px_link_of(c)->srv.fd,

@@ -487,8 +487,11 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	case SMB2_SESSION_SETUP: {
 		struct smb2_session_setup_req sr;
 
-		if (px_smb2_session_setup_req_decode(e, &sr) == 0)
+		if (px_smb2_session_setup_req_decode(e, &sr) == 0) {
 			p->u.sess.security_mode = sr.security_mode;
+			p->u.sess.binding =
+			    (sr.flags & SMB2_SESSION_FLAG_BINDING) != 0;
+		}
 		break;
 	}
 	case SMB2_TREE_CONNECT: {
@@ -707,6 +710,7 @@ on_session_setup(struct px_ledger *l, const struct smb2_hdr *h,
 	    px_smb2_session_setup_rsp_decode(e, &sr) == -1)
 		return;
 	s->established = true;
+	s->multichannel |= p->u.sess.binding;
 	s->guest = (sr.session_flags & SMB2_SESSION_FLAG_IS_GUEST) != 0;
 	s->anonymous = (sr.session_flags & SMB2_SESSION_FLAG_IS_NULL) != 0;
 	s->encrypt = (sr.session_flags & SMB2_SESSION_FLAG_ENCRYPT_DATA) != 0;

@@ -47,6 +47,8 @@ struct px_session {
 	bool keyed;                 /* smbaccel holds the session's keys */
 	bool expiring;              /* its ticket ends within
 	                             * kerberos_expiry_margin: not acted on */
+	bool multichannel;          /* a second connection is bound to it:
+	                             * not acted on (coherence.c) */
 	bool client_seals;          /* its client sent a sealed request:
 	                             * smbaccel's own requests are sealed too */
 	const char *why_not;        /* why not keyed (static string) */
@@ -114,6 +116,7 @@ struct px_pending {
 		} tcon;
 		struct {
 			uint8_t security_mode;
+			bool binding;            /* SMB2_SESSION_FLAG_BINDING */
 			uint8_t preauth[64];     /* hash including this request */
 			void *auth;              /* struct px_ntlm_auth, malloc'd */
 		} sess;

@@ -275,10 +275,11 @@ px_locks_check(struct px_conn *c, const struct smb2_hdr *h,
 	struct px_session *s;
 	struct px_tree *t;
 	struct px_open *o;
-	uint64_t off, charge;
+	uint64_t off;
 	uint32_t len;
 	bool write;
 	enum co_brl_verdict v;
+	enum px_absorb ab;
 
 	if (io_of(c, h, e, &o, &off, &len, &write) == -1 || !o->locked ||
 	    len == 0 || o->closed || !unchecked_by_server(o, write) ||
@@ -296,15 +297,12 @@ px_locks_check(struct px_conn *c, const struct smb2_hdr *h,
 	/* ids the server would take: else it fails the request itself */
 	if (!px_ids_fresh(c, h, len))
 		return PX_AB_FORWARD;
-	charge = px_large_mtu(c) ? h->credit_charge : 1;
-	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+	if ((ab = px_wb_absorb_status(c, h, STATUS_FILE_LOCK_CONFLICT)) ==
+	    PX_AB_FORWARD) {
 		unchecked(c, o, "id pool full", off, len, write);
 		px_emit_spend_pool(c, false);
 		return PX_AB_FORWARD;
 	}
-	if (h->message_id + charge > c->led.cr.client_next)
-		c->led.cr.client_next = h->message_id + charge;
-	c->led.cr.client_outstanding++;
 	px_stats.requests[h->command]++;
 	px_stats.lock_conflicts++;
 	log_debug("conn=%llu share=%s file=%s %s [%llu,+%u) answered "
@@ -312,7 +310,7 @@ px_locks_check(struct px_conn *c, const struct smb2_hdr *h,
 	    px_tree_share(c, o), o->name, write ? "WRITE" : "READ",
 	    (unsigned long long)off, len, v == CO_BRL_LOCKED ? "a lock granted "
 	    "through smbaccel" : "locks past the per-open bound");
-	if (px_wb_answer_status(c, h, STATUS_FILE_LOCK_CONFLICT, 0) == -1)
+	if (ab == PX_AB_FAIL)
 		return PX_AB_FAIL;
 	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window))

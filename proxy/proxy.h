@@ -230,6 +230,10 @@ struct px_stats {
 	                                      * signs answers it need not */
 	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone
 	                                 * before their ticket ended */
+	uint64_t sessions_multichannel; /* sessions left alone since a second
+	                                 * channel was bound to them */
+	uint64_t interface_queries_hidden; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO
+	                                    * answered NOT_SUPPORTED */
 	/* CREATEs rewritten (create.c) and leases smbaccel holds on a
 	 * client's behalf (lease.c, DESIGN.md section 6) */
 	uint64_t creates_rewritten;

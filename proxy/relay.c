@@ -424,6 +424,13 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			if (ar == PX_AB_FAIL)
 				return PX_RC_CLOSE;
 		}
+		if (first.command == SMB2_IOCTL) {
+			ar = px_coh_interfaces(c, &first, &e);
+			if (ar == PX_AB_DONE)
+				return PX_RC_DONE;
+			if (ar == PX_AB_FAIL)
+				return PX_RC_CLOSE;
+		}
 		if (first.command == SMB2_CLOSE && c->stall == PX_STALL_NONE) {
 			/* with its buffered writes, in one compound */
 			ar = px_cmp_close(c, &first, &e);

@@ -416,6 +416,22 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	return px_wb_answer(c, rq->credit, copy, n);
 }
 
+enum px_absorb
+px_wb_absorb_status(struct px_conn *c, const struct smb2_hdr *h,
+    uint32_t status)
+{
+	uint64_t charge = px_large_mtu(c) && h->credit_charge ?
+	    h->credit_charge : 1;
+
+	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1)
+		return PX_AB_FORWARD;
+	if (h->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + charge;
+	c->led.cr.client_outstanding++;
+	return px_wb_answer_status(c, h, status, 0) == 0 ? PX_AB_DONE :
+	    PX_AB_FAIL;
+}
+
 int
 px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
     uint64_t charge, uint32_t st, const uint8_t *data, uint32_t n)
@@ -623,18 +639,13 @@ px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
 	    !px_may_act(c, s, t, h, e))
 		return false;   /* forwarded; the error waits for CLOSE */
-	if (co_pool_add(&c->led.pool, h->message_id,
-	    px_large_mtu(c) ? h->credit_charge : 1) == -1)
-		return false;
 	st = o->failed_status;
+	if ((*rc = px_wb_absorb_status(c, h, st)) == PX_AB_FORWARD)
+		return false;
 	o->failed_status = 0;
 	log_warnx("conn=%llu share=%s file=%s deferred write error 0x%08x "
 	    "reported on %s", (unsigned long long)c->id, px_tree_share(c, o),
 	    o->name, st, px_smb2_cmd_name(h->command));
-	if (h->message_id + 1 > c->led.cr.client_next)
-		c->led.cr.client_next = h->message_id + 1;
-	c->led.cr.client_outstanding++;
-	*rc = px_wb_answer_status(c, h, st, 0) == 0 ? PX_AB_DONE : PX_AB_FAIL;
 	px_emit_spend_pool(c, false);
 	return true;
 }

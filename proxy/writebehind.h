@@ -71,6 +71,12 @@ int px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 /* WRITE success (count) or an error response for an absorbed request. */
 int px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
     uint32_t status, uint32_t count) PX_MUSTCHECK;
+/* Absorb request h (its ids fresh: px_ids_fresh) with an answer of status
+ * alone: its whole CreditCharge goes to the id pool.  PX_AB_FORWARD when
+ * the pool cannot take it (forward it), PX_AB_FAIL when the answer cannot
+ * be sent. */
+enum px_absorb px_wb_absorb_status(struct px_conn *c,
+    const struct smb2_hdr *h, uint32_t status);
 /* A READ served from smbaccel's data (its charge ids already pooled): n
  * bytes and status st, answered and counted as an answered request. */
 int px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,

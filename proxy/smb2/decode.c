@@ -486,6 +486,28 @@ fail:
 	return -1;
 }
 
+/* The fixed part of an IOCTL request (2.2.31); the buffers are not read. */
+int
+px_smb2_ioctl_req_decode(const struct smb2_elem *e, struct smb2_ioctl_req *out)
+{
+	struct px_rd r;
+
+	memset(out, 0, sizeof(*out));
+	if (body_open(e, 57, &r) == -1)
+		goto fail;
+	px_rd_skip(&r, 2);                      /* Reserved */
+	out->ctl_code = px_rd_u32(&r);
+	rd_fileid(&r, &out->file_id);
+	px_rd_skip(&r, 24);     /* input and output offsets, counts, maxima */
+	out->flags = px_rd_u32(&r);
+	if (r.err)
+		goto fail;
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
 /*
  * Only SUCCESS and MORE_PROCESSING_REQUIRED carry this body (3.3.4.4);
  * any other status means an error response, whose StructureSize is also 9,

@@ -130,6 +130,7 @@ const char *px_smb2_cmd_name(uint16_t cmd); /* "WRITE", or "0x0042" style for un
 #define NT_STATUS_ACCESS_DENIED            0xC0000022u
 #define NT_STATUS_DISK_FULL                0xC000007Fu
 #define NT_STATUS_INSUFFICIENT_RESOURCES   0xC000009Au
+#define NT_STATUS_NOT_SUPPORTED            0xC00000BBu
 #define NT_STATUS_FILE_CLOSED              0xC0000128u
 #define NT_STATUS_END_OF_FILE              0xC0000011u
 #define NT_STATUS_CANCELLED                0xC0000120u
@@ -262,6 +263,16 @@ struct smb2_session_setup_req {
 };
 int px_smb2_session_setup_req_decode(const struct smb2_elem *e,
     struct smb2_session_setup_req *out) PX_MUSTCHECK;
+
+struct smb2_ioctl_req {
+	uint32_t ctl_code;
+	uint32_t flags;         /* SMB2_0_IOCTL_IS_FSCTL */
+	struct smb2_fileid file_id;
+};
+int px_smb2_ioctl_req_decode(const struct smb2_elem *e,
+    struct smb2_ioctl_req *out) PX_MUSTCHECK;
+#define SMB2_0_IOCTL_IS_FSCTL 0x00000001u
+#define FSCTL_QUERY_NETWORK_INTERFACE_INFO 0x001401FCu
 
 struct smb2_session_setup_rsp {
 	uint16_t session_flags;

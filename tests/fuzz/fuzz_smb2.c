@@ -56,6 +56,7 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 		struct smb2_oplock_break ob;
 		struct smb2_set_info_req si;
 		struct smb2_lock_req lk;
+		struct smb2_ioctl_req io;
 	} u;
 	struct smb2_fileid fid;
 	uint16_t cmd;
@@ -105,6 +106,7 @@ decode_all(const struct smb2_elem *e, const struct smb2_hdr *h)
 		abort();
 	if (px_smb2_set_info_req_decode(e, &u.si) == 0)
 		inside(e, u.si.buffer, u.si.buffer_len);
+	rc |= px_smb2_ioctl_req_decode(e, &u.io);
 	if (px_smb2_lock_req_decode(e, &u.lk) == 0) {
 		struct smb2_lock_elem el;
 		uint16_t i;

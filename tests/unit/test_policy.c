@@ -154,6 +154,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_EQUAL(g->tproxy_mark, 1);
 	CU_ASSERT_EQUAL(g->tproxy_table, 100);
 	CU_ASSERT_EQUAL(g->drain_timeout_ms, 60000);
+	CU_ASSERT_EQUAL(g->multichannel, POL_MC_HIDE);
 }
 
 /* ---- good files ------------------------------------------------------- */
@@ -406,7 +407,7 @@ test_modes_and_addresses(void)
 	    "idle_timeout = 5m\n"
 	    "drain_timeout = 1h\n"
 	    "secrets = /etc/smbaccel/secrets\n"
-	    "log_level = debug\n");
+	    "log_level = debug\nmultichannel = relay\n");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
 	g = pol_global(cfg);
 	CU_ASSERT_EQUAL(g->mode, POL_MODE_TPROXY);
@@ -428,6 +429,7 @@ test_modes_and_addresses(void)
 	CU_ASSERT_EQUAL(g->drain_timeout_ms, 3600000);
 	CU_ASSERT_STRING_EQUAL(g->secrets, "/etc/smbaccel/secrets");
 	CU_ASSERT_EQUAL(g->log_level, POL_LOG_DEBUG);
+	CU_ASSERT_EQUAL(g->multichannel, POL_MC_RELAY);
 	pol_free(cfg);
 
 	/* transparent and tproxy do not need upstream */
@@ -545,6 +547,7 @@ test_bad_values(void)
 		{ "mode = reverse", "not one of forward, transparent, tproxy" },
 		{ "log_level = verbose",
 		  "not one of error, warn, info, debug" },
+		{ "multichannel = off", "'off' is not one of hide, relay" },
 		{ "mode =", "bad value for 'mode': empty value" },
 		{ "max_connections = -1", "'-1' is not a number" },
 		{ "max_connections = 1e3", "not a number" },

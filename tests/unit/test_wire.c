@@ -455,6 +455,24 @@ mk_set_info(uint8_t *b)
 	return 104;
 }
 
+/* IOCTL request (2.2.31), 120 bytes, no buffers: CtlCode @68, FileId @72
+ * (all FF), MaxOutputResponse @108, Flags @112 (FSCTL). */
+static size_t
+mk_ioctl_req(uint8_t *b)
+{
+	uint8_t *p = b + 64;
+
+	mk_hdr(b, SMB2_IOCTL, 0, 0);
+	px_put_u16(p, 57);
+	px_put_u32(p + 4, FSCTL_QUERY_NETWORK_INTERFACE_INFO);
+	memset(p + 8, 0xFF, 16);
+	px_put_u32(p + 24, 120);
+	px_put_u32(p + 36, 120);
+	px_put_u32(p + 44, 65536);
+	px_put_u32(p + 48, SMB2_0_IOCTL_IS_FSCTL);
+	return 120;
+}
+
 /* ---- decoder wrappers (uniform signature for the tables) --------------- */
 
 #define WRAP(fn, type)							\
@@ -480,12 +498,13 @@ WRAP(write_req, smb2_write_req)
 WRAP(write_rsp, smb2_write_rsp)
 WRAP(oplock_break, smb2_oplock_break)
 WRAP(set_info_req, smb2_set_info_req)
+WRAP(ioctl_req, smb2_ioctl_req)
 
 enum sample_id {
 	S_NEG_REQ, S_NEG_RSP, S_SESS_REQ, S_SESS_RSP, S_TCON_REQ, S_TCON_RSP,
 	S_CREATE_REQ, S_CREATE_RSP, S_CLOSE, S_FLUSH, S_READ_REQ, S_READ_RSP,
 	S_WRITE_REQ, S_WRITE_RSP, S_OPLOCK_BRK, S_LEASE_BRK, S_LEASE_ACK,
-	S_SET_INFO,
+	S_SET_INFO, S_IOCTL,
 };
 
 static const struct sample {
@@ -516,6 +535,7 @@ static const struct sample {
 	[S_LEASE_BRK] = { "lease break", mk_lease_brk, w_oplock_break, 108 },
 	[S_LEASE_ACK] = { "lease ack", mk_lease_ack, w_oplock_break, 100 },
 	[S_SET_INFO] = { "set_info req", mk_set_info, w_set_info_req, 104 },
+	[S_IOCTL] = { "ioctl req", mk_ioctl_req, w_ioctl_req, 120 },
 };
 
 /* Decode a copy of exactly len bytes, so that ASan catches over-reads. */
@@ -1155,6 +1175,7 @@ test_io_valid(void)
 	struct smb2_write_req wq;
 	struct smb2_write_rsp wr;
 	struct smb2_set_info_req si;
+	struct smb2_ioctl_req io;
 	size_t n;
 
 	elem_of(&e, b, mk_close_req(b));
@@ -1210,6 +1231,12 @@ test_io_valid(void)
 	CU_ASSERT_EQUAL(si.buffer_len, 8);
 	CU_ASSERT_TRUE(px_fileid_eq(&si.file_id, &FID));
 	CU_ASSERT_EQUAL(px_get_u64(si.buffer), 777);
+
+	elem_of(&e, b, mk_ioctl_req(b));
+	CU_ASSERT_EQUAL_FATAL(px_smb2_ioctl_req_decode(&e, &io), 0);
+	CU_ASSERT_EQUAL(io.ctl_code, FSCTL_QUERY_NETWORK_INTERFACE_INFO);
+	CU_ASSERT_EQUAL(io.flags, SMB2_0_IOCTL_IS_FSCTL);
+	CU_ASSERT_TRUE(px_fileid_is_related(&io.file_id));
 }
 
 /* LOCK request (2.2.26) with n elements of 24 bytes from body offset 24:
