@@ -353,6 +353,7 @@ bind_wait(struct px_conn *c, uint64_t sid)
 
 	for (x = px_rt.conns; x; x = x->next) {
 		struct px_session *s;
+		struct px_open *o;
 
 		if (x == c || x->state == PX_CONN_CLOSED ||
 		    !px_same_server(c, x) ||
@@ -370,6 +371,10 @@ bind_wait(struct px_conn *c, uint64_t sid)
 		}
 		if (flush_opens(x, sid, NULL, NULL, false))
 			busy = true;
+		/* never served again: give the memory back */
+		for (o = x->led.opens; o; o = o->next)
+			if (o->session_id == sid)
+				px_ra_drop(o, PX_RA_PEER);
 	}
 	if (busy)
 		c->stall = PX_STALL_PEERS;

@@ -22,6 +22,8 @@
 #    the second's overwrite of a region it had read ahead; the second reads
 #    the first's append; the second closes the first's handles;
 #  - the file on smbd's disk is what both channels wrote (sha256);
+#  - the first channel's read-ahead copy is dropped at the binding
+#    (ra_invalidations peer);
 #  - smbaccel logged why it stopped acting on the session, counted it
 #    (sessions_multichannel), and `conns` notes both connections
 #    multichannel (`conns --json`: the session's "multichannel": true);
@@ -94,6 +96,7 @@ for c in json.load(sys.stdin)["conns"]:
 print(n)')
 	[ "$j" = 2 ] || fail "conns --json: $j connections with the session \"multichannel\": true, want 2"
 	[ "$(ctl conns | grep -c ' multichannel$')" = 2 ] || fail "conns: not two connections noted multichannel"
+	[ "$(stat_get ra_invalidations.peer)" -ge 1 ] || fail "the first channel's read-ahead copy was not dropped at the binding"
 	info "both channels' connections say multichannel (conns, conns --json)"
 }
 after_bind() {
