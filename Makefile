@@ -169,7 +169,8 @@ bench: deps
 bench-crypto: all
 	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
 
-# only Kerberos-keyed 1 KiB writes over 20 ms / 100 Mbit/s (tests/bench/krb)
+# only Kerberos-keyed sessions over 20 ms / 100 Mbit/s: 1 KiB writes and the
+# document workloads (tests/bench/krb)
 bench-krb: all
 	bash tests/bench/krb $(BENCH_KRB_ARGS)
 

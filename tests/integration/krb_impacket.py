@@ -6,6 +6,7 @@ AP-REQ and its own SMB2/3 signing.
     krb_impacket.py [options] write PATH SIZE SEED
     krb_impacket.py [options] verify PATH SIZE SEED
     krb_impacket.py [options] --every SECS pace PATH SIZE SEED
+    krb_impacket.py [options] save PATH SIZE SEED
 
 write: PATH gets SIZE bytes of the pattern of SEED in --wsize writes
 (default 1024), one request each, then closed; prints "sha256=HEX".
@@ -16,6 +17,12 @@ the first write that fails; prints "acked=N" (the bytes of the writes the
 server side answered with success, a prefix of the pattern), then the
 failure ("failed=STATUS") if one came, then closes what it can.  Exit 0
 either way: the caller compares N with what landed.
+save: an Office-style save of the existing document PATH (SIZE bytes of
+the pattern of SEED): write ~$PATH.tmp in --wsize writes, close it, rename
+PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
+rename and the delete an open, a SET_INFO and a CLOSE on the same tree;
+prints "bytes=N seconds=S MBps=M ops=N" (seconds: the whole sequence, as
+tests/bench/docbench.py save counts it) and "sha256=HEX" of what it wrote.
 
 The cifs/FQDN ticket comes from the credential cache ($KRB5CCNAME; fetch
 it with kvno): impacket's own TGS-REQ is refused by Samba 4.17's KDC
@@ -46,6 +53,50 @@ def pattern(size, seed):
     return random.Random(seed).randbytes(size)
 
 
+def set_info(conn, tid, fid, cls, blob):
+    conn._SMBConnection.setInfo(tid, fid, blob, infoType=s3.SMB2_0_INFO_FILE,
+                                fileInfoClass=cls)
+
+
+def reopen(conn, tid, path, options=0):
+    """PATH opened for DELETE and its attributes (a rename's or a delete's
+    open, as Windows makes it)."""
+    return conn._SMBConnection.create(
+        tid, path, s3.DELETE | s3.FILE_READ_ATTRIBUTES,
+        s3.FILE_SHARE_READ | s3.FILE_SHARE_WRITE | s3.FILE_SHARE_DELETE,
+        options, s3.FILE_OPEN, 0)
+
+
+def rename(conn, tid, path, to):
+    fid = reopen(conn, tid, path)
+    try:
+        r = s3.FILE_RENAME_INFORMATION_TYPE_2()
+        r["ReplaceIfExists"] = 0
+        r["RootDirectory"] = 0
+        r["FileNameLength"] = len(to) * 2
+        r["FileName"] = to.encode("utf-16le")
+        set_info(conn, tid, fid, s3.SMB2_FILE_RENAME_INFO, r)
+    finally:
+        conn.closeFile(tid, fid)
+
+
+def save(conn, tid, path, data, wsize):
+    tmp, bak = "~$%s.tmp" % path, "%s.bak" % path
+    t0 = time.monotonic()
+    fid = conn.createFile(tid, tmp, creationDisposition=s3.FILE_CREATE)
+    for off in range(0, len(data), wsize):
+        conn.writeFile(tid, fid, data[off:off + wsize], off)
+    conn.closeFile(tid, fid)
+    rename(conn, tid, path, bak)
+    rename(conn, tid, tmp, path)
+    conn.closeFile(tid, reopen(conn, tid, bak, s3.FILE_NON_DIRECTORY_FILE |
+                                s3.FILE_DELETE_ON_CLOSE))
+    secs = time.monotonic() - t0
+    ops = (len(data) + wsize - 1) // wsize + 10
+    print("bytes=%d seconds=%.6f MBps=%.3f ops=%d" % (len(data), secs, len(data) / secs / 1e6, ops))
+    print("sha256=%s" % hashlib.sha256(data).hexdigest())
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", required=True)
@@ -59,7 +110,7 @@ def main():
     ap.add_argument("--wsize", type=int, default=1024)
     ap.add_argument("--rsize", type=int, default=4096)
     ap.add_argument("--every", type=float, default=0.1)
-    ap.add_argument("op", choices=("write", "verify", "pace"))
+    ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
     ap.add_argument("seed", type=int)
@@ -83,7 +134,9 @@ def main():
         conn._SMBConnection.kerberosLogin(a.user, "", a.realm, TGS=tgs,
                                           mutualAuth=a.mutual)
         tid = conn.connectTree(a.share)
-        if a.op == "pace":
+        if a.op == "save":
+            save(conn, tid, a.path, data, a.wsize)
+        elif a.op == "pace":
             fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
             acked = 0
             failed = None
