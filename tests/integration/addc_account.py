@@ -11,6 +11,11 @@ namespace, with the DC's smb.conf).
         the password_hash module's bypass control (it accepts a blob
         without that package, not one with fewer keys in it)
 
+    addc_account.py SMB_CONF ACCOUNT groups N
+        create the global security groups ACCOUNT-g0 .. ACCOUNT-g(N-1)
+        that do not exist yet, with ACCOUNT a member of each (a large PAC
+        in its tickets, as a user in many groups of a Windows domain has)
+
 ACCOUNT is a sAMAccountName (e.g. DC1$).
 """
 import binascii
@@ -73,15 +78,30 @@ def rc4_only(db, acct):
     db.modify(m, controls=["local_oid:%s:0" % dsdb.DSDB_CONTROL_BYPASS_PASSWORD_HASH_OID])
 
 
+def groups(db, acct, n):
+    member = str(find(db, acct, ["dn"]).dn)
+    have = len(db.search(base=db.domain_dn(), scope=ldb.SCOPE_SUBTREE,
+                         expression="(sAMAccountName=%s-g*)" % ldb.binary_encode(acct),
+                         attrs=["dn"]))
+    for i in range(have, n):
+        name = "%s-g%d" % (acct, i)
+        dn = "CN=%s,CN=Users,%s" % (name, db.domain_dn())
+        # one transaction a group: the group with its member
+        db.add({"dn": dn, "objectClass": "group", "sAMAccountName": name,
+                "member": [member]})
+
+
 def main():
-    if len(sys.argv) < 4 or sys.argv[3] not in ("enctypes", "rc4-only") or \
-            (sys.argv[3] == "enctypes" and len(sys.argv) != 5):
+    if len(sys.argv) < 4 or sys.argv[3] not in ("enctypes", "rc4-only", "groups") or \
+            (sys.argv[3] in ("enctypes", "groups") and len(sys.argv) != 5):
         sys.exit(__doc__)
     lp = LoadParm()
     lp.load(sys.argv[1])
     db = SamDB(url=lp.samdb_url(), lp=lp, session_info=system_session())
     if sys.argv[3] == "enctypes":
         enctypes(db, sys.argv[2], sys.argv[4])
+    elif sys.argv[3] == "groups":
+        groups(db, sys.argv[2], int(sys.argv[4]))
     else:
         rc4_only(db, sys.argv[2])
 

@@ -33,6 +33,7 @@
 #   addc_keytab FILE [PRINCIPAL]   samba-tool domain exportkeytab, root 0600
 #   addc_rc4_only ACCOUNT          drop ACCOUNT's AES keys: its tickets
 #                                  are then in its rc4-hmac key
+#   addc_groups ACCOUNT N          ACCOUNT in N new groups (a large PAC)
 #   addc_svc_account NAME ENCTYPES KEYTAB   a user account NAME with the SPN
 #                                  cifs/NAME.<the DC's domain>, limited to
 #                                  ENCTYPES (msDS-SupportedEncryptionTypes),
@@ -390,6 +391,13 @@ addc_rc4_only() {
 addc_enctypes() {
 	_addc_mnt /usr/bin/python3 "$TESTS_DIR/addc_account.py" "$ADDC_CONF" "$1" enctypes "$2" ||
 	    fail "cannot set msDS-SupportedEncryptionTypes of $1"
+}
+
+# addc_groups ACCOUNT N: ACCOUNT made a member of N new global groups
+# (ACCOUNT-g0 ..): a PAC of about 8 bytes a group in its tickets
+addc_groups() {
+	_addc_mnt /usr/bin/python3 "$TESTS_DIR/addc_account.py" "$ADDC_CONF" "$1" groups "$2" ||
+	    fail "cannot put $1 in $2 groups"
 }
 
 # addc_bed: namespaces, the DC, the users, krb5.conf files and one TGT.
