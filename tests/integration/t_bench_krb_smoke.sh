@@ -6,7 +6,7 @@
 # SMB3_11, 20 x 1 KiB direct and 4 MiB in 1 KiB writes through smbaccel
 # holding the DC's keytab, and the users' workloads at tiny sizes (a
 # document opened with 20 reads and reopened, mput of 5 files, a save of
-# a 1 MiB document; the save signed only).  Asserts only that the bench
+# a 1 MiB document (signed only), a listing of 50 files).  Asserts only that the bench
 # exited 0 (it exits 1 on a failed run, wrong data on the DC's disk or a
 # session that was not keyed with Kerberos and signed/sealed), and that
 # every row has its figures, data ok, the DC's view of the session
@@ -18,7 +18,7 @@
 require_smbaccel "the Kerberos WAN bench"
 
 TMPDIR=$T bash "$TOP/tests/bench/krb" --configs signed,sealed --mib 4 --direct-count 20 \
-    --workloads w1k,doc,docre,mputflat,save --doc-count 20 --files 5 \
+    --workloads w1k,doc,docre,mputflat,save,list --doc-count 20 --files 5 --list-files 50 \
     > "$T/bench.out" 2>&1
 rc=$?
 grep -v '^[0-9:.]* smbaccel\[' "$T/bench.out"
@@ -67,11 +67,11 @@ for cfg in ("signed", "sealed"):
 # the users' workloads: config dialect rep workload path seconds stats (data)
 doc = {}
 for line in open(sys.argv[1]):
-    m = re.match(r"^(signed|sealed) +SMB3_11 +1 +(doc|docre|mputflat|save) +(direct|smbaccel) +(\S+) +(.*)$", line)
+    m = re.match(r"^(signed|sealed) +SMB3_11 +1 +(doc|docre|mputflat|save|list) +(direct|smbaccel) +(\S+) +(.*)$", line)
     if m:
         doc[m.group(1, 2, 3)] = (m.group(4), m.group(5))
 for cfg in ("signed", "sealed"):
-    for wl in ("doc", "docre", "mputflat", "save"):
+    for wl in ("doc", "docre", "mputflat", "save", "list"):
         if cfg == "sealed" and wl == "save":
             continue
         for via in ("direct", "smbaccel"):
@@ -102,7 +102,7 @@ sys.exit(1 if bad else 0)
 EOF
 grep -q '^signed SMB3_11: through smbaccel [0-9.]* MB/s .*smbaccel / direct = [0-9]*x' "$T/bench.out" ||
     fail "no summary line for signed SMB3_11"
-for w in doc docre mputflat save; do
+for w in doc docre mputflat save list; do
 	grep -q "^signed SMB3_11 $w: through smbaccel [0-9.]* s median, direct [0-9.]* s: [0-9.]*x as fast as direct" "$T/bench.out" ||
 	    fail "no summary line for signed SMB3_11 $w"
 done
