@@ -17,9 +17,9 @@ the first write that fails; prints "acked=N" (the bytes of the writes the
 server side answered with success, a prefix of the pattern), then the
 failure ("failed=STATUS") if one came, then closes what it can.  Exit 0
 either way: the caller compares N with what landed.
-save: an Office-style save of the existing document PATH (SIZE bytes of
-the pattern of SEED): write ~$PATH.tmp in --wsize writes, close it, rename
-PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
+save: an Office-style save of the existing document PATH: write SIZE
+bytes of the pattern of SEED to ~$PATH.tmp in --wsize writes, close it,
+rename PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
 rename and the delete an open, a SET_INFO and a CLOSE on the same tree;
 prints "bytes=N seconds=S MBps=M ops=N" (seconds: the whole sequence, as
 tests/bench/docbench.py save counts it) and "sha256=HEX" of what it wrote.
