@@ -164,6 +164,10 @@ px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 	 * the write-behind timer flushes its buffers at that instant) */
 	if (px_keyed_expiring(c, s))
 		return false;
+	/* the server has expired it: whatever smbaccel answered now would
+	 * be refused upstream (px_wb_expiry_seen) */
+	if (s->srv_expired)
+		return false;
 	if (c->cur_encrypted) {
 		/* sealed: answered sealed under the same session's key */
 		if (!s->keyed || c->cur_enc_sid != s->id)

@@ -132,6 +132,7 @@ static const struct {
 	STAT("bad_signatures", bad_signatures),
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
 	STAT("sessions_expiring", sessions_expiring),
+	STAT("sessions_server_expired", sessions_server_expired),
 	STAT("sessions_multichannel", sessions_multichannel),
 	STAT("interface_queries_hidden", interface_queries_hidden),
 	STAT("creates_rewritten", creates_rewritten),
@@ -421,6 +422,9 @@ conn_note(struct px_conn *c)
 		if (s->keyed && s->expiring)
 			return "ticket-ending";
 	for (s = c->led.sessions; s; s = s->next)
+		if (s->srv_expired)
+			return "session-expired";
+	for (s = c->led.sessions; s; s = s->next)
 		if (s->multichannel)
 			return "multichannel";
 	return "-";
@@ -513,7 +517,7 @@ conns_dump(FILE *f, bool json)
 				    "\"why_not_keyed\":\"%s\",\"auth\":\"%s\","
 				    "\"server_signs\":\"%s\",\"alters\":\"%s\","
 				    "\"ticket_end\":%lld,\"expiring\":%s,"
-				    "\"multichannel\":%s}",
+				    "\"server_expired\":%s,\"multichannel\":%s}",
 				    sf ? "" : ",",
 				    (unsigned long long)s->id,
 				    s->signing_required ? "true" : "false",
@@ -525,7 +529,8 @@ conns_dump(FILE *f, bool json)
 				    co_signs_name(s->srv_signs),
 				    session_alters(c, s), (long long)(s->kx ?
 				    s->kx->tkt_end : 0), s->expiring ? "true" :
-				    "false", s->multichannel ? "true" : "false");
+				    "false", s->srv_expired ? "true" : "false",
+				    s->multichannel ? "true" : "false");
 		}
 		fprintf(f, "]");
 		px_upstream_dump(f, &px_link_of(c)->up, px_link_of(c)->srv.fd,

@@ -47,6 +47,12 @@ struct px_session {
 	bool keyed;                 /* smbaccel holds the session's keys */
 	bool expiring;              /* its ticket ends within
 	                             * kerberos_expiry_margin: not acted on */
+	bool srv_expired;           /* the server answered one of its requests
+	                             * STATUS_NETWORK_SESSION_EXPIRED: not
+	                             * acted on, its buffers held, until a
+	                             * re-authentication succeeds */
+	bool srv_reauth;            /* ... and the client's re-authentication
+	                             * is on its way */
 	bool multichannel;          /* a second connection is bound to it:
 	                             * not acted on (coherence.c) */
 	bool client_seals;          /* its client sent a sealed request:

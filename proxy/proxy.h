@@ -230,6 +230,9 @@ struct px_stats {
 	                                      * signs answers it need not */
 	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone
 	                                 * before their ticket ended */
+	uint64_t sessions_server_expired; /* sessions the server said had
+	                                   * expired (left alone until the
+	                                   * client re-authenticated) */
 	uint64_t sessions_multichannel; /* sessions left alone since a second
 	                                 * channel was bound to them */
 	uint64_t interface_queries_hidden; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO

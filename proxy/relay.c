@@ -83,7 +83,20 @@ must_wait(struct px_conn *c, const struct smb2_hdr *h,
 {
 	struct smb2_fileid fid;
 	struct px_open *o;
+	struct px_session *s = px_session_find(&c->led, h->session_id);
 
+	if (s != NULL && s->srv_expired) {
+		if (h->command == SMB2_SESSION_SETUP)
+			s->srv_reauth = true;
+		/* the server refuses all but these in an expired session
+		 * (MS-SMB2 3.3.5.2.9): the rest observe nothing, and what is
+		 * held waits for the re-authentication (px_wb_expiry_seen)
+		 * instead of being refused too */
+		else if (!compound && !s->srv_reauth &&
+		    h->command != SMB2_CLOSE && h->command != SMB2_LOCK &&
+		    h->command != SMB2_LOGOFF)
+			return false;
+	}
 	if (!compound && harmless(h->command))
 		return false;
 	if (!compound && file_scoped(h->command) &&
@@ -729,6 +742,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
 		    &interim);
+		px_wb_expiry_seen(c, &h, p, interim);
 		/* what the session's server signs decides what may be
 		 * altered (alter.c) */
 		px_alter_learn(c, &h, p, interim, sealed_id != 0);

@@ -713,6 +713,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
 	struct px_session *s;
 	const char *why;
+	uint32_t st;
 
 	wb_account(c, -(int64_t)p->u.io.length);
 	if (o) {
@@ -728,6 +729,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	px_stats.deferred_errors++;
 	s = px_session_find(&c->led, h->session_id);
+	st = h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status;
 	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED)
 		why = "";
 	else if (s != NULL && s->keyed && s->kx != NULL && s->kx->tkt_end != 0)
@@ -738,20 +740,64 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 		    "kerberos_expiry_margin in smbaccel.conf(5))";
 	else
 		why = " (the server expired the session: its Kerberos ticket "
-		    "ended before smbaccel stopped buffering; without the "
+		    "ended while this write was on its way; without the "
 		    "server's keytab smbaccel cannot know when a ticket ends, "
-		    "see kerberos_expiry_margin in smbaccel.conf(5))";
+		    "see keytab in smbaccel.conf(5))";
+	/*
+	 * A status that tells the client to recover and send the request
+	 * again (an expired session: re-authenticate and retry, MS-SMB2
+	 * 3.2.5.1.6; a deleted session or tree: set it up again) would have
+	 * it retry the later request it came on and go on as if nothing was
+	 * lost.  The loss is reported as what it is instead.
+	 */
+	if (st == NT_STATUS_NETWORK_SESSION_EXPIRED ||
+	    st == NT_STATUS_USER_SESSION_DELETED ||
+	    st == NT_STATUS_NETWORK_NAME_DELETED)
+		st = NT_STATUS_LOST_WRITEBEHIND_DATA;
 	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
-	    "write failed status=0x%08x: acknowledged data lost, error %s%s",
-	    (unsigned long long)c->id, o ? px_tree_share(c, o) : "?",
-	    o && o->name ? o->name : "?",
+	    "write failed status=0x%08x: acknowledged data lost, error "
+	    "0x%08x %s%s", (unsigned long long)c->id,
+	    o ? px_tree_share(c, o) : "?", o && o->name ? o->name : "?",
 	    (unsigned long long)p->u.io.offset, p->u.io.length,
 	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status,
-	    p->in_compound ? "reported on the CLOSE it was sent with" :
+	    st, p->in_compound ? "reported on the CLOSE it was sent with" :
 	    "deferred to the next WRITE, FLUSH or CLOSE", why);
 	if (o && !o->failed_status)
-		o->failed_status = h->status == NT_STATUS_SUCCESS ?
-		    NT_STATUS_DISK_FULL : h->status;
+		o->failed_status = st;
+}
+
+void
+px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, bool interim)
+{
+	struct px_session *s;
+
+	if (p == NULL || interim || p->command != h->command ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    !s->established)
+		return;
+	if (h->command == SMB2_SESSION_SETUP) {
+		if (h->status != NT_STATUS_MORE_PROCESSING_REQUIRED)
+			s->srv_reauth = false;
+		if (h->status != NT_STATUS_SUCCESS || !s->srv_expired)
+			return;
+		s->srv_expired = false;
+		log_info("conn=%llu session=0x%llx re-authenticated after the "
+		    "server expired it: acted on again, what was held is "
+		    "flushed", (unsigned long long)c->id,
+		    (unsigned long long)s->id);
+		px_relay_ops->arm_timer(c);
+		return;
+	}
+	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED || s->srv_expired)
+		return;
+	s->srv_expired = true;
+	px_stats.sessions_server_expired++;
+	log_info("conn=%llu session=0x%llx the server expired the session "
+	    "(STATUS_NETWORK_SESSION_EXPIRED to a %s): not acted on, its "
+	    "buffered writes held, until the client re-authenticates",
+	    (unsigned long long)c->id, (unsigned long long)s->id,
+	    px_smb2_cmd_name(h->command));
 }
 
 /* ---- timers and teardown ------------------------------------------------------- */
@@ -773,9 +819,14 @@ px_wb_timer(struct px_conn *c, double now_ms)
 		t = px_tree_find(&c->led, o->session_id, o->tree_id);
 		idle = o->wb.last_ms + (t ? t->policy.flush_idle_ms : 200);
 		age = o->wb.first_ms + (t ? t->policy.flush_max_age_ms : 2000);
+		s = px_session_find(&c->led, o->session_id);
+		/* expired by the server: every WRITE would be refused until
+		 * the client re-authenticates, which re-arms this timer
+		 * (px_wb_expiry_seen) */
+		if (s != NULL && s->srv_expired)
+			continue;
 		/* a Kerberos ticket about to end: nothing may stay buffered
 		 * past the margin, whatever flush_idle and flush_max_age say */
-		s = px_session_find(&c->led, o->session_id);
 		if (s != NULL && px_keyed_expiring(c, s)) {
 			px_wb_flush_open(c, o, CO_FLUSH_EXPIRY);
 			flushed = true;

@@ -96,6 +96,14 @@ int px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
 /* A proxy WRITE answered. */
 void px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p);
+/*
+ * The server's word on a session's life, from each of its answers: an
+ * answer STATUS_NETWORK_SESSION_EXPIRED marks the session expired (not
+ * acted on, its buffers held rather than flushed into refusals); a
+ * successful re-authentication ends that and flushes what was held.
+ */
+void px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p, bool interim);
 /* Idle/age flushes; the next deadline (ms) or 0. */
 double px_wb_timer(struct px_conn *c, double now_ms);
 /* Log what a closed connection loses and give its memory back. */

@@ -137,6 +137,8 @@ const char *px_smb2_cmd_name(uint16_t cmd); /* "WRITE", or "0x0042" style for un
 #define NT_STATUS_NETWORK_NAME_DELETED     0xC00000C9u
 #define NT_STATUS_UNEXPECTED_IO_ERROR      0xC00000E9u
 #define NT_STATUS_NETWORK_SESSION_EXPIRED  0xC000035Cu
+#define NT_STATUS_USER_SESSION_DELETED     0xC0000203u
+#define NT_STATUS_LOST_WRITEBEHIND_DATA    0xC0000222u
 
 struct smb2_hdr {
 	uint16_t credit_charge;

@@ -16,7 +16,14 @@ pace: as write, one --wsize write every --every seconds, on until SIZE or
 the first write that fails; prints "acked=N" (the bytes of the writes the
 server side answered with success, a prefix of the pattern), then the
 failure ("failed=STATUS") if one came, then closes what it can.  Exit 0
-either way: the caller compares N with what landed.
+either way: the caller compares N with what landed.  With --reauth-cc
+CC, a write refused with STATUS_NETWORK_SESSION_EXPIRED is handled as
+MS-SMB2 3.2.5.1.6 says a client must: the session is re-authenticated
+(a SESSION_SETUP on its SessionId, with the cifs/ ticket of CC; after
+--reauth-delay seconds, the time a client may take to get a ticket) and
+the write sent again; prints "reauth acked=N" each time.  --tcon-every K:
+a TREE_CONNECT to IPC$ after every K writes (a request that reads no
+file, so a proxy need not write back before it; retried the same way).
 save: an Office-style save of the existing document PATH: write SIZE
 bytes of the pattern of SEED to ~$PATH.tmp in --wsize writes, close it,
 rename PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
@@ -110,6 +117,9 @@ def main():
     ap.add_argument("--wsize", type=int, default=1024)
     ap.add_argument("--rsize", type=int, default=4096)
     ap.add_argument("--every", type=float, default=0.1)
+    ap.add_argument("--reauth-cc")
+    ap.add_argument("--reauth-delay", type=float, default=0)
+    ap.add_argument("--tcon-every", type=int, default=0)
     ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
@@ -140,12 +150,33 @@ def main():
             fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
             acked = 0
             failed = None
+            writes = 0
             while acked < a.size:
                 try:
+                    if a.tcon_every and writes and writes % a.tcon_every == 0:
+                        # impacket answers a share it knows from its own
+                        # table: forget IPC$ so that a request goes out
+                        t = conn._SMBConnection._Session["TreeConnectTable"]
+                        if "IPC$" in t:
+                            t.pop(t.pop("IPC$")["TreeConnectId"], None)
+                        conn.connectTree("IPC$")
                     conn.writeFile(tid, fid, data[acked:acked + a.wsize], acked)
                 except Exception as e:  # SessionError: the server's status
+                    if a.reauth_cc and "STATUS_NETWORK_SESSION_EXPIRED" in str(e):
+                        time.sleep(a.reauth_delay)
+                        os.environ["KRB5CCNAME"] = a.reauth_cc
+                        _, _, _, tgs2 = CCache.parseFile(a.realm, a.user,
+                                                         "cifs/%s" % a.host)
+                        # the session's SessionId stays in the header: a
+                        # re-authentication, not a new session
+                        conn._SMBConnection.kerberosLogin(a.user, "", a.realm,
+                                                          TGS=tgs2)
+                        print("reauth acked=%d" % acked)
+                        sys.stdout.flush()
+                        continue
                     failed = e
                     break
+                writes += 1
                 acked += min(a.wsize, a.size - acked)
                 time.sleep(a.every)
             print("acked=%d" % acked)
