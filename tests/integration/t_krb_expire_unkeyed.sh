@@ -116,7 +116,7 @@ pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viaproxy > "$T/prox
 p1=$!
 pace in_dir "$T/dir.cc" "$T/dir2.cc" "$ADDC_MEM_DIR_IP" 445 direct > "$T/direct.out" 2>&1 &
 p2=$!
-KSHARE=held pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viaheld \
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viaheld \
     --share held --tcon-every 2 --reauth-delay 3 > "$T/held.out" 2>&1 &
 p3=$!
 BG_PIDS="$BG_PIDS $p1 $p2 $p3"
