@@ -124,7 +124,7 @@ BG_PIDS="$BG_PIDS $p1 $p2 $p3"
 sleep 5
 ctl conns --json > "$T/conns.json"
 wait "$p1"; wait "$p2"; wait "$p3"
-info "both clients done after $(elapsed "$t0") s"
+info "the three clients done after $(elapsed "$t0") s"
 snap u-1
 deltas u-0 u-1
 tail -n +"$((lines0 + 1))" "$PROXY_LOG" > "$T/run.log"
