@@ -38,6 +38,9 @@
 #                                  DC's file against $ref, every session
 #                                  keyed
 #   keys_of KEYTAB                 "KVNO PRINCIPAL ENCTYPE KEYHEX" lines, sorted
+#   krb_cc NSFUNC CC SECONDS       a credential cache CC of its own in that
+#                                  namespace: a TGT of SECONDS and the
+#                                  cifs/$KHOST ticket; klist in CC.klist
 # The clients talk to //$KHOST (default $ADDC_FQDN)/$KSHARE (default share).
 . "$TESTS_DIR/addc_lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
@@ -325,4 +328,13 @@ ksmbdd_cycle() {
 	grep -v ' tree=no keyed=false why=not-needed' "$T/$l.smbdd.sessions" |
 	    grep -v ' keyed=true why=- auth=kerberos$' && fail "$l: an smbdd session was not keyed (above)"
 	return 0
+}
+
+krb_cc() {
+	local fn=$1 cc=$2 life=$3 out
+	out=$(printf '%s\n' "$ADDC_PASS" | $fn env KRB5CCNAME="FILE:$cc" \
+	    kinit -l "${life}s" "$ADDC_USER@$ADDC_REALM" 2>&1) || fail "kinit -l ${life}s: $out"
+	out=$($fn env KRB5CCNAME="FILE:$cc" kvno "cifs/${KHOST:-$ADDC_FQDN}" 2>&1) ||
+	    fail "kvno cifs/${KHOST:-$ADDC_FQDN}: $out; $(date); $($fn env KRB5CCNAME="FILE:$cc" klist 2>&1)"
+	$fn env KRB5CCNAME="FILE:$cc" klist > "$cc.klist"
 }

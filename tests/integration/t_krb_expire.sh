@@ -65,15 +65,6 @@ KRB_WB=always KRB_RA=always krb_proxy "kerberos_expiry_margin = ${MARGIN}s"
 seed=$((RANDOM * 32768 + RANDOM + 1))
 info "seed $seed, ticket lifetime $LIFE s, margin $MARGIN s"
 
-# a credential cache of its own with a short ticket, in each namespace
-short_cc() {
-	local fn=$1 cc=$2 out
-	out=$(printf '%s\n' "$ADDC_PASS" | $fn env KRB5CCNAME="FILE:$cc" \
-	    kinit -l "${LIFE}s" "$ADDC_USER@$ADDC_REALM" 2>&1) || fail "kinit -l ${LIFE}s: $out"
-	out=$($fn env KRB5CCNAME="FILE:$cc" kvno "cifs/$ADDC_FQDN" 2>&1) ||
-	    fail "kvno cifs/$ADDC_FQDN: $out; $(date); $($fn env KRB5CCNAME="FILE:$cc" klist 2>&1)"
-	$fn env KRB5CCNAME="FILE:$cc" klist > "$cc.klist"
-}
 # pace FN CC ADDR PORT PATH: impacket writes until one fails
 pace() {
 	local fn=$1 cc=$2 addr=$3 port=$4 path=$5
@@ -97,8 +88,9 @@ landed() {
 	info "$name: all $acked acknowledged bytes on the DC's disk ($(stat -c %s "$ADDC_SHARE_DIR/$name") bytes there)"
 }
 
-short_cc in_cli "$T/cli.cc"
-short_cc in_dir "$T/dir.cc"
+# a credential cache of its own with a short ticket, in each namespace
+krb_cc in_cli "$T/cli.cc" "$LIFE"
+krb_cc in_dir "$T/dir.cc" "$LIFE"
 info "ticket: $(grep "cifs/$ADDC_FQDN" "$T/cli.cc.klist" | head -n 1)"
 snap e-0
 lines0=$(wc -l < "$PROXY_LOG")

@@ -66,14 +66,6 @@ seed=$((RANDOM * 32768 + RANDOM + 1))
 SIZE=$(((LIFE + 40) * 10 * 1024))
 info "seed $seed, first ticket's lifetime $LIFE s, $SIZE bytes in 1 KiB writes"
 
-# a credential cache of its own, in namespace FN, with a ticket of LIFE s
-cc_for() {
-	local fn=$1 cc=$2 life=$3 out
-	out=$(printf '%s\n' "$ADDC_PASS" | $fn env KRB5CCNAME="FILE:$cc" \
-	    kinit -l "${life}s" "$ADDC_USER@$ADDC_REALM" 2>&1) || fail "kinit -l ${life}s: $out"
-	out=$($fn env KRB5CCNAME="FILE:$cc" kvno "cifs/$KHOST" 2>&1) ||
-	    fail "kvno cifs/$KHOST: $out"
-}
 # pace FN CC CC2 ADDR PORT PATH [options]: writes until SIZE,
 # re-authenticating
 pace() {
@@ -105,10 +97,10 @@ sys.exit(1 if bad else 0)
 EOF
 }
 
-cc_for in_cli "$T/cli.cc" "$LIFE"
-cc_for in_dir "$T/dir.cc" "$LIFE"
-cc_for in_cli "$T/cli2.cc" 3600
-cc_for in_dir "$T/dir2.cc" 3600
+krb_cc in_cli "$T/cli.cc" "$LIFE"
+krb_cc in_dir "$T/dir.cc" "$LIFE"
+krb_cc in_cli "$T/cli2.cc" 3600
+krb_cc in_dir "$T/dir2.cc" 3600
 snap u-0
 lines0=$(wc -l < "$PROXY_LOG")
 t0=$(now)
