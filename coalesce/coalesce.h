@@ -207,6 +207,14 @@ bool co_extent_fits(const struct co_extent *x, uint64_t off, size_t len,
 /* Append (co_extent_fits must hold).  -1 on allocation failure. */
 int co_extent_append(struct co_extent *x, uint64_t off, const uint8_t *p,
     size_t len, double now_ms) CO_MUSTCHECK;
+/*
+ * Put [off, off + len) under x: older bytes than x's (a refused write to
+ * be sent again), kept where x has none.  Only when the two overlap or
+ * touch (their union is one run); 1 when they do not (x unchanged), -1 on
+ * allocation failure.  first_ms becomes now_ms if that is earlier.
+ */
+int co_extent_merge_under(struct co_extent *x, uint64_t off, const uint8_t *p,
+    size_t len, double now_ms) CO_MUSTCHECK;
 /* Hand the buffer to the caller (who frees it) and reset the extent. */
 uint8_t *co_extent_take(struct co_extent *x, uint64_t *off, size_t *len);
 

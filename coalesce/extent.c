@@ -71,6 +71,36 @@ co_extent_take(struct co_extent *x, uint64_t *off, size_t *len)
 	return d;
 }
 
+int
+co_extent_merge_under(struct co_extent *x, uint64_t off, const uint8_t *p,
+    size_t len, double now_ms)
+{
+	uint64_t lo, hi;
+	uint8_t *n;
+
+	if (len == 0)
+		return 0;
+	if (x->len == 0)
+		return co_extent_append(x, off, p, len, now_ms);
+	/* overlapping or touching: their union is one run */
+	if (off > x->off + x->len || off + len < x->off)
+		return 1;
+	lo = off < x->off ? off : x->off;
+	hi = off + len > x->off + x->len ? off + len : x->off + x->len;
+	if ((n = malloc((size_t)(hi - lo))) == NULL)
+		return -1;
+	memcpy(n + (off - lo), p, len);
+	/* x's bytes are the newer: they win where both have one */
+	memcpy(n + (x->off - lo), x->data, x->len);
+	free(x->data);
+	x->data = n;
+	x->off = lo;
+	x->len = x->cap = (size_t)(hi - lo);
+	if (now_ms < x->first_ms)
+		x->first_ms = now_ms;
+	return 0;
+}
+
 enum co_absorb
 co_write_decide(enum co_gate gate, const struct co_open_facts *o,
     const struct co_write_facts *w, size_t coalesce_size)

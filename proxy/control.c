@@ -133,6 +133,8 @@ static const struct {
 	STAT("sessions_server_signs_all", sessions_server_signs_all),
 	STAT("sessions_expiring", sessions_expiring),
 	STAT("sessions_server_expired", sessions_server_expired),
+	STAT("expiry_kept_bytes", expiry_kept_bytes),
+	STAT("expiry_resent_bytes", expiry_resent_bytes),
 	STAT("sessions_multichannel", sessions_multichannel),
 	STAT("interface_queries_hidden", interface_queries_hidden),
 	STAT("creates_rewritten", creates_rewritten),

@@ -237,19 +237,27 @@ px_emit_ack_id(struct px_conn *c, uint64_t *id)
 
 /*
  * Spend leftover donated ids on ECHOs; only when no data is buffered, so
- * that buffered data always has ids to travel with.
+ * that buffered data always has ids to travel with.  Kept back, even when
+ * forced: as many as writes the server may refuse at a session's expiry
+ * would take to be sent again (o->wb_keep_ids, writebehind.c); they go
+ * when those writes are answered or given up.
  */
 void
 px_emit_spend_pool(struct px_conn *c, bool force)
 {
 	struct px_open *o;
+	uint64_t keep = 0;
 
 	px_emit_tend_reserve(c);
 	if (c->led.pool.count == 0 || !px_relay_ops->connected(c, PX_SERVER))
 		return;
-	for (o = c->led.opens; o; o = o->next)
+	for (o = c->led.opens; o; o = o->next) {
 		if (o->wb.len)
 			return;
+		keep += o->wb_keep_ids;
+	}
+	if (c->led.pool.count <= keep)
+		return;
 	/* a sequential reader's ids fund its next read-ahead, unless the
 	 * pool is at its hoard bound, or a request waits for the
 	 * connection to be quiet (force) */
@@ -272,18 +280,19 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 	 * of its own; those ECHOs travel as unrelated compounds of up to
 	 * ECHO_BATCH elements, one frame instead of one each.
 	 */
-	while (c->led.pool.count) {
+	while (c->led.pool.count > keep) {
 		enum { ECHO_BATCH = 64, ECHO_ELEM = 72 };  /* 68 padded to 8 */
 		uint8_t msg[ECHO_BATCH * ECHO_ELEM];
 		size_t len = 0;
 		int k;
 
-		for (k = 0; k < ECHO_BATCH && c->led.pool.count; k++) {
-			uint64_t lo, run;
+		for (k = 0; k < ECHO_BATCH && c->led.pool.count > keep; k++) {
+			uint64_t lo, run, left = c->led.pool.count - keep;
 			struct smb2_hdr_out h;
 
 			run = co_pool_take_run(&c->led.pool,
-			    px_large_mtu(c) ? 0xFFFF : 1, &lo);
+			    px_large_mtu(c) ? (left < 0xFFFF ? left : 0xFFFF) : 1,
+			    &lo);
 			memset(&h, 0, sizeof(h));
 			h.command = SMB2_ECHO;
 			h.credit_charge = (uint16_t)run;

@@ -44,6 +44,8 @@ px_pending_free(struct px_pending *p)
 		free(p->u.sess.auth);
 	else if (p->command == SMB2_LOCK)
 		free(p->u.lock.req);
+	else if (p->command == SMB2_WRITE)
+		free(p->u.io.keep);
 	free(p);
 }
 
@@ -67,6 +69,7 @@ px_open_free(struct px_open *o)
 	px_stats.ra_bytes_now -= o->ra.bytes;
 	co_ra_invalidate(&o->ra);
 	co_extent_free(&o->wb);
+	co_extent_free(&o->refused);
 	co_brl_free(&o->brl);       /* its byte-range locks go with it */
 	free(o->name);
 	free(o);

@@ -148,6 +148,10 @@ struct px_pending {
 			bool widened;
 			bool prot_sign;         /* the request was signed */
 			bool prot_encrypt;      /* ... or sealed */
+			uint8_t *keep;          /* proxy write: a copy of its
+			                         * data, to send it again if
+			                         * the server has expired the
+			                         * session (malloc'd) */
 		} io;
 	} u;
 };
@@ -195,6 +199,14 @@ struct px_open {
 	uint64_t wb_inflight_lo;    /* hull of the ranges in flight */
 	uint64_t wb_inflight_hi;
 	uint32_t failed_status;     /* deferred NTSTATUS, 0 = none */
+	/* flushed, and refused because the server had expired the session
+	 * (a Kerberos ticket smbaccel cannot read ended): written again
+	 * after the client re-authenticates (writebehind.c) */
+	struct co_extent refused;
+	uint32_t refused_ids;       /* ids sending it again takes */
+	uint32_t wb_keep_ids;       /* ids the pool keeps back for this
+	                             * open: refused, or writes in flight
+	                             * that could be (px_emit_spend_pool) */
 	struct co_ra ra;            /* read-ahead cache */
 	uint64_t size_hint;         /* EndOfFile at CREATE, grown by writes */
 	/* document cache (doccache.c) */

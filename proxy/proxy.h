@@ -233,6 +233,11 @@ struct px_stats {
 	uint64_t sessions_server_expired; /* sessions the server said had
 	                                   * expired (left alone until the
 	                                   * client re-authenticated) */
+	uint64_t expiry_kept_bytes;     /* flushed bytes the server refused
+	                                 * as its session had expired, kept
+	                                 * to be written again */
+	uint64_t expiry_resent_bytes;   /* ... written again after the
+	                                 * client re-authenticated */
 	uint64_t sessions_multichannel; /* sessions left alone since a second
 	                                 * channel was bound to them */
 	uint64_t interface_queries_hidden; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO

@@ -142,10 +142,11 @@ px_relay_stall_cleared(struct px_conn *c)
 		return true;
 	case PX_STALL_OPEN_IDLE:
 		o = px_open_find(&c->led, &c->stall_fid);
-		ok = o == NULL || px_wb_file_idle(c, o);
+		ok = o == NULL || px_wb_file_idle(c, o) ||
+		    px_wb_only_held(c, o);
 		break;
 	case PX_STALL_CONN_IDLE:
-		ok = px_relay_quiet(c);
+		ok = px_relay_quiet(c) || px_wb_only_held(c, NULL);
 		break;
 	case PX_STALL_PEERS:
 		/* re-evaluated from scratch when the frame is handled again */

@@ -36,7 +36,7 @@ max_write_unit(const struct px_conn *c, const struct px_tree *t)
 bool
 px_wb_busy(const struct px_open *o)
 {
-	return o->wb.len > 0 || o->wb_inflight > 0;
+	return o->wb.len > 0 || o->wb_inflight > 0 || o->refused.len > 0;
 }
 
 bool
@@ -72,6 +72,59 @@ wb_account(struct px_conn *c, int64_t delta)
 	px_stats.wb_bytes_now = (uint64_t)((int64_t)px_stats.wb_bytes_now + delta);
 	if (px_stats.wb_bytes_now > px_stats.wb_bytes_peak)
 		px_stats.wb_bytes_peak = px_stats.wb_bytes_now;
+}
+
+/*
+ * May the server expire session s without smbaccel seeing it coming?  A
+ * session set up with anything but NTLM (Kerberos) whose ticket smbaccel
+ * cannot read (no keytab, or no key for it): its end is known only when
+ * the server refuses a request with STATUS_NETWORK_SESSION_EXPIRED
+ * (MS-SMB2 3.3.5.2.9).  Its flushes keep a copy of what they carry, and
+ * the pool keeps back the ids to send it again, until answered
+ * (px_wb_write_done).
+ */
+static bool
+wb_expiry_unseen(const struct px_session *s)
+{
+	if (s == NULL || (s->auth != NULL && strcmp(s->auth, "ntlmssp") == 0))
+		return false;
+	return !(s->keyed && s->kx != NULL && s->kx->tkt_end != 0);
+}
+
+/*
+ * o's session has been expired by the server and what smbaccel holds of
+ * o must be written now (a CLOSE, LOCK or LOGOFF, a compound, a request
+ * of another session or connection that could observe it, a lease
+ * break): the server would refuse it, so it is lost.  Reported on o as
+ * every lost write is (px_wb_write_done).
+ */
+static void
+wb_lose_held(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
+{
+	struct co_extent *x[2] = { &o->refused, &o->wb };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (x[i]->len == 0)
+			continue;
+		px_stats.deferred_errors++;
+		log_warnx("conn=%llu share=%s file=%s offset=%llu length=%zu "
+		    "not written: the server has expired the session and the "
+		    "client has not re-authenticated, but a %s flush needs it "
+		    "written now: acknowledged data lost, error 0x%08x "
+		    "deferred to the next WRITE, FLUSH or CLOSE",
+		    (unsigned long long)c->id, px_tree_share(c, o),
+		    o->name ? o->name : "?", (unsigned long long)x[i]->off,
+		    x[i]->len, co_flush_cause_name(cause),
+		    NT_STATUS_LOST_WRITEBEHIND_DATA);
+		wb_account(c, -(int64_t)x[i]->len);
+		co_extent_free(x[i]);
+		co_extent_init(x[i]);
+	}
+	o->wb_keep_ids -= o->refused_ids;
+	o->refused_ids = 0;
+	if (!o->failed_status)
+		o->failed_status = NT_STATUS_LOST_WRITEBEHIND_DATA;
 }
 
 /*
@@ -166,8 +219,10 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
 	size_t unit = max_write_unit(c, t), pos = 0;
 	struct px_prot prot = px_emit_prot(c, o->session_id, o->tree_id);
+	bool keep = wb_expiry_unseen(px_session_find(&c->led, o->session_id));
 
 	while (pos < len) {
+		struct px_pending *p;
 		uint64_t lo = 0, run = 0;
 		size_t n, need;
 		uint8_t *dst;
@@ -198,8 +253,14 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 		    px_smb2_write_req_encode(dst, need, &h, &o->fid, off + pos,
 		    data + pos, (uint32_t)n, 0) != need ||
 		    px_emit_finish(c, PX_SERVER, &prot, dst, need) == -1 ||
-		    wb_write_sent(c, o, lo, h.credit_charge, off + pos, n) == NULL)
+		    (p = wb_write_sent(c, o, lo, h.credit_charge, off + pos,
+		    n)) == NULL)
 			goto nomem;
+		/* without the copy a refusal is a loss, as for any session */
+		if (keep && (p->u.io.keep = malloc(n)) != NULL) {
+			memcpy(p->u.io.keep, data + pos, n);
+			o->wb_keep_ids += p->charge;
+		}
 		pos += n;
 	}
 	px_stats.pool_ids_now = c->led.pool.count;
@@ -220,7 +281,15 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	uint64_t off;
 	size_t len;
 	uint8_t *data;
+	struct px_session *s;
 
+	if (o->wb.len == 0 && o->refused.len == 0)
+		return;
+	s = px_session_find(&c->led, o->session_id);
+	if (s != NULL && s->srv_expired && !s->srv_reauth) {
+		wb_lose_held(c, o, cause);
+		return;
+	}
 	if (o->wb.len == 0)
 		return;
 	px_stats.flushes[cause]++;
@@ -345,6 +414,39 @@ px_wb_flush_file(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 		    strcasecmp(x->name, o->name) == 0))
 			px_wb_flush_open(c, x, cause);
 	px_emit_spend_pool(c, false);
+}
+
+/*
+ * Is all that keeps o's file (o NULL: the connection) from being idle
+ * data held for a session the server has expired, with nothing of it in
+ * flight and no re-authentication on its way?  Nothing will write it
+ * until the client re-authenticates, so a request waiting for it must be
+ * looked at again (px_relay_stall_cleared): one the server refuses in an
+ * expired session goes on, one that needs the data written finds it lost
+ * (px_wb_flush_open).
+ */
+bool
+px_wb_only_held(struct px_conn *c, const struct px_open *o)
+{
+	const struct px_open *x;
+	const struct px_session *s;
+	bool held = false;
+
+	if (o == NULL && (c->proxy_inflight || c->delayed))
+		return false;
+	for (x = c->led.opens; x; x = x->next) {
+		if (o != NULL && !(x == o || (x->tree_id == o->tree_id &&
+		    x->name && o->name && strcasecmp(x->name, o->name) == 0)))
+			continue;
+		if (!px_wb_busy(x))
+			continue;
+		s = px_session_find(&c->led, x->session_id);
+		if (x->wb_inflight || s == NULL || !s->srv_expired ||
+		    s->srv_reauth)
+			return false;
+		held = true;
+	}
+	return held;
 }
 
 bool
@@ -563,7 +665,9 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	 * enter the pool (so the answer, which may spend the pool on ECHOs,
 	 * cannot take them): the client gets its answer first.
 	 */
-	direct = o->wb.len == 0 && w.length >= lim;
+	/* (not where the server may expire the session unseen: the write is
+	 * buffered, so that its flush keeps a copy to send again) */
+	direct = o->wb.len == 0 && w.length >= lim && !wb_expiry_unseen(s);
 	/* a sealed WRITE whose data was not decrypted (relay.c,
 	 * sealed_head_only: the coalesce size or more, so the buffer was
 	 * flushed above) cannot be buffered; should one come here, it goes
@@ -705,6 +809,47 @@ px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
 	return px_emit_protected(c, PX_CLIENT, prot, msg, n) == 0 ? 1 : -1;
 }
 
+/*
+ * A flush of a session the server may expire unseen (wb_expiry_unseen)
+ * was refused with STATUS_NETWORK_SESSION_EXPIRED: keep its data, and the
+ * ids kept back for it, to send it again once the client has
+ * re-authenticated (px_wb_expiry_seen).  The client is told of nothing:
+ * its next request is refused by the server too, it re-authenticates and
+ * sends that again (MS-SMB2 3.2.5.1.6), and smbaccel writes what was
+ * refused before anything later.  Not when a request of the connection
+ * waits for the flush (it would wait for a client that will not
+ * re-authenticate first), when the open is going, or when the data does
+ * not follow what is kept already: then it is lost and reported as
+ * before.
+ */
+static bool
+wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
+{
+	struct px_session *s;
+	uint32_t n = p->u.io.length;
+
+	if (p->u.io.keep == NULL || o == NULL || o->closed || p->in_compound ||
+	    c->stall != PX_STALL_NONE ||
+	    (s = px_session_find(&c->led, o->session_id)) == NULL ||
+	    !s->srv_expired || s->srv_reauth ||
+	    (o->refused.len != 0 &&
+	    p->u.io.offset != o->refused.off + o->refused.len) ||
+	    co_extent_append(&o->refused, p->u.io.offset, p->u.io.keep, n,
+	    px_now_ms()) == -1)
+		return false;
+	wb_account(c, (int64_t)n);
+	o->refused_ids += p->charge;
+	o->wb_keep_ids += p->charge;
+	px_stats.expiry_kept_bytes += n;
+	log_info("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
+	    "write refused: the server expired the session (its Kerberos "
+	    "ticket ended while this write was on its way); kept, to be "
+	    "written again once the client re-authenticates",
+	    (unsigned long long)c->id, px_tree_share(c, o),
+	    o->name ? o->name : "?", (unsigned long long)p->u.io.offset, n);
+	return true;
+}
+
 void
 px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
@@ -719,14 +864,23 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	if (o) {
 		o->wb_inflight--;
 		o->wb_inflight_bytes -= p->u.io.length;
+		if (p->u.io.keep != NULL)
+			o->wb_keep_ids -= p->charge;
 	}
 	if (h->status == NT_STATUS_SUCCESS) {
 		struct smb2_write_rsp wr;
 
 		if (px_smb2_write_rsp_decode(e, &wr) == 0 &&
-		    wr.count == p->u.io.length)
+		    wr.count == p->u.io.length) {
+			/* the ids kept back for it may go */
+			if (p->u.io.keep != NULL)
+				px_emit_spend_pool(c, false);
 			return;
+		}
 	}
+	if (h->status == NT_STATUS_NETWORK_SESSION_EXPIRED &&
+	    wb_keep_refused(c, o, p))
+		return;
 	px_stats.deferred_errors++;
 	s = px_session_find(&c->led, h->session_id);
 	st = h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status;
@@ -766,11 +920,59 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 		o->failed_status = st;
 }
 
+/*
+ * The client has re-authenticated: what the server refused (o->refused)
+ * goes back under o's buffer, older than anything absorbed since, and is
+ * written with it as the timer comes due (it is as old as it is, so at
+ * once); the ids kept back for it are in the pool.  Should it not join
+ * the buffer (the client wrote elsewhere since), it is written on its
+ * own now.
+ */
+static void
+wb_resend_refused(struct px_conn *c, struct px_open *o)
+{
+	uint64_t off;
+	size_t len;
+	uint8_t *data;
+	int r;
+
+	log_info("conn=%llu share=%s file=%s offset=%llu length=%zu refused "
+	    "at the session's expiry: written again", (unsigned long long)c->id,
+	    px_tree_share(c, o), o->name ? o->name : "?",
+	    (unsigned long long)o->refused.off, o->refused.len);
+	px_stats.expiry_resent_bytes += o->refused.len;
+	o->wb_keep_ids -= o->refused_ids;
+	o->refused_ids = 0;
+	r = co_extent_merge_under(&o->wb, o->refused.off, o->refused.data,
+	    o->refused.len, o->refused.first_ms);
+	if (r == 0) {
+		co_extent_free(&o->refused);
+		co_extent_init(&o->refused);
+		return;
+	}
+	data = co_extent_take(&o->refused, &off, &len);
+	if (r == 1) {
+		px_stats.flushes[CO_FLUSH_EXPIRY]++;
+		wb_send(c, o, off, data, len);
+	} else {
+		log_warnx("conn=%llu out of memory writing again share=%s "
+		    "file=%s offset=%llu length=%zu: data lost",
+		    (unsigned long long)c->id, px_tree_share(c, o),
+		    o->name ? o->name : "?", (unsigned long long)off, len);
+		px_stats.deferred_errors++;
+		wb_account(c, -(int64_t)len);
+		if (!o->failed_status)
+			o->failed_status = NT_STATUS_LOST_WRITEBEHIND_DATA;
+	}
+	free(data);
+}
+
 void
 px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
     const struct px_pending *p, bool interim)
 {
 	struct px_session *s;
+	struct px_open *o;
 
 	if (p == NULL || interim || p->command != h->command ||
 	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
@@ -786,6 +988,9 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 		    "server expired it: acted on again, what was held is "
 		    "flushed", (unsigned long long)c->id,
 		    (unsigned long long)s->id);
+		for (o = c->led.opens; o; o = o->next)
+			if (o->session_id == s->id && o->refused.len)
+				wb_resend_refused(c, o);
 		px_relay_ops->arm_timer(c);
 		return;
 	}
@@ -870,6 +1075,14 @@ px_wb_free(struct px_conn *c)
 			    o->wb_inflight_lo),
 			    (unsigned long long)o->wb_inflight_lo,
 			    (unsigned long long)o->wb_inflight_hi);
+		if (o->refused.len)
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%zu closed with write-behind data the "
+			    "server refused at the session's expiry, not yet "
+			    "written again", (unsigned long long)c->id,
+			    px_tree_share(c, o), o->name,
+			    (unsigned long long)o->refused.off,
+			    o->refused.len);
 		if (o->wb.len)
 			log_warnx("conn=%llu share=%s file=%s offset=%llu "
 			    "length=%zu closed with write-behind data not "

@@ -12,6 +12,7 @@
 bool px_wb_busy(const struct px_open *o);
 /* No open of o's file (o included) on c has data buffered or in flight. */
 bool px_wb_file_idle(struct px_conn *c, const struct px_open *o);
+bool px_wb_only_held(struct px_conn *c, const struct px_open *o);
 bool px_wb_quiet(const struct px_conn *c);
 /* Nothing written is buffered or unacknowledged (pooled ids and the
  * proxy's READs may be): what a request could observe is settled. */

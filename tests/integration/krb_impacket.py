@@ -24,6 +24,8 @@ MS-SMB2 3.2.5.1.6 says a client must: the session is re-authenticated
 the write sent again; prints "reauth acked=N" each time.  --tcon-every K:
 a TREE_CONNECT to IPC$ after every K writes (a request that reads no
 file, so a proxy need not write back before it; retried the same way).
+--stop-after-reauth K: K writes after a re-authentication (the one sent
+again included), then close the file; "closed", or "close failed=STATUS".
 save: an Office-style save of the existing document PATH: write SIZE
 bytes of the pattern of SEED to ~$PATH.tmp in --wsize writes, close it,
 rename PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
@@ -120,6 +122,7 @@ def main():
     ap.add_argument("--reauth-cc")
     ap.add_argument("--reauth-delay", type=float, default=0)
     ap.add_argument("--tcon-every", type=int, default=0)
+    ap.add_argument("--stop-after-reauth", type=int, default=0)
     ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
@@ -151,7 +154,11 @@ def main():
             acked = 0
             failed = None
             writes = 0
+            since = None      # writes since the re-authentication
             while acked < a.size:
+                if a.stop_after_reauth and since is not None and \
+                        since >= a.stop_after_reauth:
+                    break
                 try:
                     if a.tcon_every and writes and writes % a.tcon_every == 0:
                         # impacket answers a share it knows from its own
@@ -173,10 +180,13 @@ def main():
                                                           TGS=tgs2)
                         print("reauth acked=%d" % acked)
                         sys.stdout.flush()
+                        since = 0
                         continue
                     failed = e
                     break
                 writes += 1
+                if since is not None:
+                    since += 1
                 acked += min(a.wsize, a.size - acked)
                 time.sleep(a.every)
             print("acked=%d" % acked)
@@ -188,7 +198,12 @@ def main():
                 except Exception as e:
                     print("close failed=%s" % e)
                 return 0
-            conn.closeFile(tid, fid)
+            try:
+                conn.closeFile(tid, fid)
+            except Exception as e:
+                print("close failed=%s" % e)
+                return 0
+            print("closed")
         elif a.op == "write":
             fid = conn.createFile(tid, a.path, creationDisposition=s3.FILE_OVERWRITE_IF)
             for off in range(0, a.size, a.wsize):

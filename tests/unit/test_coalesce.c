@@ -356,6 +356,68 @@ test_extent(void)
 	co_extent_free(&x);
 }
 
+/* A refused write put back under what was absorbed after it: the newer
+ * bytes win, only one run may result, an empty extent takes it as is. */
+static void
+test_extent_merge_under(void)
+{
+	struct co_extent x;
+	uint8_t old[3000], nw[1000], *d;
+	uint64_t off;
+	size_t len, i;
+	int ok = 1;
+
+	memset(old, 'o', sizeof(old));
+	memset(nw, 'n', sizeof(nw));
+	co_extent_init(&x);
+	/* empty: taken as it is */
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 100, old, 10, 5.0), 0);
+	CU_ASSERT_EQUAL(x.off, 100);
+	CU_ASSERT_EQUAL(x.len, 10);
+	co_extent_free(&x);
+
+	/* newer bytes [10000, 11000), the old [8000, 11000) under them */
+	co_extent_init(&x);
+	CU_ASSERT_EQUAL(co_extent_append(&x, 10000, nw, 1000, 7.0), 0);
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 8000, old, 3000, 3.0), 0);
+	CU_ASSERT_EQUAL(x.off, 8000);
+	CU_ASSERT_EQUAL(x.len, 3000);
+	CU_ASSERT_EQUAL(x.first_ms, 3.0);
+	for (i = 0; i < 3000; i++)
+		if (x.data[i] != (i < 2000 ? 'o' : 'n'))
+			ok = 0;
+	CU_ASSERT_TRUE(ok);
+	/* appending goes on after the merged run */
+	CU_ASSERT_TRUE(co_extent_fits(&x, 11000, 1000, 65536));
+	CU_ASSERT_EQUAL(co_extent_append(&x, 11000, nw, 1000, 8.0), 0);
+	/* touching at the end: [12000, 13000) old, after the new bytes */
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 12000, old, 1000, 9.0), 0);
+	CU_ASSERT_EQUAL(x.len, 5000);
+	CU_ASSERT_EQUAL(x.first_ms, 3.0);
+	/* apart from it (a gap on either side): not taken, x unchanged */
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 13001, old, 10, 1.0), 1);
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 7000, old, 999, 1.0), 1);
+	CU_ASSERT_EQUAL(x.off, 8000);
+	CU_ASSERT_EQUAL(x.len, 5000);
+	d = co_extent_take(&x, &off, &len);
+	CU_ASSERT_EQUAL(off, 8000);
+	CU_ASSERT_EQUAL(len, 5000);
+	CU_ASSERT_EQUAL(d[1999], 'o');
+	CU_ASSERT_EQUAL(d[2000], 'n');
+	CU_ASSERT_EQUAL(d[3999], 'n');
+	CU_ASSERT_EQUAL(d[4000], 'o');
+	free(d);
+	/* newer bytes reaching past both ends of the old: nothing old left */
+	co_extent_init(&x);
+	CU_ASSERT_EQUAL(co_extent_append(&x, 0, old, 3000, 1.0), 0);
+	memset(x.data, 'n', 3000);
+	CU_ASSERT_EQUAL(co_extent_merge_under(&x, 1000, old, 1000, 2.0), 0);
+	CU_ASSERT_EQUAL(x.off, 0);
+	CU_ASSERT_EQUAL(x.len, 3000);
+	CU_ASSERT_EQUAL(memchr(x.data, 'o', 3000), NULL);
+	co_extent_free(&x);
+}
+
 static void
 test_extent_grow(void)
 {
@@ -818,6 +880,7 @@ ut_register_coalesce(void)
 	CU_add_test(s, "credits asked for absorbed requests", test_proxy_ask);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
+	CU_add_test(s, "extent merge under", test_extent_merge_under);
 	CU_add_test(s, "absorb decision table", test_write_decide);
 	CU_add_test(s, "read-ahead sequential cache", test_ra_sequential);
 	CU_add_test(s, "read-ahead EOF answers", test_ra_eof);
