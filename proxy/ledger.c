@@ -170,6 +170,7 @@ px_pending_add(struct px_ledger *l, uint64_t mid)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return NULL;
 	p->mid = mid;
+	p->expiry_gen = l->expiry_gen;
 	for (s = slot_of(mid, l->tab_cap); l->tab[s];
 	    s = (s + 1) & (l->tab_cap - 1))
 		;

@@ -93,6 +93,7 @@ struct px_pending {
 	bool in_compound;
 	bool related;
 	bool signed_rq;             /* the request carried SMB2_FLAGS_SIGNED */
+	uint32_t expiry_gen;        /* the ledger's expiry_gen when sent */
 	uint64_t session_id;
 	uint32_t tree_id;
 	uint64_t async_id;
@@ -232,6 +233,8 @@ struct px_ledger {
 	size_t tab_cap;             /* power of two */
 	size_t npending;
 	size_t nasync;              /* of them, gone async (interim answer) */
+	uint32_t expiry_gen;        /* + 1 each time the server is seen to
+	                             * expire a session (writebehind.c) */
 	struct px_session *sessions;
 	struct px_tree *trees;
 	struct px_open *opens;

@@ -285,9 +285,13 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 
 	if (o->wb.len == 0 && o->refused.len == 0)
 		return;
+	/* expired by the server: what is held waits for the client's
+	 * re-authentication while one is on its way (the server refuses a
+	 * WRITE then too, 3.3.5.2.9), else it cannot be written */
 	s = px_session_find(&c->led, o->session_id);
-	if (s != NULL && s->srv_expired && !s->srv_reauth) {
-		wb_lose_held(c, o, cause);
+	if (s != NULL && s->srv_expired) {
+		if (!s->srv_reauth)
+			wb_lose_held(c, o, cause);
 		return;
 	}
 	if (o->wb.len == 0)
@@ -831,7 +835,7 @@ wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
 	if (p->u.io.keep == NULL || o == NULL || o->closed || p->in_compound ||
 	    c->stall != PX_STALL_NONE ||
 	    (s = px_session_find(&c->led, o->session_id)) == NULL ||
-	    !s->srv_expired || s->srv_reauth ||
+	    !s->srv_expired ||
 	    (o->refused.len != 0 &&
 	    p->u.io.offset != o->refused.off + o->refused.len) ||
 	    co_extent_append(&o->refused, p->u.io.offset, p->u.io.keep, n,
@@ -994,9 +998,30 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 		px_relay_ops->arm_timer(c);
 		return;
 	}
+	/* an answer that shows the session alive after all (a request the
+	 * server refuses in an expired session, sent after smbaccel saw the
+	 * expiry, answered): not expired */
+	if (s->srv_expired && h->status == NT_STATUS_SUCCESS &&
+	    p->expiry_gen == c->led.expiry_gen &&
+	    h->command != SMB2_CLOSE && h->command != SMB2_LOCK &&
+	    h->command != SMB2_LOGOFF && h->command != SMB2_ECHO &&
+	    h->command != SMB2_NEGOTIATE && h->command != SMB2_CANCEL) {
+		s->srv_expired = false;
+		s->srv_reauth = false;
+		log_warnx("conn=%llu session=0x%llx the server answered a %s of "
+		    "it: not expired after all, acted on again",
+		    (unsigned long long)c->id, (unsigned long long)s->id,
+		    px_smb2_cmd_name(h->command));
+		for (o = c->led.opens; o; o = o->next)
+			if (o->session_id == s->id && o->refused.len)
+				wb_resend_refused(c, o);
+		px_relay_ops->arm_timer(c);
+		return;
+	}
 	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED || s->srv_expired)
 		return;
 	s->srv_expired = true;
+	c->led.expiry_gen++;
 	px_stats.sessions_server_expired++;
 	log_info("conn=%llu session=0x%llx the server expired the session "
 	    "(STATUS_NETWORK_SESSION_EXPIRED to a %s): not acted on, its "
