@@ -971,12 +971,24 @@ wb_resend_refused(struct px_conn *c, struct px_open *o)
 	free(data);
 }
 
+/* s is acted on again: what the server refused is written again, and
+ * the timer writes what was held. */
+static void
+wb_resume(struct px_conn *c, const struct px_session *s)
+{
+	struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->session_id == s->id && o->refused.len)
+			wb_resend_refused(c, o);
+	px_relay_ops->arm_timer(c);
+}
+
 void
 px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
     const struct px_pending *p, bool interim)
 {
 	struct px_session *s;
-	struct px_open *o;
 
 	if (p == NULL || interim || p->command != h->command ||
 	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
@@ -992,10 +1004,7 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 		    "server expired it: acted on again, what was held is "
 		    "flushed", (unsigned long long)c->id,
 		    (unsigned long long)s->id);
-		for (o = c->led.opens; o; o = o->next)
-			if (o->session_id == s->id && o->refused.len)
-				wb_resend_refused(c, o);
-		px_relay_ops->arm_timer(c);
+		wb_resume(c, s);
 		return;
 	}
 	/* an answer that shows the session alive after all (a request the
@@ -1012,10 +1021,7 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 		    "it: not expired after all, acted on again",
 		    (unsigned long long)c->id, (unsigned long long)s->id,
 		    px_smb2_cmd_name(h->command));
-		for (o = c->led.opens; o; o = o->next)
-			if (o->session_id == s->id && o->refused.len)
-				wb_resend_refused(c, o);
-		px_relay_ops->arm_timer(c);
+		wb_resume(c, s);
 		return;
 	}
 	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED || s->srv_expired)
