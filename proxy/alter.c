@@ -138,36 +138,21 @@ px_alter_signed_answer(struct px_conn *c, const struct smb2_hdr *h)
 }
 
 /*
- * May the proxy act on (absorb, answer, rewrite) this request of session s?
- * Plain sessions: only unsigned requests, and only once the session's
- * server is known (co_may_alter).  Signed or sealed ones: only with the
- * session's key, a good signature, and the protection the server would
- * demand.  Sets c->cur_prot to how the answer must travel.
+ * Can an answer to request h of session s be made here so that the client
+ * accepts it as the server's?  Plain sessions: only unsigned requests, and
+ * only once the session's server is known (co_may_alter).  Signed or
+ * sealed ones: only with the session's key, a good signature, and the
+ * protection the server would demand.  Sets c->cur_prot to how the answer
+ * must travel.
  */
-bool
-px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
+static bool
+may_answer(struct px_conn *c, struct px_session *s, const struct px_tree *t,
     const struct smb2_hdr *h, const struct smb2_elem *e)
 {
 	bool signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
 	bool enc_needed = s->encrypt ||
 	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
 
-	c->cur_prot.sid = h->session_id;
-	c->cur_prot.sign = false;
-	c->cur_prot.encrypt = false;
-	/* its requests may come on other connections, whose opens this one
-	 * does not know (px_coh_must_wait) */
-	if (s->multichannel)
-		return false;
-	/* its Kerberos ticket is about to end: the server will refuse
-	 * whatever smbaccel sends for it from then on (px_keyed_expiring;
-	 * the write-behind timer flushes its buffers at that instant) */
-	if (px_keyed_expiring(c, s))
-		return false;
-	/* the server has expired it: whatever smbaccel answered now would
-	 * be refused upstream (px_wb_expiry_seen) */
-	if (s->srv_expired)
-		return false;
 	if (c->cur_encrypted) {
 		/* sealed: answered sealed under the same session's key */
 		if (!s->keyed || c->cur_enc_sid != s->id)
@@ -186,4 +171,45 @@ px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 		return false;
 	c->cur_prot.sign = true;
 	return true;
+}
+
+/*
+ * May the proxy act on (absorb, answer, rewrite) this request of session s?
+ * Not while the session may be, or is, expired, nor where its requests may
+ * come on other connections; otherwise as may_answer.
+ */
+bool
+px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
+    const struct smb2_hdr *h, const struct smb2_elem *e)
+{
+	c->cur_prot.sid = h->session_id;
+	c->cur_prot.sign = false;
+	c->cur_prot.encrypt = false;
+	/* its requests may come on other connections, whose opens this one
+	 * does not know (px_coh_must_wait) */
+	if (s->multichannel)
+		return false;
+	/* its Kerberos ticket is about to end: the server will refuse
+	 * whatever smbaccel sends for it from then on (px_keyed_expiring;
+	 * the write-behind timer flushes its buffers at that instant) */
+	if (px_keyed_expiring(c, s))
+		return false;
+	/* the server has expired it: whatever smbaccel answered now would
+	 * be refused upstream (px_wb_expiry_seen) */
+	if (s->srv_expired)
+		return false;
+	return may_answer(c, s, t, h, e);
+}
+
+bool
+px_may_answer_expired(struct px_conn *c, struct px_session *s,
+    const struct px_tree *t, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	c->cur_prot.sid = h->session_id;
+	c->cur_prot.sign = false;
+	c->cur_prot.encrypt = false;
+	if (s->multichannel || !s->srv_expired)
+		return false;
+	return may_answer(c, s, t, h, e);
 }

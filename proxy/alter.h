@@ -18,6 +18,13 @@ void px_alter_learn(struct px_conn *c, const struct smb2_hdr *h,
 bool px_may_act(struct px_conn *c, struct px_session *s,
     const struct px_tree *t, const struct smb2_hdr *h,
     const struct smb2_elem *e);
+/* May the proxy answer request h of session s, which the server has
+ * expired (s->srv_expired), with the status the server gives the
+ * session's requests (STATUS_NETWORK_SESSION_EXPIRED)?  As px_may_act
+ * but for the expiry; sets c->cur_prot. */
+bool px_may_answer_expired(struct px_conn *c, struct px_session *s,
+    const struct px_tree *t, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
 /* May it also rewrite a request of session s whose answer comes back (and
  * must then be changed)?  Ask after px_may_act. */
 bool px_may_rewrite(struct px_conn *c, const struct px_session *s);

@@ -135,6 +135,7 @@ static const struct {
 	STAT("sessions_server_expired", sessions_server_expired),
 	STAT("expiry_kept_bytes", expiry_kept_bytes),
 	STAT("expiry_resent_bytes", expiry_resent_bytes),
+	STAT("expiry_answered", expiry_answered),
 	STAT("sessions_multichannel", sessions_multichannel),
 	STAT("interface_queries_hidden", interface_queries_hidden),
 	STAT("creates_rewritten", creates_rewritten),

@@ -45,8 +45,17 @@ px_pending_free(struct px_pending *p)
 	else if (p->command == SMB2_LOCK)
 		free(p->u.lock.req);
 	else if (p->command == SMB2_WRITE)
-		free(p->u.io.keep);
+		px_kept_drop(p->u.io.kept);
 	free(p);
+}
+
+void
+px_kept_drop(struct px_kept *k)
+{
+	if (k == NULL || --k->refs > 0)
+		return;
+	free(k->data);
+	free(k);
 }
 
 void

@@ -149,10 +149,11 @@ struct px_pending {
 			bool widened;
 			bool prot_sign;         /* the request was signed */
 			bool prot_encrypt;      /* ... or sealed */
-			uint8_t *keep;          /* proxy write: a copy of its
-			                         * data, to send it again if
-			                         * the server has expired the
-			                         * session (malloc'd) */
+			uint8_t *keep;          /* proxy write: its data, to
+			                         * send it again if the server
+			                         * has expired the session:
+			                         * in kept */
+			struct px_kept *kept;
 		} io;
 	} u;
 };
@@ -295,6 +296,18 @@ void px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct smb2_fileid *last_create_fid,
     struct px_pending **pp, bool *interim);
 void px_pending_free(struct px_pending *p);
+
+/*
+ * A flush's data, kept for the WRITEs that carry it until each is answered
+ * (writebehind.c wb_send): each one's pending entry points into it and
+ * holds a reference.
+ */
+struct px_kept {
+	unsigned int refs;
+	uint8_t *data;          /* malloc'd */
+};
+/* Drop a reference to k (NULL: nothing); the last frees it. */
+void px_kept_drop(struct px_kept *k);
 /*
  * An SMB1 multi-protocol NEGOTIATE was forwarded: the server answers it in
  * SMB2 with MessageId 0 (MS-SMB2 3.3.5.3.1), with dialect 0x02FF (smbd: the

@@ -238,6 +238,9 @@ struct px_stats {
 	                                 * to be written again */
 	uint64_t expiry_resent_bytes;   /* ... written again after the
 	                                 * client re-authenticated */
+	uint64_t expiry_answered;       /* a CLOSE or LOCK of a file with
+	                                 * data held in such a session,
+	                                 * answered the expiry here */
 	uint64_t sessions_multichannel; /* sessions left alone since a second
 	                                 * channel was bound to them */
 	uint64_t interface_queries_hidden; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO

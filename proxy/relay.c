@@ -445,6 +445,14 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			if (ar == PX_AB_FAIL)
 				return PX_RC_CLOSE;
 		}
+		/* a CLOSE or LOCK that would lose data held in a session
+		 * the server has expired: answered the expiry */
+		if (px_wb_expired_answer(c, &first, &e, &ar)) {
+			if (ar == PX_AB_FAIL)
+				return PX_RC_CLOSE;
+			px_stats.requests[first.command]++;
+			return PX_RC_DONE;
+		}
 		if (first.command == SMB2_CLOSE && c->stall == PX_STALL_NONE) {
 			/* with its buffered writes, in one compound */
 			ar = px_cmp_close(c, &first, &e);

@@ -75,6 +75,21 @@ wb_account(struct px_conn *c, int64_t delta)
 }
 
 /*
+ * len bytes of o's acknowledged data will not reach the server: counted,
+ * no longer buffered, and `status` kept on o (the first one stays) for its
+ * next WRITE, FLUSH or CLOSE (px_wb_deferred_error, px_wb_on_close).  The
+ * caller logs where and why.
+ */
+static void
+wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
+{
+	px_stats.deferred_errors++;
+	wb_account(c, -(int64_t)len);
+	if (!o->failed_status)
+		o->failed_status = status;
+}
+
+/*
  * May the server expire session s without smbaccel seeing it coming?  A
  * session set up with anything but NTLM (Kerberos) whose ticket smbaccel
  * cannot read (no keytab, or no key for it): its end is known only when
@@ -107,7 +122,6 @@ wb_lose_held(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 	for (i = 0; i < 2; i++) {
 		if (x[i]->len == 0)
 			continue;
-		px_stats.deferred_errors++;
 		log_warnx("conn=%llu share=%s file=%s offset=%llu length=%zu "
 		    "not written: the server has expired the session and the "
 		    "client has not re-authenticated, but a %s flush needs it "
@@ -117,14 +131,12 @@ wb_lose_held(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		    o->name ? o->name : "?", (unsigned long long)x[i]->off,
 		    x[i]->len, co_flush_cause_name(cause),
 		    NT_STATUS_LOST_WRITEBEHIND_DATA);
-		wb_account(c, -(int64_t)x[i]->len);
+		wb_lost(c, o, x[i]->len, NT_STATUS_LOST_WRITEBEHIND_DATA);
 		co_extent_free(x[i]);
 		co_extent_init(x[i]);
 	}
 	o->wb_keep_ids -= o->refused_ids;
 	o->refused_ids = 0;
-	if (!o->failed_status)
-		o->failed_status = NT_STATUS_LOST_WRITEBEHIND_DATA;
 }
 
 /*
@@ -210,16 +222,26 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
  * Send len bytes of o's data at file offset off upstream as one or more
  * WRITEs, each spending a contiguous run of donated ids as its
  * CreditCharge.  Each WRITE is encoded in the server's output buffer and
- * signed or sealed there (px_emit_place).  data is not kept.
+ * signed or sealed there (px_emit_place).  data (malloc'd) is taken: freed,
+ * or, where the server may expire the session unseen, kept until every
+ * WRITE carrying it is answered (each one's pending entry references it:
+ * no copy, and no fresh memory per flush).
  */
 static void
 wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
-    const uint8_t *data, size_t len)
+    uint8_t *data, size_t len)
 {
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
 	size_t unit = max_write_unit(c, t), pos = 0;
 	struct px_prot prot = px_emit_prot(c, o->session_id, o->tree_id);
-	bool keep = wb_expiry_unseen(px_session_find(&c->led, o->session_id));
+	struct px_kept *kept = NULL;
+
+	/* without it a refusal is a loss, as for any session */
+	if (wb_expiry_unseen(px_session_find(&c->led, o->session_id)) &&
+	    (kept = malloc(sizeof(*kept))) != NULL) {
+		kept->refs = 1;      /* this function's, dropped at the end */
+		kept->data = data;
+	}
 
 	while (pos < len) {
 		struct px_pending *p;
@@ -238,10 +260,7 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 			    "WRITE, FLUSH or CLOSE", (unsigned long long)c->id,
 			    px_tree_share(c, o), o->name,
 			    (unsigned long long)(off + pos), len - pos);
-			px_stats.deferred_errors++;
-			if (!o->failed_status)
-				o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
-			wb_account(c, -(int64_t)(len - pos));
+			wb_lost(c, o, len - pos, NT_STATUS_INSUFFICIENT_RESOURCES);
 			break;
 		}
 		need = 64 + 48 + n;
@@ -256,22 +275,27 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 		    (p = wb_write_sent(c, o, lo, h.credit_charge, off + pos,
 		    n)) == NULL)
 			goto nomem;
-		/* without the copy a refusal is a loss, as for any session */
-		if (keep && (p->u.io.keep = malloc(n)) != NULL) {
-			memcpy(p->u.io.keep, data + pos, n);
+		if (kept != NULL) {
+			p->u.io.keep = data + pos;
+			p->u.io.kept = kept;
+			kept->refs++;
 			o->wb_keep_ids += p->charge;
 		}
 		pos += n;
 	}
 	px_stats.pool_ids_now = c->led.pool.count;
-	return;
+	goto out;
 nomem:
 	log_warnx("conn=%llu out of memory flushing share=%s file=%s "
 	    "offset=%llu length=%zu: data lost", (unsigned long long)c->id,
 	    px_tree_share(c, o), o->name, (unsigned long long)(off + pos),
 	    len - pos);
-	o->failed_status = NT_STATUS_INSUFFICIENT_RESOURCES;
-	wb_account(c, -(int64_t)(len - pos));
+	wb_lost(c, o, len - pos, NT_STATUS_INSUFFICIENT_RESOURCES);
+out:
+	if (kept != NULL)
+		px_kept_drop(kept);
+	else
+		free(data);
 }
 
 /* Send the buffered extent of o upstream (wb_send). */
@@ -299,7 +323,6 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	px_stats.flushes[cause]++;
 	data = co_extent_take(&o->wb, &off, &len);
 	wb_send(c, o, off, data, len);
-	free(data);
 }
 
 /* An 8-byte aligned element length (MS-SMB2 3.2.4.1.4). */
@@ -726,6 +749,59 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	return PX_AB_DONE;
 }
 
+/* ---- requests of an expired session ------------------------------------------ */
+
+/*
+ * The server has expired h's session (px_wb_expiry_seen) and no
+ * re-authentication is on its way, and h is a CLOSE or LOCK of a file
+ * whose data smbaccel holds: refused at the expiry, or buffered.  The
+ * server still carries out a CLOSE or LOCK in an expired session (MS-SMB2
+ * 3.3.5.2.9), but the data must be written before it, and the server
+ * refuses that: forwarded, the CLOSE would close the handle with the data
+ * lost (wb_lose_held).  So h is answered STATUS_NETWORK_SESSION_EXPIRED,
+ * the status the server gives every other request of the session: the
+ * client re-authenticates and sends it again (3.2.5.1.6), by which time
+ * the held data has been written (wb_resume).  Its ids go to the pool.
+ */
+bool
+px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum px_absorb *rc)
+{
+	struct smb2_fileid fid;
+	struct px_session *s;
+	struct px_tree *t;
+	struct px_open *o;
+	size_t held = 0;
+	const struct px_open *x;
+
+	if ((h->command != SMB2_CLOSE && h->command != SMB2_LOCK) ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    !s->srv_expired || s->srv_reauth ||
+	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
+	    (o = px_open_find(&c->led, &fid)) == NULL ||
+	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
+	    px_wb_file_idle(c, o) || !px_wb_only_held(c, o) ||
+	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
+	    !px_ids_fresh(c, h, 1) || !px_may_answer_expired(c, s, t, h, e))
+		return false;
+	for (x = c->led.opens; x; x = x->next)
+		if (x == o || (x->tree_id == o->tree_id && x->name &&
+		    o->name && strcasecmp(x->name, o->name) == 0))
+			held += x->wb.len + x->refused.len;
+	if ((*rc = px_wb_absorb_status(c, h, NT_STATUS_NETWORK_SESSION_EXPIRED))
+	    == PX_AB_FORWARD)
+		return false;
+	px_stats.expiry_answered++;
+	log_warnx("conn=%llu share=%s file=%s %s answered "
+	    "STATUS_NETWORK_SESSION_EXPIRED by smbaccel: the server has "
+	    "expired the session, and the %zu bytes held for the file, which "
+	    "must be written first, are written once the client "
+	    "re-authenticates and sends it again", (unsigned long long)c->id,
+	    px_tree_share(c, o), o->name ? o->name : "?",
+	    px_smb2_cmd_name(h->command), held);
+	return true;
+}
+
 /* ---- deferred errors ---------------------------------------------------------- */
 
 bool
@@ -820,11 +896,13 @@ px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
  * re-authenticated (px_wb_expiry_seen).  The client is told of nothing:
  * its next request is refused by the server too, it re-authenticates and
  * sends that again (MS-SMB2 3.2.5.1.6), and smbaccel writes what was
- * refused before anything later.  Not when a request of the connection
- * waits for the flush (it would wait for a client that will not
- * re-authenticate first), when the open is going, or when the data does
- * not follow what is kept already: then it is lost and reported as
- * before.
+ * refused before anything later.  A request of the connection waiting for
+ * the flush is looked at again (px_wb_only_held): one the server refuses
+ * in an expired session goes up, a CLOSE or LOCK of the file is answered
+ * the expiry (px_wb_expired_answer), and anything else that needs the
+ * data written finds it lost (wb_lose_held).  Not kept when the open is
+ * going, or when the data does not follow what is kept already: then it
+ * is lost and reported as before.
  */
 static bool
 wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
@@ -833,7 +911,6 @@ wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
 	uint32_t n = p->u.io.length;
 
 	if (p->u.io.keep == NULL || o == NULL || o->closed || p->in_compound ||
-	    c->stall != PX_STALL_NONE ||
 	    (s = px_session_find(&c->led, o->session_id)) == NULL ||
 	    !s->srv_expired ||
 	    (o->refused.len != 0 &&
@@ -958,16 +1035,13 @@ wb_resend_refused(struct px_conn *c, struct px_open *o)
 	if (r == 1) {
 		px_stats.flushes[CO_FLUSH_EXPIRY]++;
 		wb_send(c, o, off, data, len);
-	} else {
-		log_warnx("conn=%llu out of memory writing again share=%s "
-		    "file=%s offset=%llu length=%zu: data lost",
-		    (unsigned long long)c->id, px_tree_share(c, o),
-		    o->name ? o->name : "?", (unsigned long long)off, len);
-		px_stats.deferred_errors++;
-		wb_account(c, -(int64_t)len);
-		if (!o->failed_status)
-			o->failed_status = NT_STATUS_LOST_WRITEBEHIND_DATA;
+		return;
 	}
+	log_warnx("conn=%llu out of memory writing again share=%s file=%s "
+	    "offset=%llu length=%zu: data lost", (unsigned long long)c->id,
+	    px_tree_share(c, o), o->name ? o->name : "?",
+	    (unsigned long long)off, len);
+	wb_lost(c, o, len, NT_STATUS_LOST_WRITEBEHIND_DATA);
 	free(data);
 }
 

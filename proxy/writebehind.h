@@ -87,6 +87,12 @@ int px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
  * (*rc) and return true. */
 bool px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, enum px_absorb *rc);
+/* A standalone CLOSE or LOCK of a session the server has expired, naming
+ * a file whose data smbaccel holds and cannot write until the client
+ * re-authenticates: answered STATUS_NETWORK_SESSION_EXPIRED here (*rc)
+ * and true; false: handled as any other request. */
+bool px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum px_absorb *rc);
 /* A CLOSE is forwarded (p its pending entry): the open stops absorbing,
  * and a deferred error is remembered for the answer. */
 void px_wb_on_close(struct px_conn *c, struct px_pending *p);

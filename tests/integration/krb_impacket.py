@@ -26,6 +26,12 @@ a TREE_CONNECT to IPC$ after every K writes (a request that reads no
 file, so a proxy need not write back before it; retried the same way).
 --stop-after-reauth K: K writes after a re-authentication (the one sent
 again included), then close the file; "closed", or "close failed=STATUS".
+--until SECS: no write after SECS seconds from the first, then close the
+file; with --reauth-cc a CLOSE refused with STATUS_NETWORK_SESSION_EXPIRED
+is handled as a write is and sent again ("reauth-close acked=N").
+--lock-last: before that CLOSE, lock the file's first byte (exclusive,
+fail at once) and unlock it, the LOCK retried in the same way
+("reauth-lock acked=N"); prints "locked".
 save: an Office-style save of the existing document PATH: write SIZE
 bytes of the pattern of SEED to ~$PATH.tmp in --wsize writes, close it,
 rename PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
@@ -52,6 +58,7 @@ import time
 
 from impacket import smb3structs as s3
 from impacket.krb5.ccache import CCache
+from impacket.nt_errors import STATUS_SUCCESS
 from impacket.smbconnection import SMBConnection
 
 DIALECTS = {"2.1": s3.SMB2_DIALECT_21, "3.0": s3.SMB2_DIALECT_30,
@@ -89,6 +96,25 @@ def rename(conn, tid, path, to):
         conn.closeFile(tid, fid)
 
 
+def lock(conn, tid, fid, flags):
+    """one LOCK of the file's first byte: impacket's own SMB3.lock joins
+    its lock elements as str, which Python 3 cannot send"""
+    smb = conn._SMBConnection
+    packet = smb.SMB_PACKET()
+    packet["Command"] = s3.SMB2_LOCK
+    packet["TreeID"] = tid
+    req = s3.SMB2Lock()
+    req["FileID"] = fid
+    req["LockCount"] = 1
+    el = s3.SMB2_LOCK_ELEMENT()
+    el["Offset"] = 0
+    el["Length"] = 1
+    el["Flags"] = flags
+    req["Locks"] = el.getData()
+    packet["Data"] = req
+    smb.recvSMB(smb.sendSMB(packet)).isValidAnswer(STATUS_SUCCESS)
+
+
 def save(conn, tid, path, data, wsize):
     tmp, bak = "~$%s.tmp" % path, "%s.bak" % path
     t0 = time.monotonic()
@@ -123,6 +149,8 @@ def main():
     ap.add_argument("--reauth-delay", type=float, default=0)
     ap.add_argument("--tcon-every", type=int, default=0)
     ap.add_argument("--stop-after-reauth", type=int, default=0)
+    ap.add_argument("--until", type=float, default=0)
+    ap.add_argument("--lock-last", action="store_true")
     ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
@@ -130,6 +158,33 @@ def main():
     a = ap.parse_args()
 
     data = pattern(a.size, a.seed)
+
+    def reauth(conn):
+        """MS-SMB2 3.2.5.1.6: re-authenticate the session with the cifs/
+        ticket of --reauth-cc, after --reauth-delay seconds"""
+        time.sleep(a.reauth_delay)
+        os.environ["KRB5CCNAME"] = a.reauth_cc
+        _, _, _, tgs2 = CCache.parseFile(a.realm, a.user, "cifs/%s" % a.host)
+        # the session's SessionId stays in the header: a re-authentication,
+        # not a new session
+        conn._SMBConnection.kerberosLogin(a.user, "", a.realm, TGS=tgs2)
+
+    def expired(e):
+        return a.reauth_cc and "STATUS_NETWORK_SESSION_EXPIRED" in str(e)
+
+    def retried(conn, what, acked, call):
+        """call(); refused as the session expired, re-authenticate and
+        call() again (printing "reauth-WHAT acked=N")"""
+        try:
+            call()
+        except Exception as e:
+            if not expired(e):
+                raise
+            reauth(conn)
+            print("reauth-%s acked=%d" % (what, acked))
+            sys.stdout.flush()
+            call()
+
     try:
         # impacket reads a plain path, not "FILE:path"
         cc = os.environ.get("KRB5CCNAME", "")
@@ -155,9 +210,12 @@ def main():
             failed = None
             writes = 0
             since = None      # writes since the re-authentication
+            start = time.monotonic()
             while acked < a.size:
                 if a.stop_after_reauth and since is not None and \
                         since >= a.stop_after_reauth:
+                    break
+                if a.until and time.monotonic() - start >= a.until:
                     break
                 try:
                     if a.tcon_every and writes and writes % a.tcon_every == 0:
@@ -169,15 +227,8 @@ def main():
                         conn.connectTree("IPC$")
                     conn.writeFile(tid, fid, data[acked:acked + a.wsize], acked)
                 except Exception as e:  # SessionError: the server's status
-                    if a.reauth_cc and "STATUS_NETWORK_SESSION_EXPIRED" in str(e):
-                        time.sleep(a.reauth_delay)
-                        os.environ["KRB5CCNAME"] = a.reauth_cc
-                        _, _, _, tgs2 = CCache.parseFile(a.realm, a.user,
-                                                         "cifs/%s" % a.host)
-                        # the session's SessionId stays in the header: a
-                        # re-authentication, not a new session
-                        conn._SMBConnection.kerberosLogin(a.user, "", a.realm,
-                                                          TGS=tgs2)
+                    if expired(e):
+                        reauth(conn)
                         print("reauth acked=%d" % acked)
                         sys.stdout.flush()
                         since = 0
@@ -198,8 +249,18 @@ def main():
                 except Exception as e:
                     print("close failed=%s" % e)
                 return 0
+            if a.lock_last:
+                flags = s3.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | \
+                    s3.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
+                try:
+                    retried(conn, "lock", acked,
+                            lambda: lock(conn, tid, fid, flags))
+                    lock(conn, tid, fid, s3.SMB2_LOCKFLAG_UNLOCK)
+                    print("locked")
+                except Exception as e:
+                    print("lock failed=%s" % e)
             try:
-                conn.closeFile(tid, fid)
+                retried(conn, "close", acked, lambda: conn.closeFile(tid, fid))
             except Exception as e:
                 print("close failed=%s" % e)
                 return 0

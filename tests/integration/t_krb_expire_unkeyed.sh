@@ -46,6 +46,18 @@
 # more, the one sent again): the refused 100 KiB must go before the CLOSE
 # with the two ids smbaccel kept back for it (the write donates one).
 # Without those ids 37 KiB of it were lost (flush starved of message ids).
+# A fourth through smbaccel, on share [closing] (close_compound off, its
+# buffer held all along: idle flush 60 s, flush_max_age 300 s), writes
+# 1 KiB a second and closes its file 10 s after its ticket's end, with no
+# request sent in between: the CLOSE's flush is the first request the
+# server refuses.  The server would carry the CLOSE out (3.3.5.2.9) but
+# not the flush before it, so smbaccel answers the CLOSE
+# STATUS_NETWORK_SESSION_EXPIRED itself (expiry_answered); the client
+# re-authenticates and closes again, after what was held is written:
+# closed cleanly, every byte on the server's disk.  (Before, the CLOSE was
+# forwarded and the held data reported lost.)  A fifth does the same but
+# locks the file's first byte before closing: the LOCK is answered the
+# expiry, sent again after the re-authentication, granted; then the CLOSE.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos sessions"
@@ -55,17 +67,24 @@ ADDC_MEM_EXTRA="server signing = auto
 	server smb encrypt = off"
 ADDC_MEM_SHARES="[held]
 	path = $ADDC_MEM_SHARE_DIR/held
+	read only = no
+[closing]
+	path = $ADDC_MEM_SHARE_DIR/closing
 	read only = no"
 krb_bed
 addc_member_join
-mkdir -p "$ADDC_MEM_SHARE_DIR/held" && chmod 0777 "$ADDC_MEM_SHARE_DIR/held"
+mkdir -p "$ADDC_MEM_SHARE_DIR/held" "$ADDC_MEM_SHARE_DIR/closing" &&
+    chmod 0777 "$ADDC_MEM_SHARE_DIR/held" "$ADDC_MEM_SHARE_DIR/closing"
 addc_member_start
 KHOST=$ADDC_MEM_FQDN
 PROXY_UPSTREAM=$ADDC_MEM_IP:445
 export PROXY_UPSTREAM
 # [held]: flushed before the expiry only as its ids reach their bound
+# [closing]: held until the CLOSE, which is not sent with its flush
 KRB_KEYTAB_LINE= krb_proxy "" "[share held]" "write_behind = always" \
-    "read_ahead = always" "flush_idle = 1s" "flush_max_age = 200s" "coalesce_size = 4M"
+    "read_ahead = always" "flush_idle = 1s" "flush_max_age = 200s" "coalesce_size = 4M" \
+    "" "[share closing]" "write_behind = always" "read_ahead = always" \
+    "flush_idle = 60s" "flush_max_age = 300s" "coalesce_size = 4M" "close_compound = no"
 seed=$((RANDOM * 32768 + RANDOM + 1))
 SIZE=$(((LIFE + 40) * 10 * 1024))
 info "seed $seed, first ticket's lifetime $LIFE s, $SIZE bytes in 1 KiB writes"
@@ -122,12 +141,20 @@ p3=$!
 pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viastop \
     --stop-after-reauth 1 > "$T/stop.out" 2>&1 &
 p4=$!
-BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4"
+# a fifth closes its file, all of it held, 10 s after its ticket's end
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viaclose \
+    --share closing --every 1 --until $((LIFE + 10)) > "$T/close.out" 2>&1 &
+p5=$!
+# a sixth locks it first
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" vialock \
+    --share closing --every 1 --until $((LIFE + 10)) --lock-last > "$T/lock.out" 2>&1 &
+p6=$!
+BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4 $p5 $p6"
 # how smbaccel holds the session: unkeyed for want of a keytab, unsigned
 sleep 5
 ctl conns --json > "$T/conns.json"
-wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"
-info "the four clients done after $(elapsed "$t0") s"
+wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"; wait "$p5"; wait "$p6"
+info "the six clients done after $(elapsed "$t0") s"
 snap u-1
 deltas u-0 u-1
 tail -n +"$((lines0 + 1))" "$PROXY_LOG" > "$T/run.log"
@@ -135,8 +162,10 @@ info "direct: $(tr '\n' ' ' < "$T/direct.out")"
 info "through smbaccel: $(tr '\n' ' ' < "$T/proxy.out")"
 info "through smbaccel, [held]: $(tr '\n' ' ' < "$T/held.out")"
 info "through smbaccel, closing after the re-authentication: $(tr '\n' ' ' < "$T/stop.out")"
+info "through smbaccel, [closing]: $(tr '\n' ' ' < "$T/close.out")"
+info "through smbaccel, [closing], locking first: $(tr '\n' ' ' < "$T/lock.out")"
 info "stats: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed deferred_errors +$D_deferred_errors sessions_server_expired +$D_sessions_server_expired"
-grep -E 'expired|lost|re-authenticated|kept|written again' "$T/run.log" | cut -c1-300 | sed 's/^/    proxy log: /'
+grep -E 'expired|lost|re-authenticated|kept|written again|answered' "$T/run.log" | cut -c1-300 | sed 's/^/    proxy log: /'
 
 # directly: the re-authentication works, nothing is lost
 grep -q '^reauth acked=' "$T/direct.out" || fail "direct: the client never re-authenticated (no expiry seen)"
@@ -155,7 +184,7 @@ EOF
 assert_eq 0 "$D_sessions_keyed" "sessions_keyed"
 assert_ge 100 "$D_writes_absorbed" "writes absorbed before the expiry"
 grep -q '^reauth acked=' "$T/proxy.out" || fail "through smbaccel: the client never re-authenticated"
-assert_eq 3 "$D_sessions_server_expired" "sessions_server_expired"
+assert_eq 5 "$D_sessions_server_expired" "sessions_server_expired"
 grep -q 'the server expired the session (STATUS_NETWORK_SESSION_EXPIRED' "$T/run.log" ||
     fail "no log line saying the server expired the session"
 grep -q 're-authenticated after the server expired it: acted on again' "$T/run.log" ||
@@ -191,6 +220,40 @@ grep -q 'file=viastop offset=[0-9]* length=[0-9]* refused at the session.s expir
     fail "closing client: no flush of it refused at the expiry and written again"
 holds viastop "$sacked" || fail "closing client: the server's file does not hold every acknowledged byte"
 info "closing client: $sacked bytes acknowledged, the refused flush written before its CLOSE"
+
+# answered_expiry FILE OUT CMD WHAT: the client of FILE (output OUT) sent
+# CMD (CLOSE or LOCK) first after its ticket's end, with data held: CMD
+# answered the expiry by smbaccel, sent again after the re-authentication
+# and carried out (WHAT: the line the client then prints), nothing lost,
+# every acknowledged byte on the server's disk
+answered_expiry() {
+	local f=$1 out=$2 cmd=$3 what=$4 n lc
+	lc=$(echo "$cmd" | tr 'A-Z' 'a-z')
+	n=$(sed -n 's/^acked=//p' "$out")
+	[ -n "$n" ] || fail "[closing] $f: no result from the client: $(tail -n 3 "$out")"
+	grep -q '^failed=' "$out" && fail "[closing] $f: a write failed: $(grep '^failed=' "$out")"
+	grep -q '^reauth acked=' "$out" &&
+	    fail "[closing] $f: a write met the expiry (its buffer was flushed before the $cmd?)"
+	grep -q "^reauth-$lc acked=" "$out" ||
+	    fail "[closing] $f: the $cmd was not answered STATUS_NETWORK_SESSION_EXPIRED: $(tr '\n' ' ' < "$out")"
+	grep -qx "$what" "$out" || fail "[closing] $f: no '$what' after the $cmd: $(tr '\n' ' ' < "$out")"
+	grep -q "file=$f $cmd answered STATUS_NETWORK_SESSION_EXPIRED by smbaccel" "$T/run.log" ||
+	    fail "[closing] $f: no log line saying smbaccel answered the $cmd the expiry"
+	[ -z "$(lost "$f")" ] || fail "[closing] $f: acknowledged data lost: $(grep "file=$f .*lost" "$T/run.log" | cut -c1-250)"
+	grep -q "file=$f offset=[0-9]* length=[0-9]* refused at the session.s expiry: written again" "$T/run.log" ||
+	    fail "[closing] $f: what the server refused was not written again"
+	holds "closing/$f" "$n" || fail "[closing] $f: the server's file does not hold every acknowledged byte"
+	assert_ge 102400 "$n" "[closing] $f: bytes acknowledged before the $cmd"
+	info "[closing] $f: $n bytes held to the $cmd; it was answered the expiry, sent again after the re-authentication and carried out, the data written before it"
+}
+# the CLOSE, first to meet the expiry, answered it; closed again after
+# the re-authentication, what was held written first
+answered_expiry viaclose "$T/close.out" CLOSE closed
+# the same with a LOCK first; its CLOSE then meets nothing
+answered_expiry vialock "$T/lock.out" LOCK locked
+grep -q '^reauth-close' "$T/lock.out" && fail "[closing] vialock: its CLOSE met the expiry again"
+grep -qx closed "$T/lock.out" || fail "[closing] vialock: the file was not closed cleanly: $(tr '\n' ' ' < "$T/lock.out")"
+assert_eq 2 "$D_expiry_answered" "expiry_answered (the CLOSE, the LOCK)"
 
 # [held]: the server's expiry seen on a TREE_CONNECT with data buffered
 # (or, about one run in 250, on one of its flushes: kept as the first
