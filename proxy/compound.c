@@ -44,7 +44,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "proxy/compound.h"
 #include "proxy/writebehind.h"
@@ -138,8 +137,7 @@ file_busy_elsewhere(const struct px_conn *c, const struct px_open *o)
 	const struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (x != o && x->tree_id == o->tree_id && x->name && o->name &&
-		    strcasecmp(x->name, o->name) == 0 && px_wb_busy(x))
+		if (x != o && px_open_same_file(x, o) && px_wb_busy(x))
 			return true;
 	return false;
 }

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proxy/ledger.h"
 
@@ -252,6 +253,13 @@ px_open_find(struct px_ledger *l, const struct smb2_fileid *fid)
 			return o;
 		}
 	return NULL;
+}
+
+bool
+px_open_same_file(const struct px_open *x, const struct px_open *o)
+{
+	return x == o || (x->tree_id == o->tree_id && x->name != NULL &&
+	    o->name != NULL && strcasecmp(x->name, o->name) == 0);
 }
 
 struct px_open *

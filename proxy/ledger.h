@@ -279,6 +279,9 @@ struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);
 struct px_open *px_open_find(struct px_ledger *l,
     const struct smb2_fileid *fid);
 struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
+/* x is o, or an open of the same tree naming the same file (SMB names
+ * compare without case). */
+bool px_open_same_file(const struct px_open *x, const struct px_open *o);
 void px_open_free(struct px_open *o);
 
 /* Record a client request element (ledger cross-checks; pending entry for

@@ -13,7 +13,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "proxy/writebehind.h"
 #include "proxy/alter.h"
@@ -437,8 +436,7 @@ px_wb_flush_file(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (x == o || (x->tree_id == o->tree_id && x->name && o->name &&
-		    strcasecmp(x->name, o->name) == 0))
+		if (px_open_same_file(x, o))
 			px_wb_flush_open(c, x, cause);
 	px_emit_spend_pool(c, false);
 }
@@ -462,8 +460,7 @@ px_wb_only_held(struct px_conn *c, const struct px_open *o)
 	if (o == NULL && (c->proxy_inflight || c->delayed))
 		return false;
 	for (x = c->led.opens; x; x = x->next) {
-		if (o != NULL && !(x == o || (x->tree_id == o->tree_id &&
-		    x->name && o->name && strcasecmp(x->name, o->name) == 0)))
+		if (o != NULL && !px_open_same_file(x, o))
 			continue;
 		if (!px_wb_busy(x))
 			continue;
@@ -482,8 +479,7 @@ px_wb_file_idle(struct px_conn *c, const struct px_open *o)
 	const struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if ((x == o || (x->tree_id == o->tree_id && x->name && o->name &&
-		    strcasecmp(x->name, o->name) == 0)) && px_wb_busy(x))
+		if (px_open_same_file(x, o) && px_wb_busy(x))
 			return false;
 	return true;
 }
@@ -785,8 +781,7 @@ px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
 	    !px_ids_fresh(c, h, 1) || !px_may_answer_expired(c, s, t, h, e))
 		return false;
 	for (x = c->led.opens; x; x = x->next)
-		if (x == o || (x->tree_id == o->tree_id && x->name &&
-		    o->name && strcasecmp(x->name, o->name) == 0))
+		if (px_open_same_file(x, o))
 			held += x->wb.len + x->refused.len;
 	if ((*rc = px_wb_absorb_status(c, h, NT_STATUS_NETWORK_SESSION_EXPIRED))
 	    == PX_AB_FORWARD)
