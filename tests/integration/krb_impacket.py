@@ -31,7 +31,9 @@ file; with --reauth-cc a CLOSE refused with STATUS_NETWORK_SESSION_EXPIRED
 is handled as a write is and sent again ("reauth-close acked=N").
 --lock-last: before that CLOSE, lock the file's first byte (exclusive,
 fail at once) and unlock it, the LOCK retried in the same way
-("reauth-lock acked=N"); prints "locked".
+("reauth-lock acked=N"); prints "locked".  --lock-wait: that LOCK
+is a blocking one (no FAIL_IMMEDIATELY: MS-SMB2 3.3.5.14 lets the server
+make it wait, going async).
 save: an Office-style save of the existing document PATH: write SIZE
 bytes of the pattern of SEED to ~$PATH.tmp in --wsize writes, close it,
 rename PATH to PATH.bak, rename the temporary file to PATH, delete PATH.bak, each
@@ -151,6 +153,7 @@ def main():
     ap.add_argument("--stop-after-reauth", type=int, default=0)
     ap.add_argument("--until", type=float, default=0)
     ap.add_argument("--lock-last", action="store_true")
+    ap.add_argument("--lock-wait", action="store_true")
     ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
@@ -250,8 +253,9 @@ def main():
                     print("close failed=%s" % e)
                 return 0
             if a.lock_last:
-                flags = s3.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | \
-                    s3.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
+                flags = s3.SMB2_LOCKFLAG_EXCLUSIVE_LOCK
+                if not a.lock_wait:
+                    flags |= s3.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
                 try:
                     retried(conn, "lock", acked,
                             lambda: lock(conn, tid, fid, flags))

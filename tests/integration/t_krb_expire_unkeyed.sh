@@ -58,6 +58,8 @@
 # forwarded and the held data reported lost.)  A fifth does the same but
 # locks the file's first byte before closing: the LOCK is answered the
 # expiry, sent again after the re-authentication, granted; then the CLOSE.
+# A sixth does the same with a blocking LOCK (no FAIL_IMMEDIATELY, which
+# the server may make wait, 3.3.5.14): answered the same way.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos sessions"
@@ -149,12 +151,16 @@ p5=$!
 pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" vialock \
     --share closing --every 1 --until $((LIFE + 10)) --lock-last > "$T/lock.out" 2>&1 &
 p6=$!
-BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4 $p5 $p6"
+# a seventh with a blocking LOCK
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viawait \
+    --share closing --every 1 --until $((LIFE + 10)) --lock-last --lock-wait > "$T/wait.out" 2>&1 &
+p7=$!
+BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4 $p5 $p6 $p7"
 # how smbaccel holds the session: unkeyed for want of a keytab, unsigned
 sleep 5
 ctl conns --json > "$T/conns.json"
-wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"; wait "$p5"; wait "$p6"
-info "the six clients done after $(elapsed "$t0") s"
+wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"; wait "$p5"; wait "$p6"; wait "$p7"
+info "the seven clients done after $(elapsed "$t0") s"
 snap u-1
 deltas u-0 u-1
 tail -n +"$((lines0 + 1))" "$PROXY_LOG" > "$T/run.log"
@@ -164,6 +170,7 @@ info "through smbaccel, [held]: $(tr '\n' ' ' < "$T/held.out")"
 info "through smbaccel, closing after the re-authentication: $(tr '\n' ' ' < "$T/stop.out")"
 info "through smbaccel, [closing]: $(tr '\n' ' ' < "$T/close.out")"
 info "through smbaccel, [closing], locking first: $(tr '\n' ' ' < "$T/lock.out")"
+info "through smbaccel, [closing], a blocking LOCK first: $(tr '\n' ' ' < "$T/wait.out")"
 info "stats: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed deferred_errors +$D_deferred_errors sessions_server_expired +$D_sessions_server_expired"
 grep -E 'expired|lost|re-authenticated|kept|written again|answered' "$T/run.log" | cut -c1-300 | sed 's/^/    proxy log: /'
 
@@ -184,7 +191,7 @@ EOF
 assert_eq 0 "$D_sessions_keyed" "sessions_keyed"
 assert_ge 100 "$D_writes_absorbed" "writes absorbed before the expiry"
 grep -q '^reauth acked=' "$T/proxy.out" || fail "through smbaccel: the client never re-authenticated"
-assert_eq 5 "$D_sessions_server_expired" "sessions_server_expired"
+assert_eq 6 "$D_sessions_server_expired" "sessions_server_expired"
 grep -q 'the server expired the session (STATUS_NETWORK_SESSION_EXPIRED' "$T/run.log" ||
     fail "no log line saying the server expired the session"
 grep -q 're-authenticated after the server expired it: acted on again' "$T/run.log" ||
@@ -253,7 +260,11 @@ answered_expiry viaclose "$T/close.out" CLOSE closed
 answered_expiry vialock "$T/lock.out" LOCK locked
 grep -q '^reauth-close' "$T/lock.out" && fail "[closing] vialock: its CLOSE met the expiry again"
 grep -qx closed "$T/lock.out" || fail "[closing] vialock: the file was not closed cleanly: $(tr '\n' ' ' < "$T/lock.out")"
-assert_eq 2 "$D_expiry_answered" "expiry_answered (the CLOSE, the LOCK)"
+# and with a blocking LOCK
+answered_expiry viawait "$T/wait.out" LOCK locked
+grep -q '^reauth-close' "$T/wait.out" && fail "[closing] viawait: its CLOSE met the expiry again"
+grep -qx closed "$T/wait.out" || fail "[closing] viawait: the file was not closed cleanly: $(tr '\n' ' ' < "$T/wait.out")"
+assert_eq 3 "$D_expiry_answered" "expiry_answered (the CLOSE, the two LOCKs)"
 
 # [held]: the server's expiry seen on a TREE_CONNECT with data buffered
 # (or, about one run in 250, on one of its flushes: kept as the first
