@@ -256,14 +256,14 @@ answered_expiry() {
 # the CLOSE, first to meet the expiry, answered it; closed again after
 # the re-authentication, what was held written first
 answered_expiry viaclose "$T/close.out" CLOSE closed
-# the same with a LOCK first; its CLOSE then meets nothing
-answered_expiry vialock "$T/lock.out" LOCK locked
-grep -q '^reauth-close' "$T/lock.out" && fail "[closing] vialock: its CLOSE met the expiry again"
-grep -qx closed "$T/lock.out" || fail "[closing] vialock: the file was not closed cleanly: $(tr '\n' ' ' < "$T/lock.out")"
-# and with a blocking LOCK
-answered_expiry viawait "$T/wait.out" LOCK locked
-grep -q '^reauth-close' "$T/wait.out" && fail "[closing] viawait: its CLOSE met the expiry again"
-grep -qx closed "$T/wait.out" || fail "[closing] viawait: the file was not closed cleanly: $(tr '\n' ' ' < "$T/wait.out")"
+# the same with a LOCK first (vialock; viawait: a blocking one); its
+# CLOSE then meets nothing
+for lk in vialock:lock viawait:wait; do
+	f=${lk%:*} out=$T/${lk#*:}.out
+	answered_expiry "$f" "$out" LOCK locked
+	grep -q '^reauth-close' "$out" && fail "[closing] $f: its CLOSE met the expiry again"
+	grep -qx closed "$out" || fail "[closing] $f: the file was not closed cleanly: $(tr '\n' ' ' < "$out")"
+done
 assert_eq 3 "$D_expiry_answered" "expiry_answered (the CLOSE, the two LOCKs)"
 
 # [held]: the server's expiry seen on a TREE_CONNECT with data buffered
