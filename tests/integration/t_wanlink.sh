@@ -18,8 +18,9 @@
 #  4. a burst (burst 30 4): ~30 % loss while it lasts, none after;
 #  5. seeds: two fresh links with the same seed drop the same packets
 #     (receiver's missing sequence numbers and wanlink's drop log), a third
-#     with another seed drops others (a run in which the kernel dropped
-#     packets at a TUN device is repeated, at most twice);
+#     with another seed drops others (a run that lost packets outside
+#     wanlink, dropped by the kernel at a TUN device or missed by a busy
+#     receiver beyond the drop log, is repeated, at most twice);
 #  6. memory: an unlimited link with a 2 s delay and --mem 4M flooded with
 #     16 MiB: drop_full > 0, RSS stays below the rings plus 16 MiB;
 #  7. counters readable while running (stats file, SIGUSR1); SIGTERM: exit
@@ -136,7 +137,7 @@ grep -q '^up pkts_in=' "$WL_LOG" || fail "SIGUSR1 printed no counters"
 
 # ---- 5. seeds
 seeded() {	# seeded SEED TAG: a fresh link with SEED and 2 % loss, 10,000 packets
-	local try td
+	local try td miss logged
 	for try in 1 2 3; do
 		wl_stop >/dev/null
 		wl_start -d 5 -r 0 -s "$1" -D "$T/drops-$2"
@@ -149,10 +150,16 @@ seeded() {	# seeded SEED TAG: a fresh link with SEED and 2 % loss, 10,000 packet
 		td=$(( $(wl_tun_drops) - td ))
 		wl_stop >/dev/null
 		assert_eq 0 "$WL_RC" "wanlink exit status after SIGTERM"
-		info "seed $1: $(wc -l < "$T/seedmiss-$2") missing, $(grep -c ' loss$' "$T/drops-$2") in the drop log, $td dropped by the kernel at the TUN"
-		[ "$td" -eq 0 ] && return 0
+		miss=$(wc -l < "$T/seedmiss-$2")
+		logged=$(grep -c ' loss$' "$T/drops-$2")
+		info "seed $1: $miss missing, $logged in the drop log, $td dropped by the kernel at the TUN"
+		# a packet lost outside wanlink (the kernel at the TUN, or the
+		# receiver's socket buffer while the busy machine kept the
+		# sink off the CPU) makes the receiver's list no longer the
+		# seed's: run again
+		[ "$td" -eq 0 ] && [ "$miss" -eq "$logged" ] && return 0
 	done
-	fail "the kernel dropped packets at the TUN devices in 3 runs with seed $1 (machine too busy to compare seeds)"
+	fail "in 3 runs with seed $1, packets were lost outside wanlink (the kernel at the TUN devices, or the receiver missed more than the drop log holds): machine too busy to compare seeds"
 }
 info "5. seeded runs"
 seeded 42 a
