@@ -7,6 +7,8 @@
 #                             runner started inside a test (t_host_samba,
 #                             t_sanitize's SANITIZE_TESTS) uses
 #                             TEST_JOBS_NESTED (default 1).
+#   TEST_WAIT_JOBS=N          waiting lanes beside them (default 1; 0: none),
+#                             for the "# waits:" tests (below)
 #   INTEGRATION_DIR=DIR       run the t_*.sh of DIR (default tests/integration)
 #   TEST_TIMEOUT=N            per-test timeout in seconds (default: the
 #                             script's "# test-timeout: N" line, else 600)
@@ -30,6 +32,12 @@
 # started while it runs.  Order: the exclusive tests first, one after the
 # other (so no lane waits for the others to drain before one), then the
 # rest longest first (so the last lane to finish ends with short tests).
+# A test that spends most of its length waiting on the clock with the
+# machine idle (a Kerberos ticket running out: minutes at a few % of the
+# CPU) says so with "# waits: <why>" and runs in a waiting lane of its own
+# (TEST_WAIT_JOBS of them) beside the TEST_JOBS lanes, once the exclusive
+# tests are done; when no other test is left to start it may also take a
+# free ordinary lane.
 # Lengths come from the last run's measurements in RESULTS_DIR/.durations,
 # else tests/integration/durations (one "NAME SECONDS" a line; refresh it
 # from a CI run's .durations), else a quarter of the test's timeout.  The
@@ -246,6 +254,7 @@ run_one() {
 	tag=
 	[ -n "$senv" ] && tag=", asan"
 	[ "$JOBS" -gt 1 ] && [ -n "$(test_exclusive "$t")" ] && tag="$tag, alone"
+	test_waits "$t" && tag="$tag, waiting lane"
 	start=$(date +%s.%N)
 	TEST_ID=$$.$t.$(date +%s%N)
 	if [ "$CG_MODE" != none ]; then
@@ -295,6 +304,11 @@ test_timeout() {
 test_exclusive() {
 	sed -n 's/^# exclusive: *\(.*\)/\1/p' "$IDIR/$1.sh" | head -n 1
 }
+# test_waits T: true if T runs in a waiting lane (a "# waits:" line, with
+# waiting lanes beside two or more ordinary ones)
+test_waits() {
+	[ "$JOBS" -gt 1 ] && [ "$WJOBS" -gt 0 ] && grep -q '^# waits: ' "$IDIR/$1.sh"
+}
 DURATIONS=$IDIR/durations
 test_estimate() {
 	local f s
@@ -310,24 +324,32 @@ JOBS=${TEST_JOBS:-2}
 # a runner inside a test (a nested run) shares that test's lane
 [ -n "${SMBACCEL_TEST_ID:-}" ] && JOBS=${TEST_JOBS_NESTED:-1}
 case $JOBS in ''|*[!0-9]*|0) echo "TEST_JOBS must be a number >= 1 (got '$JOBS')" >&2; exit 2 ;; esac
+WJOBS=${TEST_WAIT_JOBS:-1}
+case $WJOBS in ''|*[!0-9]*) echo "TEST_WAIT_JOBS must be a number >= 0 (got '$WJOBS')" >&2; exit 2 ;; esac
 
-# The queue: with one lane, list order; with more, the exclusive tests
-# (longest first), then the others (longest first).
-nexcl=0
+# The queues: with one lane, list order; with more, the exclusive tests
+# (longest first), then the others (longest first); the waiting ones
+# (longest first) in wqueue.
+nexcl=0 wqueue=
 if [ "$JOBS" -gt 1 ]; then
 	queue=$(for t in $list; do
 		x=1; [ -n "$(test_exclusive "$t")" ] && x=0
+		test_waits "$t" && x=2
 		echo "$x $(test_estimate "$t") $t"
-	done | sort -k1,1n -k2,2nr -k3,3 | awk '{ print $3 }')
+	done | sort -k1,1n -k2,2nr -k3,3 | awk '{ print $1, $3 }')
+	wqueue=$(echo "$queue" | awk '$1 == 2 { print $2 }')
+	queue=$(echo "$queue" | awk '$1 != 2 { print $2 }')
 	for t in $queue; do [ -n "$(test_exclusive "$t")" ] && nexcl=$((nexcl + 1)); done
-	[ "$(echo $queue | wc -w)" -gt 1 ] &&
-	    echo "$(echo $queue | wc -w) tests in $JOBS lanes; $nexcl exclusive (first, each alone)"
+	nall=$(echo $queue $wqueue | wc -w)
+	[ "$nall" -gt 1 ] &&
+	    echo "$nall tests in $JOBS lanes; $nexcl exclusive (first, each alone)${wqueue:+; $(echo $wqueue | wc -w) in $WJOBS waiting lane(s) beside}"
 else
 	queue=$list
 fi
 
 LANE_DIR=$(mktemp -d "$RESULTS_DIR/.lanes.XXXXXX") || exit 2
 declare -A running=()       # lane pid -> test
+declare -A waiting=()       # lane pid -> test, of the tests in waiting lanes
 declare -A status=()        # test -> pass | fail | skip
 declare -A beside=()        # test -> the tests that ran while it ran
 excl=
@@ -366,7 +388,7 @@ reap() {
 		fi
 	done
 	t=${running[$pid]}
-	unset "running[$pid]"
+	unset "running[$pid]" "waiting[$pid]"
 	[ "$t" = "$excl" ] && excl=
 	trace "end   $t exit $rc"
 	if [ -f "$LANE_DIR/$t.out" ]; then
@@ -386,24 +408,46 @@ reap() {
 	esac
 }
 
+# start T [KIND]: run T in a lane of its own (KIND waits: a waiting lane)
+start() {
+	local t=$1 p
+	beside[$t]=
+	for p in "${!running[@]}"; do
+		beside[$t]="${beside[$t]} ${running[$p]}"
+		beside[${running[$p]}]="${beside[${running[$p]}]} $t"
+	done
+	run_one "$t" "$LANE_DIR/$t.out" &
+	running[$!]=$t
+	[ "${2:-}" = waits ] && waiting[$!]=$t
+	trace "start $t${excl:+ (alone)}${2:+ (waiting lane)}"
+}
+
 set -- $queue
-while [ $# -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
-	while [ $# -gt 0 ] && [ -z "$excl" ] && [ ${#running[@]} -lt "$JOBS" ]; do
+while [ $# -gt 0 ] || [ -n "$wqueue" ] || [ ${#running[@]} -gt 0 ]; do
+	while [ $# -gt 0 ] && [ -z "$excl" ] &&
+	    [ $((${#running[@]} - ${#waiting[@]})) -lt "$JOBS" ]; do
 		t=$1
 		if [ "$JOBS" -gt 1 ] && [ -n "$(test_exclusive "$t")" ]; then
 			[ ${#running[@]} -eq 0 ] || break   # it waits for the lanes to drain
 			excl=$t
 		fi
-		beside[$t]=
-		for p in "${!running[@]}"; do
-			beside[$t]="${beside[$t]} ${running[$p]}"
-			beside[${running[$p]}]="${beside[${running[$p]}]} $t"
-		done
-		run_one "$t" "$LANE_DIR/$t.out" &
-		running[$!]=$t
-		trace "start $t${excl:+ (alone)}"
+		start "$t"
 		shift
 	done
+	# a waiting test: never beside an exclusive one (those come first),
+	# in a waiting lane, or in an ordinary one nothing else will take
+	while [ -n "$wqueue" ] && [ -z "$excl" ] &&
+	    { [ $# -eq 0 ] || [ -z "$(test_exclusive "$1")" ]; } &&
+	    { [ ${#waiting[@]} -lt "$WJOBS" ] ||
+	      { [ $# -eq 0 ] && [ ${#running[@]} -lt "$JOBS" ]; }; }; do
+		t=${wqueue%%$'\n'*}
+		[ "$t" = "$wqueue" ] && wqueue= || wqueue=${wqueue#*$'\n'}
+		start "$t" waits
+	done
+	if [ ${#running[@]} -eq 0 ]; then
+		echo "run-integration: nothing runs and cannot start:" $* $wqueue >&2
+		exit 2
+	fi
 	reap
 done
 

@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 600
+# waits: a 130 s ticket running out, then smbtorture waiting on 4 s tickets (expire1s, expire2s): about 5 % of the CPU once the DC is up
 # Issue 12: a Kerberos session whose ticket ends while smbaccel buffers its
 # writes.  The server expires a Kerberos session when its ticket ends
 # (MS-SMB2 3.3.5.2.9: STATUS_NETWORK_SESSION_EXPIRED on every request but

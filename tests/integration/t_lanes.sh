@@ -3,9 +3,12 @@
 # test-timeout: 240
 # The lanes of tests/run-integration.sh, run on tests of its own
 # (INTEGRATION_DIR=$T/it, through a nested runner with TEST_JOBS_NESTED):
-#  1. two lanes over eight tests: never more than two run at once and two
-#     do run at once; the "# exclusive:" test starts first and nothing runs
-#     beside it; the others start longest first (by $T/it/durations); a
+#  1. two lanes over ten tests: never more than two ordinary tests run at
+#     once and two do run at once; the "# exclusive:" test starts first and
+#     nothing runs beside it; the two "# waits:" tests run in the waiting
+#     lane (TEST_WAIT_JOBS=1) after it, one beside two ordinary tests
+#     (three at once), never both at once while ordinary tests are left
+#     to start; the others start longest first (by $T/it/durations); a
 #     test that fails, one that skips, one that leaves a process behind
 #     (failed, the process named and killed) and one past its
 #     "# test-timeout:" (failed, "timed out") are reported as one by one;
@@ -14,7 +17,8 @@
 #     longest run together, taking 50 ports each at the same moment, and
 #     never get the same one (free_port's registry);
 #  2. control: the same two tests with one lane never overlap, in list
-#     order (so check 1's overlap could fail);
+#     order (so check 1's overlap could fail); nor do a waiting and an
+#     ordinary test with no waiting lane (TEST_WAIT_JOBS=0);
 #  3. SIGTERM to the runner while two tests run: it exits 143 within 15 s,
 #     both tests' processes and cgroups are gone, their temp directories
 #     removed.
@@ -49,7 +53,11 @@ fake t_fail -- 'sleep 0.5' 'fail "failing on purpose"'
 fake t_skip -- 'skip "skipping on purpose"'
 fake t_leak -- 'sleep 300 & echo $! > "$LANES_T/leaked.pid"' 'sleep 0.5'
 fake t_hang '# test-timeout: 2' -- 'sleep 30'
+fake t_w1 '# waits: this test checks the waiting lane' -- 'sleep 2.5'
+fake t_w2 '# waits: this test checks the waiting lane' -- 'sleep 1'
 cat > "$IT/durations" <<EOF
+t_w1 50
+t_w2 45
 t_x 5
 t_a 40
 t_b 35
@@ -61,6 +69,7 @@ t_hang 5
 EOF
 
 # runner JOBS RESULTS TESTS...: the nested runner, output in RESULTS.out
+# (TEST_WAIT_JOBS from the environment, default 1)
 runner() {
 	local jobs=$1 res=$2; shift 2
 	INTEGRATION_DIR=$IT RESULTS_DIR=$res SUMMARY_FILE=$res.summary TEST_JOBS_NESTED=$jobs \
@@ -68,17 +77,18 @@ runner() {
 }
 
 # ---- 1. two lanes
-info "1. two lanes, eight tests"
-runner 2 "$T/r1" t_fail t_a t_skip t_x t_leak t_b t_hang t_c
+info "1. two lanes and a waiting lane, ten tests"
+runner 2 "$T/r1" t_fail t_w2 t_a t_skip t_x t_leak t_b t_hang t_w1 t_c
 rc=$?
 sed 's/^/    /' "$T/r1.out" | grep -v '^    *|'
 echo "    lanes.log:"; sed 's/^/      /' "$T/r1/lanes.log"
 assert_eq 1 "$rc" "runner exit status with failures"
-assert_eq "4 passed, 3 failed, 1 skipped" "$(tail -n 1 "$T/r1.out")" "summary line"
+assert_eq "6 passed, 3 failed, 1 skipped" "$(tail -n 1 "$T/r1.out")" "summary line"
 assert_eq "failed: t_fail t_leak t_hang" "$(grep '^failed:' "$T/r1.out")" "failed: list (list order)"
-assert_eq "4 3 1| t_fail t_leak t_hang" "$(tr '\n' '|' < "$T/r1.summary" | sed 's/|$//')" "SUMMARY_FILE"
-for t in t_a t_b t_c t_x; do grep -q "^PASS  $t (" "$T/r1.out" || fail "no PASS line for $t"; done
+assert_eq "6 3 1| t_fail t_leak t_hang" "$(tr '\n' '|' < "$T/r1.summary" | sed 's/|$//')" "SUMMARY_FILE"
+for t in t_a t_b t_c t_x t_w1 t_w2; do grep -q "^PASS  $t (" "$T/r1.out" || fail "no PASS line for $t"; done
 grep -q '^PASS  t_x (.*alone' "$T/r1.out" || fail "the exclusive test's line does not say alone"
+grep -q '^PASS  t_w1 (.*waiting lane' "$T/r1.out" || fail "the waiting test's line does not say so"
 grep -q '^SKIP  t_skip (.*skipping on purpose' "$T/r1.out" || fail "no SKIP line with the reason"
 grep -q '^FAIL  t_fail (' "$T/r1.out" || fail "no FAIL line for t_fail"
 grep -q 'failing on purpose' "$T/r1.out" || fail "t_fail's log is not shown"
@@ -97,28 +107,47 @@ for line in open(sys.argv[1]):
     h, m, s = f[0].split(":")
     t = int(h) * 3600 + int(m) * 60 + float(s)
     iv.setdefault(f[2], [None, None])[0 if f[1] == "start" else 1] = t
-pts = sorted([(a, 1) for a, b in iv.values()] + [(b, -1) for a, b in iv.values()])
-cur, most = 0, 0
-for _, d in pts:
-    cur += d
-    most = max(most, cur)
+def most_at_once(names):
+    pts = sorted([(iv[n][0], 1) for n in names] + [(iv[n][1], -1) for n in names])
+    cur, most = 0, 0
+    for _, d in pts:
+        cur += d
+        most = max(most, cur)
+    return most
+waits = ["t_w1", "t_w2"]
+ordinary = [n for n in iv if n not in waits]
+most, most_ord = most_at_once(list(iv)), most_at_once(ordinary)
 x = iv["t_x"]
 beside = [n for n, (a, b) in iv.items() if n != "t_x" and a < x[1] and b > x[0]]
 first = min(iv, key=lambda n: iv[n][0])
 a, b = iv["t_a"], iv["t_b"]
-print("    at most %d at once; first %s; beside t_x: %s; t_a and t_b overlap %.1f s"
-      % (most, first, beside or "nothing", min(a[1], b[1]) - max(a[0], b[0])))
+w1, w2 = iv["t_w1"], iv["t_w2"]
+# the waiting tests may overlap only once no ordinary test is left to start
+last_ord_start = max(iv[n][0] for n in ordinary)
+w_overlap = min(w1[1], w2[1]) - max(w1[0], w2[0])
+print("    at most %d at once (%d ordinary); first %s; beside t_x: %s; "
+      "t_a and t_b overlap %.1f s; t_w1 and t_w2 overlap %.1f s"
+      % (most, most_ord, first, beside or "nothing",
+         min(a[1], b[1]) - max(a[0], b[0]), w_overlap))
 bad = 0
 if min(a[1], b[1]) - max(a[0], b[0]) < 1:
     print("    FAIL: t_a and t_b (the two longest) did not run together"); bad = 1
-if most != 2:
-    print("    FAIL: %d tests at once with two lanes" % most); bad = 1
+if most_ord != 2:
+    print("    FAIL: %d ordinary tests at once with two lanes" % most_ord); bad = 1
+if most != 3:
+    print("    FAIL: %d tests at once with two lanes and a waiting lane" % most); bad = 1
 if beside or first != "t_x":
     print("    FAIL: the exclusive test did not run first and alone"); bad = 1
+if w1[0] < x[1] or w2[0] < x[1]:
+    print("    FAIL: a waiting test started before the exclusive one ended"); bad = 1
+if w_overlap > 0 and max(w1[0], w2[0]) < last_ord_start:
+    print("    FAIL: both waiting tests ran at once while ordinary tests were left"); bad = 1
 sys.exit(bad)
 PYEOF
-order=$(sed -n 's/^[0-9:.]* start \(t_[a-z]*\).*/\1/p' "$T/r1/lanes.log" | tr '\n' ' ')
+order=$(grep -v '(waiting lane)' "$T/r1/lanes.log" | sed -n 's/^[0-9:.]* start \(t_[a-z]*\).*/\1/p' | tr '\n' ' ')
 assert_eq "t_x t_a t_b t_c t_leak t_fail t_skip t_hang " "$order" "start order (exclusive first, then longest first)"
+worder=$(sed -n 's/^[0-9:.]* start \(t_w[0-9]\) (waiting lane)$/\1/p' "$T/r1/lanes.log" | tr '\n' ' ')
+assert_eq "t_w1 t_w2 " "$worder" "waiting lane's start order (longest first)"
 na=$(wc -l < "$T/ports.t_a") nb=$(wc -l < "$T/ports.t_b")
 dup=$(sort "$T/ports.t_a" "$T/ports.t_b" | uniq -d | wc -l)
 info "  ports: $na + $nb taken at once, $dup given twice"
@@ -136,6 +165,20 @@ ev = [l.split() for l in open(sys.argv[1])]
 seq = [(n, w) for n, w, _ in sorted(ev, key=lambda e: float(e[2]))]
 print("    events: %s" % " ".join("%s.%s" % e for e in seq))
 sys.exit(0 if seq == [("t_b", "start"), ("t_b", "end"), ("t_a", "start"), ("t_a", "end")] else 1)
+PYEOF
+: > "$LANES_LOG"
+TEST_WAIT_JOBS=0 runner 2 "$T/r2w" t_w1 t_x t_c t_w2 ||
+    { cat "$T/r2w.out"; fail "two lanes without a waiting lane failed"; }
+grep -q 'waiting lane' "$T/r2w.out" "$T/r2w/lanes.log" && fail "a waiting lane with TEST_WAIT_JOBS=0"
+"$PY" - "$LANES_LOG" <<'PYEOF' || fail "no waiting lane (above)"
+import sys
+iv = {}
+for n, w, t in (l.split() for l in open(sys.argv[1])):
+    iv.setdefault(n, {})[w] = float(t)
+most = max(sum(1 for v in iv.values() if v["start"] <= t < v["end"])
+           for v0 in iv.values() for t in [v0["start"]])
+print("    TEST_WAIT_JOBS=0: at most %d of t_w1 t_x t_c t_w2 at once" % most)
+sys.exit(0 if most == 2 else 1)
 PYEOF
 
 # ---- 3. SIGTERM while two tests run
