@@ -29,7 +29,10 @@
  *   bytes=N seconds=S MBps=M ops=N cpu_user=U cpu_sys=Y cpu_per_op_us=Z
  * with MB = 1e6 bytes; seconds run from the return of smbc_open() to the
  * return of smbc_close(), so connection setup is not counted but a flush
- * on close is.
+ * on close is.  With -H PATH the session stays logged on after that line
+ * (file closed, tree still connected) until PATH exists, at most
+ * HOLD_MAX_S seconds: a caller's smbstatus or smbaccelctl conns can then
+ * see a session that a short run would have ended before it looked.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -87,9 +90,13 @@ struct dd_opts {
 	uint64_t	 mix_gap;	/* -G: mix writes may start this far past EOF */
 	char		 mix_trunc;	/* -t: mix truncates 'a'ny, 'g'row only, 'n'one */
 	const char	*model_out;	/* -o: mix writes its model here */
+	const char	*hold_until;	/* -H: stay logged on until this exists */
 	unsigned int	 timeout_s;	/* -T; 0: libsmbclient's default */
 	uint16_t	 port;		/* -p; 0: from URL or 445 */
 };
+
+/* -H: the longest the session is held after the result line */
+#define HOLD_MAX_S	20
 
 /* mix: the file never grows past this (the model is kept in memory). */
 #define MIX_MAX_SIZE	(32ULL * 1024 * 1024)
@@ -153,7 +160,9 @@ usage(void)
 	    "                 (default 0: never past EOF)\n"
 	    "  -t any|grow|none  mix: truncations that shrink or grow the file\n"
 	    "                 (default), only grow it, or none\n"
-	    "  -o path        mix: write the model (the expected file) here\n");
+	    "  -o path        mix: write the model (the expected file) here\n"
+	    "  -H path        after the result line, stay logged on (tree\n"
+	    "                 connected) until path exists, at most 20 s\n");
 	exit(EX_USAGE);
 }
 
@@ -284,6 +293,24 @@ now_mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * -H: the result line is out (flushed, for a caller reading it through a
+ * pipe); keep the session until the caller has looked at it and says so
+ * by creating opt.hold_until, or HOLD_MAX_S have passed.
+ */
+static void
+hold_session(void)
+{
+	double end = now_mono() + HOLD_MAX_S;
+	struct timespec tick = { 0, 50 * 1000 * 1000 };
+
+	if (opt.hold_until == NULL)
+		return;
+	fflush(stdout);
+	while (access(opt.hold_until, F_OK) == -1 && now_mono() < end)
+		nanosleep(&tick, NULL);
 }
 
 /* Seeded Fisher-Yates permutation of 0..n-1 (block indices for -r). */
@@ -461,7 +488,7 @@ parse_args(int argc, char **argv)
 	argv++;
 
 	/* Options may come before or after the positional arguments. */
-	while ((c = getopt(argc, argv, "U:W:p:s:rR:a:Vm:nfkPqD:T:G:t:o:h")) != -1) {
+	while ((c = getopt(argc, argv, "U:W:p:s:rR:a:Vm:nfkPqD:T:G:t:o:H:h")) != -1) {
 		switch (c) {
 		case 'U':
 			parse_userpass(optarg);
@@ -529,6 +556,9 @@ parse_args(int argc, char **argv)
 			break;
 		case 'o':
 			opt.model_out = optarg;
+			break;
+		case 'H':
+			opt.hold_until = optarg;
 			break;
 		case 't':
 			if (strcmp(optarg, "any") != 0 && strcmp(optarg, "grow") != 0 &&
@@ -825,6 +855,7 @@ mix_run(void)
 	printf("bytes=%" PRIu64 " seconds=%.6f MBps=%.3f ops=%" PRIu64
 	    " size=%" PRIu64 "\n", wbytes + bytes, secs,
 	    secs > 0 ? (double)(wbytes + bytes) / 1e6 / secs : 0.0, opt.count, msize);
+	hold_session();
 	free(model); model = NULL;
 	free(iobuf); iobuf = NULL;
 	smbc_free_context(ctx, 1); ctx = NULL;
@@ -937,6 +968,7 @@ main(int argc, char **argv)
 	    opt.count, cpu_u, cpu_s,
 	    opt.count > 0 ? (cpu_u + cpu_s) * 1e6 / (double)opt.count : 0.0);
 
+	hold_session();
 	free(order); order = NULL;
 	free(iobuf); iobuf = NULL;
 	free(wantbuf); wantbuf = NULL;
