@@ -85,7 +85,7 @@ rows, sec = {}, False
 for line in open(sys.argv[1]):
     if line.startswith("smbaccel's own instructions per 1 KiB WRITE"):
         sec = True
-    m = re.match(r"^(unsigned|gmac|ccm128) +(\d+) +\S+ +(\d+) +(\S+)$", line)
+    m = re.match(r"^(unsigned|gmac|ccm128) +(\d+) +\S+ +(?:\(unsigned\w*\) +)?(\d+) +(\S+)$", line)
     if sec and m:
         rows[m.group(1)] = (int(m.group(2)), int(m.group(3)), m.group(4))
 bad = 0 if sec else 1
