@@ -13,7 +13,9 @@
 # nothing in OpenSSL, and a keyed one's costs at least 1000 instructions
 # there (its bytes are verified, and signed or sealed again in the
 # coalesced WRITE: about 6000 for GMAC), so the count is seen to attribute
-# the keyed work to OpenSSL and no crypto to an unsigned session.
+# the keyed work to OpenSSL and no crypto to an unsigned session.  The
+# bootstrap interval the bench puts on a median of 5 rounds or more
+# (tests/bench/medci.awk) is checked on figures whose answer is known.
 # Never asserts a speed.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "the keyed-session CPU bench"
@@ -31,6 +33,25 @@ for a in relay relay-splice relay-tee; do
 	v=$(sed -n 's/.*relay_s_per_gib=\([0-9.]*\).*/\1/p' <<<"$out")
 	awk -v v="$v" 'BEGIN { exit !(v > 0) }' || fail "cryptofloor $a: no figure in '$out'"
 done
+
+# the interval the bench gives a paired median with 5 rounds or more
+# (tests/bench/medci.awk): equal figures give a point, one figure none, the
+# same input the same interval, a shift of every figure shifts it by as
+# much, and it holds the median within the figures' range
+CI=$TOP/tests/bench/medci.awk
+assert_eq "5 5" "$(echo "5 5 5 5 5" | awk -f "$CI")" "interval of equal figures"
+echo 7 | awk -f "$CI" >/dev/null && fail "medci.awk gave an interval of one figure"
+xs="12 3 21 11 24 9 14 4 17 4"
+read -r lo hi <<<"$(echo "$xs" | awk -f "$CI")"
+assert_eq "$lo $hi" "$(echo "$xs" | awk -f "$CI")" "the same figures twice"
+awk -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(3 <= lo && lo < 11.5 && 11.5 < hi && hi <= 24) }' ||
+	fail "interval $lo .. $hi of '$xs' does not hold the median 11.5 within 3 .. 24"
+read -r slo shi <<<"$(echo "$xs" | awk '{ for (i = 1; i <= NF; i++) printf "%s ", $i + 100 }' | awk -f "$CI")"
+awk -v a="$lo" -v b="$hi" -v c="$slo" -v d="$shi" 'BEGIN { exit !(c - a == 100 && d - b == 100) }' ||
+	fail "figures moved by 100 moved the interval from $lo .. $hi to $slo .. $shi"
+read -r wlo whi <<<"$(echo "$xs" | awk -v level=50 -f "$CI")"
+awk -v a="$lo" -v b="$hi" -v c="$wlo" -v d="$whi" 'BEGIN { exit !(a <= c && d <= b) }' ||
+	fail "the 50% interval $wlo .. $whi is not inside the 90% one $lo .. $hi"
 
 TMPDIR=$T bash "$TOP/tests/bench/crypto" --configs unsigned,gmac,ccm128 --reps 1 \
     --kib-mib 2 --mib-mib 16 --floor-mib 8 --instructions 1024 > "$T/bench.out" 2>&1
