@@ -6,7 +6,8 @@
 # Asserts only that the bench exited 0 (it exits 1 on a failed run, wrong
 # data on disk or a session that was not keyed), that every row has CPU
 # figures, a floor where one applies, data ok and the session keyed, the
-# per-op line with its paired figure and wake-ups per op, and
+# per-op line with its paired figure and wake-ups per op, its split into
+# user and system time, and
 # that bin/cryptofloor gives a number for every algorithm and for the
 # plain relay.  --instructions (smbaccel under callgrind): every config
 # has a count with its data checked, an unsigned session's WRITE costs
@@ -94,6 +95,8 @@ EOF
 grep -Eq "^not looked at, [0-9.]+ s/GiB; splice \+ tee \+ read, the bytes seen, [0-9.]+ s/GiB; read/write: [0-9.]+ s/GiB$" "$T/bench.out" || fail "no relay floor line"
 grep -Eq '^gmac: 1 KiB writes cost .*; paired by round: median [-+][0-9]+% \([-+][0-9]+% \.\. [-+][0-9]+%\); ' "$T/bench.out" ||
 	fail "no paired per-op figure for gmac"
+grep -Eq '^gmac: 1 KiB writes user \+ system us/op [0-9]+\.[0-9]+ \+ [0-9]+\.[0-9]+, unsigned [0-9]+\.[0-9]+ \+ [0-9]+\.[0-9]+ \(medians; ' "$T/bench.out" ||
+	fail "no user and system split of gmac's per-op figure"
 grep -Eq '^gmac: 1 KiB writes cost .*; wake-ups/op [0-9]+\.[0-9]+, unsigned [0-9]+\.[0-9]+ \(medians\)$' "$T/bench.out" ||
 	fail "no wake-ups per op figure for gmac"
 grep -Eq '^gmac: 1 MiB writes .* floor \+ relay [0-9.]+: [0-9.]+x$' "$T/bench.out" ||
