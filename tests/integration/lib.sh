@@ -614,6 +614,10 @@ proc_wakeups() { cat /proc/"$1"/task/*/schedstat | awk '{ t += $3 } END { printf
 # proc_cpu_ns PID: its CPU time in nanoseconds (schedstat's first field:
 # exact, where /proc/PID/stat's utime and stime are 10 ms samples).
 proc_cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ t += $1 } END { printf "%.0f", t }'; }
+# proc_user_sys PID: "utime stime" of the process in clock ticks
+# (/proc/PID/stat fields 14 and 15; the part after the command name, which
+# ends with ") ", starts at field 3)
+proc_user_sys() { sed 's/^.*) //' /proc/"$1"/stat | awk '{ print $12, $13 }'; }
 
 # ---------------------------------------------------------------- clients
 
