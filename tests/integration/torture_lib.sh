@@ -14,7 +14,11 @@
 # waiting for break timeouts, not CPU).  "/" separates groups: the suites
 # of one group run one after another in the same lane.  The direct run
 # ("direct") is a lane like the others.  A suite written dur:NAME runs
-# on the [dur] share (durable handles need it, lib.sh).
+# on the [dur] share (durable handles need it, lib.sh).  A suite written
+# NAME:only:A,B runs only NAME's tests A and B, NAME:except:A,B all its
+# tests but those (smbtorture --load-list): a suite whose tests wait on
+# the clock for minutes can be spread over lanes.  Every test named must
+# be one of the suite's (smbtorture --list), or the call fails.
 #
 #   TORTURE_CONFIGS  "name|write_behind|read_ahead" entries
 #   TORTURE_OPT      one extra smbtorture option for every run (e.g.
@@ -40,15 +44,16 @@ EOF2
 	samba_private_dirs "$T/torture-samba"
 } > "$T/torture.conf"
 
-# run_suite PORT SUITE OUT [SHARE]: subunit stream of one suite into OUT;
-# prints "rc seconds".
+# run_suite PORT SUITE OUT [SHARE [LIST]]: subunit stream of one suite
+# (only the tests in the file LIST when given) into OUT; prints "rc
+# seconds".
 run_suite() {
 	local t0 rc
 	t0=$(now)
 	HOME=$T timeout "${TORTURE_SUITE_TIMEOUT:-400}" smbtorture "//127.0.0.1/${4:-share}" -U "$SMB_USER%$SMB_PASS" -p "$1" \
 	    --configfile="$T/torture.conf" --format=subunit --fullname \
 	    --option=torture:progress=no --target=samba3 ${TORTURE_OPT:+"$TORTURE_OPT"} \
-	    "$2" > "$3" 2>"$3.err" < /dev/null
+	    ${5:+--load-list="$5"} "$2" > "$3" 2>"$3.err" < /dev/null
 	rc=$?
 	echo "$rc $(elapsed "$t0")"
 }
@@ -76,6 +81,35 @@ PYEOF
 
 summary() { awk '{ n[$2]++ } END { for (k in n) printf "%s=%d ", k, n[k] }' "$1"; }
 
+# suite_list TOKEN: where TOKEN's load-list is (suite_select writes it).
+suite_list() { echo "$T/select.$(printf '%s' "$1" | cksum | cut -d' ' -f1)"; }
+
+# suite_select TOKEN: for a NAME:only:A,B or NAME:except:A,B token, the
+# full names of the tests to run, one a line, into $(suite_list TOKEN).
+# smbtorture --list prints a test as NAME.CASE.TEST, and as NAME.TEST
+# in subunit and --load-list when CASE and TEST are the same.  Says what
+# is wrong and returns 1 on a test the suite does not have or an empty
+# selection.
+suite_select() {
+	local tok=${1#dur:} suite how names all n
+	case $tok in
+	*:only:*) suite=${tok%%:only:*} how=only names=${tok#*:only:} ;;
+	*:except:*) suite=${tok%%:except:*} how=except names=${tok#*:except:} ;;
+	*) return 0 ;;
+	esac
+	all=$(HOME=$T smbtorture --list "$suite" 2>/dev/null | awk -v p="$suite." '
+		index($0, p) != 1 { next }
+		{ n = split($0, c, "."); if (n > 2 && c[n] == c[n - 1]) sub(/\.[^.]*$/, ""); print }')
+	[ -n "$all" ] || { echo "smbtorture --list $suite lists no tests"; return 1; }
+	for n in ${names//,/ }; do
+		grep -qxF "$suite.$n" <<< "$all" || { echo "$1: $suite has no test $n"; return 1; }
+	done
+	awk -v how="$how" -v p="$suite." -v names="$names" '
+		BEGIN { k = split(names, a, ","); for (i = 1; i <= k; i++) sel[p a[i]] = 1 }
+		(how == "only") == ($0 in sel)' <<< "$all" > "$(suite_list "$1")"
+	[ -s "$(suite_list "$1")" ] || { echo "$1 selects no test"; return 1; }
+}
+
 # lane DIR CNAME WB RA SUITES...: runs in a subshell.  Its own smbd (and
 # smbaccel unless CNAME is "direct") under DIR; for each suite S, results
 # in DIR/S.res and "rc seconds" in DIR/S.time; problems in DIR/problems;
@@ -98,10 +132,13 @@ lane() {
 		echo "$PROXY_PID" > "$dir/proxy.pid"
 	fi
 	for s in "$@"; do
-		local sh=share sdir=$SHARE_DIR name=$s
+		local sh=share sdir=$SHARE_DIR name=$s list=
 		case $s in dur:*) sh=dur sdir=$DUR_DIR name=${s#dur:} ;; esac
+		case $name in *:only:*|*:except:*)
+			list=$(suite_list "$s") name=${name%%:*} ;;
+		esac
 		find "$sdir" -mindepth 1 -delete 2>/dev/null
-		read -r rc secs < <(run_suite "$port" "$name" "$dir/$s.subunit" "$sh")
+		read -r rc secs < <(run_suite "$port" "$name" "$dir/$s.subunit" "$sh" "$list")
 		results "$dir/$s.subunit" > "$dir/$s.res"
 		echo "$rc $secs" > "$dir/$s.time"
 		if [ "$cname" != direct ] && ! proxy_alive; then
@@ -160,6 +197,9 @@ torture_parity() {
 		fi
 	done
 	[ -n "$g" ] && groups+=("$g")
+	for a in "$@"; do
+		[ "$a" = / ] || suite_select "$a" || return 1
+	done
 	t0=$(now)
 	for cfg in "direct||" $TORTURE_CONFIGS; do
 		IFS='|' read -r cname wb ra <<< "$cfg"
