@@ -15,6 +15,9 @@
 #   PROXY_IMPL=haproxy        use haproxy in TCP mode instead of bin/smbaccel
 #   RESULTS_DIR=DIR           where logs go (default tests/results)
 #   KEEP_TMP=1                keep each test's temporary directory
+#   ADDC_TEMPLATE=no          each Kerberos test provisions its own AD
+#                             domain (default: the first provisions it,
+#                             the others copy it; addc_lib.sh)
 #   SANITIZE_SUITE=1          run each test against the ASan + UBSan daemon
 #                             (bin-san/smbaccel, `make SANITIZE=1`): any
 #                             sanitizer report fails the test.  A test whose
@@ -348,6 +351,11 @@ else
 fi
 
 LANE_DIR=$(mktemp -d "$RESULTS_DIR/.lanes.XXXXXX") || exit 2
+# what the tests of this run may share (addc_lib.sh: the provisioned AD
+# domain they copy); removed with LANE_DIR
+TEST_SHARED_DIR=$LANE_DIR/shared
+mkdir "$TEST_SHARED_DIR" || exit 2
+export TEST_SHARED_DIR
 declare -A running=()       # lane pid -> test
 declare -A waiting=()       # lane pid -> test, of the tests in waiting lanes
 declare -A status=()        # test -> pass | fail | skip

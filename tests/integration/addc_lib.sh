@@ -18,7 +18,9 @@
 # address, and a private credential cache (KRB5CCNAME).  Kerberos by IP
 # fails (NT_STATUS_ACCESS_DENIED).
 #
-#   addc_provision                 the domain in $T/addc (about 4-11 s);
+#   addc_provision                 the domain in $T/addc (about 4-11 s;
+#                                  a copy of the first test's, 0.1 s,
+#                                  under run-integration.sh);
 #                                  users ADDC_USER (password ADDC_PASS) and
 #                                  ADDC_REPL (a second account, not in any
 #                                  privileged group)
@@ -145,6 +147,55 @@ addc_provision() {
 	mkdir -p "$ADDC_DIR/dc" "$ADDC_SHARE_DIR"
 	chmod 0777 "$ADDC_SHARE_DIR"
 	t0=$(now)
+	if [ -n "${TEST_SHARED_DIR:-}" ] && [ -d "$TEST_SHARED_DIR" ] && [ "${ADDC_TEMPLATE:-yes}" != no ]; then
+		if _addc_from_template; then
+			info "$ADDC_REALM (DC $ADDC_FQDN) copied from the domain provisioned by an earlier test of this run in $(elapsed "$t0") s"
+		else
+			info "provisioned $ADDC_REALM (DC $ADDC_FQDN) in $(elapsed "$t0") s, kept for the later tests of this run"
+		fi
+		return 0
+	fi
+	_addc_provision_new
+	info "provisioned $ADDC_REALM (DC $ADDC_FQDN) in $(elapsed "$t0") s"
+}
+
+# _addc_from_template: $ADDC_DIR from the domain an earlier test of this
+# run provisioned with the same names, passwords and Samba (a copy under
+# TEST_SHARED_DIR, which run-integration.sh makes for each run and
+# removes after it), provisioning it first when no test has.  A lock
+# makes a second test wait for the first's provisioning instead of
+# doing its own.  Nothing in the provisioned files but smb.conf names
+# the directory (cp -a keeps sysvol's ACL xattrs).  Returns 0 after a
+# copy, 1 after provisioning.
+_addc_from_template() {
+	local key tpl fd origin
+	key=$({ samba --version; declare -f _addc_provision_new
+		echo "$ADDC_REALM $ADDC_DOMAIN $ADDC_HOST $ADDC_IP $ADDC_ADMIN_PASS"
+		echo "$ADDC_USER $ADDC_PASS $ADDC_REPL $ADDC_REPL_PASS"; } | cksum | cut -d' ' -f1)
+	tpl=$TEST_SHARED_DIR/addc-$key
+	exec {fd}>"$tpl.lock" || fail "cannot open $tpl.lock"
+	flock "$fd" || fail "cannot lock $tpl.lock"
+	if [ ! -f "$tpl/origin" ]; then
+		_addc_provision_new
+		rm -rf "$tpl.tmp" && mkdir -p "$tpl.tmp" &&
+		    cp -a "$ADDC_DIR/dc" "$ADDC_DIR/mnt" "$tpl.tmp/" &&
+		    echo "$ADDC_DIR" > "$tpl.tmp/origin" && mv "$tpl.tmp" "$tpl" ||
+		    fail "cannot keep the provisioned domain in $tpl"
+		exec {fd}>&-
+		return 1
+	fi
+	origin=$(cat "$tpl/origin")
+	cp -a "$tpl/dc" "$tpl/mnt" "$ADDC_DIR/" || fail "cannot copy the provisioned domain from $tpl"
+	exec {fd}>&-
+	sed -i "s|$origin/|$ADDC_DIR/|g" "$ADDC_CONF" || fail "cannot rewrite $ADDC_CONF"
+	grep -qF "$origin/" "$ADDC_CONF" && fail "$ADDC_CONF still names $origin"
+	return 0
+}
+
+# _addc_provision_new: samba-tool domain provision into $ADDC_DIR, the
+# password rules relaxed, the two users created.
+_addc_provision_new() {
+	local out
 	out=$(_addc_mnt samba-tool domain provision --targetdir="$ADDC_DIR/dc" \
 	    --realm="$ADDC_REALM" --domain="$ADDC_DOMAIN" --host-name="$ADDC_HOST" \
 	    --server-role=dc --dns-backend=NONE --host-ip="$ADDC_IP" \
@@ -160,7 +211,6 @@ addc_provision() {
 	    fail "samba-tool user create $ADDC_USER: $out"
 	out=$(addc_tool user create "$ADDC_REPL" "$ADDC_REPL_PASS" 2>&1) ||
 	    fail "samba-tool user create $ADDC_REPL: $out"
-	info "provisioned $ADDC_REALM (DC $ADDC_FQDN) in $(elapsed "$t0") s"
 }
 
 # addc_start NS IP...: the DC in network namespace NS, bound to IP...
