@@ -46,7 +46,9 @@
 # from a CI run's .durations), else a quarter of the test's timeout.  The
 # result lines come in completion order; the "failed:" list in list order;
 # a failed test's lines end with the tests that ran beside it, and
-# RESULTS_DIR/lanes.log has when each test started and ended.
+# RESULTS_DIR/lanes.log has when each test started and ended, and with
+# cgroup v2 the CPU seconds its processes used ("cpu N s"): a long test
+# that uses little of the CPU is a candidate for "# waits:".
 #
 # Each test runs in its own cgroup (cgroup v2 where one is mounted, else
 # the cgroup v1 freezer hierarchy, else - no cgroups - its process group
@@ -106,7 +108,7 @@ kill_leftovers() {
 # cg_setup: choose CG_MODE (v2, v1 or none) and CG_PARENT, the cgroup
 # directory under which each test gets one, named after this runner's pid
 # and the test.  Nested runners (a test that runs this script) nest.
-CG_MODE=none CG_PARENT= CG= TEST_PGID= TEST_ID=
+CG_MODE=none CG_PARENT= CG= CG_CPU= TEST_PGID= TEST_ID=
 cg_setup() {
 	local root rel
 	[ "${TEST_CGROUP:-}" = none ] && return 0
@@ -199,6 +201,11 @@ contain_end() {
 		} >> "$log"
 	fi
 	cg_kill >> "$log"
+	# the CPU the test's processes used, the exited ones included (cgroup
+	# v2 counts them; none without it)
+	CG_CPU=
+	[ "$CG_MODE" = v2 ] && [ -n "$CG" ] &&
+	    CG_CPU=$(awk '$1 == "usage_usec" { printf "%.1f", $2 / 1e6 }' "$CG/cpu.stat" 2>/dev/null)
 	cg_remove >> "$log"
 	TEST_PGID=
 	return $rc
@@ -282,6 +289,7 @@ run_one() {
 	fi
 	[ -n "$senv" ] && rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
 	echo "$t $secs" > "$out.secs"
+	[ -n "$CG_CPU" ] && echo "$CG_CPU" > "$out.cpu"
 	case $rc in
 	0)	echo "PASS  $t (${secs}s$tag)" > "$out"; exit 0 ;;
 	77)	echo "SKIP  $t (${secs}s): $(grep -m1 '^SKIP' "$log" | sed 's/^SKIP \[[^]]*\]: //')" > "$out"
@@ -381,7 +389,7 @@ trap 'stop_lanes 143' TERM
 
 # reap: wait for one lane to end, print its lines, count it.
 reap() {
-	local pid rc t
+	local pid rc t cpu
 	while :; do
 		pid=
 		wait -n -p pid
@@ -397,8 +405,10 @@ reap() {
 	done
 	t=${running[$pid]}
 	unset "running[$pid]" "waiting[$pid]"
+	cpu=
+	[ -f "$LANE_DIR/$t.out.cpu" ] && cpu=$(cat "$LANE_DIR/$t.out.cpu")
 	[ "$t" = "$excl" ] && excl=
-	trace "end   $t exit $rc"
+	trace "end   $t exit $rc${cpu:+ cpu $cpu s}"
 	if [ -f "$LANE_DIR/$t.out" ]; then
 		cat "$LANE_DIR/$t.out"
 	else

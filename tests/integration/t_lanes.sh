@@ -15,7 +15,9 @@
 #     counts, SUMMARY_FILE and the "failed:" list (in list order) are those
 #     of a run one by one; a failure says what ran beside it; the two
 #     longest run together, taking 50 ports each at the same moment, and
-#     never get the same one (free_port's registry);
+#     never get the same one (free_port's registry); with cgroup v2,
+#     lanes.log gives the CPU a test used: t_c spins for 1.5 s (at least
+#     1.0 s of CPU), t_x sleeps for 1.5 s (less than 0.5 s);
 #  2. control: the same two tests with one lane never overlap, in list
 #     order (so check 1's overlap could fail); nor do a waiting and an
 #     ordinary test with no waiting lane (TEST_WAIT_JOBS=0);
@@ -47,7 +49,7 @@ fake() {
 ports='for i in $(seq 1 50); do free_port >> "$LANES_T/ports.$TEST_NAME"; done; sleep 1.5'
 fake t_a -- "$ports"
 fake t_b -- "$ports"
-fake t_c -- 'sleep 2'
+fake t_c -- 'timeout 1.5 sh -c "while :; do :; done"'
 fake t_x '# exclusive: this test checks that nothing runs beside it' -- 'sleep 1.5'
 fake t_fail -- 'sleep 0.5' 'fail "failing on purpose"'
 fake t_skip -- 'skip "skipping on purpose"'
@@ -97,6 +99,16 @@ grep -q 'still running after the test ended' "$T/r1/t_leak.log" || fail "t_leak'
 grep -q 'sleep 300' "$T/r1/t_leak.log" || fail "t_leak's leftover process not named"
 kill -0 "$(cat "$T/leaked.pid")" 2>/dev/null && fail "t_leak's process is still running"
 grep -q 't_hang timed out after 2s' "$T/r1/t_hang.log" || fail "t_hang not reported as timed out"
+# the CPU each test used (cgroup v2: cpu.stat of its cgroup)
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] ||
+    [ "$(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+	cpu_c=$(sed -n 's/^[0-9:.]* end   t_c exit 0 cpu \([0-9.]*\) s$/\1/p' "$T/r1/lanes.log")
+	cpu_x=$(sed -n 's/^[0-9:.]* end   t_x exit 0 cpu \([0-9.]*\) s$/\1/p' "$T/r1/lanes.log")
+	info "CPU in lanes.log: t_c (spins 1.5 s) ${cpu_c:-none} s, t_x (sleeps 1.5 s) ${cpu_x:-none} s"
+	[ -n "$cpu_c" ] && [ -n "$cpu_x" ] || fail "lanes.log gives no CPU seconds for t_c and t_x"
+	awk -v c="$cpu_c" -v x="$cpu_x" 'BEGIN { exit !(c >= 1.0 && x < 0.5) }' ||
+	    fail "CPU seconds in lanes.log: t_c $cpu_c (spins 1.5 s), t_x $cpu_x (sleeps 1.5 s)"
+fi
 # who ran when: the runner's lanes.log (a test "ends" there once all its
 # processes are gone)
 "$PY" - "$T/r1/lanes.log" <<'PYEOF' || fail "lanes (above)"
