@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 180
+# waits: connect_timeout and server_timeout running out against a black hole: 9 s of CPU in 36 s (26 %) under ASan
 # Upstream black-holed or unreachable, inside a private network namespace
 # (only lo; smbd, the proxy and the clients all run in it, so the firewall
 # rules touch nothing else), connect_timeout = 1s:

@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 400
+# waits: relays rate-limited to 56 KiB/s-1 MB/s and smbd's 30 s break timeout: 7.5 s of CPU in 88 s (9 %) under ASan
 # Issue 15 test 3 (fault injection): breaks of the lease smbaccel holds for
 # a client that asks for none, when smbaccel cannot answer at once.  Its
 # upstream runs through pl_slowlink.py (the client -> server direction

@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 500
+# waits: impacket clients one request at a time, transcripts compared: 24 s of CPU in 64 s (37 %) under ASan
 # Byte-range locks and the leases smbaccel holds for clients that ask for
 # none.  With Samba's default `strict locking = auto`, smbd does not check
 # byte-range locks for a READ of an open holding a lease (or oplock) with

@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 300
+# waits: probes and floods paced by the emulated links' delays and rates: 12 s of CPU in 55 s (22 %); its bands are wide, for a loaded machine
 # sanitizer: no (tests bin/wanlink, not the daemon)
 # bin/wanlink, the packet-level WAN emulator, on its own (no SMB), in the
 # namespaces of wanlink.sh; UDP probes from the router across the link to
