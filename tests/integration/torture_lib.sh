@@ -91,12 +91,13 @@ suite_list() { echo "$T/select.$(printf '%s' "$1" | cksum | cut -d' ' -f1)"; }
 # is wrong and returns 1 on a test the suite does not have or an empty
 # selection.
 suite_select() {
-	local tok=${1#dur:} suite how names all n
+	local tok=${1#dur:} list suite how names all n
 	case $tok in
 	*:only:*) suite=${tok%%:only:*} how=only names=${tok#*:only:} ;;
 	*:except:*) suite=${tok%%:except:*} how=except names=${tok#*:except:} ;;
 	*) return 0 ;;
 	esac
+	list=$(suite_list "$1")
 	all=$(HOME=$T smbtorture --list "$suite" 2>/dev/null | awk -v p="$suite." '
 		index($0, p) != 1 { next }
 		{ n = split($0, c, "."); if (n > 2 && c[n] == c[n - 1]) sub(/\.[^.]*$/, ""); print }')
@@ -106,8 +107,8 @@ suite_select() {
 	done
 	awk -v how="$how" -v p="$suite." -v names="$names" '
 		BEGIN { k = split(names, a, ","); for (i = 1; i <= k; i++) sel[p a[i]] = 1 }
-		(how == "only") == ($0 in sel)' <<< "$all" > "$(suite_list "$1")"
-	[ -s "$(suite_list "$1")" ] || { echo "$1 selects no test"; return 1; }
+		(how == "only") == ($0 in sel)' <<< "$all" > "$list"
+	[ -s "$list" ] || { echo "$1 selects no test"; return 1; }
 }
 
 # lane DIR CNAME WB RA SUITES...: runs in a subshell.  Its own smbd (and
