@@ -104,22 +104,26 @@ pacing_rate(int fd)
 }
 
 /*
- * bbr's rate at connect, with what it came from (2.885 x window / RTT of
- * the handshake): the rate px_upstream_pace starts from.
+ * bbr's rate at connect (0 if unknown), logged with what it came from
+ * (2.885 x window / the handshake's RTT): the rate px_upstream_pace
+ * starts from.
  */
-static void
-log_start_rate(int fd, uint64_t conn_id)
+static uint64_t
+start_rate(int fd, uint64_t conn_id)
 {
 	struct tcp_info ti;
 	socklen_t l = sizeof(ti);
 
 	memset(&ti, 0, sizeof(ti));
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &l) == -1)
-		return;
-	log_debug("conn=%llu upstream bbr start-up pacing at connect: cwnd=%u "
-	    "mss=%u rtt_us=%u pacing %llu B/s", (unsigned long long)conn_id,
-	    ti.tcpi_snd_cwnd, ti.tcpi_snd_mss, ti.tcpi_rtt,
-	    (unsigned long long)ti.tcpi_pacing_rate);
+		return 0;
+	if (ti.tcpi_pacing_rate != 0)
+		log_debug("conn=%llu upstream bbr start-up pacing at connect: "
+		    "cwnd=%u mss=%u rtt_us=%u pacing %llu B/s",
+		    (unsigned long long)conn_id, ti.tcpi_snd_cwnd,
+		    ti.tcpi_snd_mss, ti.tcpi_rtt,
+		    (unsigned long long)ti.tcpi_pacing_rate);
+	return ti.tcpi_pacing_rate;
 }
 
 /*
@@ -238,9 +242,7 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
 	}
 	u->fallback = u->want[0] != '\0' && strcmp(u->got, u->want) != 0;
 	u->pace_watch = strcmp(u->got, "bbr") == 0 &&
-	    (u->pace_rate = pacing_rate(fd)) != 0;
-	if (u->pace_watch)
-		log_start_rate(fd, conn_id);
+	    (u->pace_rate = start_rate(fd, conn_id)) != 0;
 	fmt_buf(snd, sizeof(snd), u->sndbuf_want, u->sndbuf_got);
 	fmt_buf(rcv, sizeof(rcv), u->rcvbuf_want, u->rcvbuf_got);
 	if (u->fallback) {
