@@ -102,8 +102,8 @@ grep -q 't_hang timed out after 2s' "$T/r1/t_hang.log" || fail "t_hang not repor
 # the CPU each test used (cpu.stat of its cgroup), when the runner ran the
 # tests in cgroup v2 (t_leak's report names the mode it used)
 if grep -q 'still running after the test ended (v2 ' "$T/r1/t_leak.log"; then
-	cpu_c=$(sed -n 's/^[0-9:.]* end   t_c exit 0 cpu \([0-9.]*\) s$/\1/p' "$T/r1/lanes.log")
-	cpu_x=$(sed -n 's/^[0-9:.]* end   t_x exit 0 cpu \([0-9.]*\) s$/\1/p' "$T/r1/lanes.log")
+	cpu_of() { sed -n "s/^[0-9:.]* end   $1 exit 0 cpu \([0-9.]*\) s\$/\1/p" "$T/r1/lanes.log"; }
+	cpu_c=$(cpu_of t_c) cpu_x=$(cpu_of t_x)
 	info "CPU in lanes.log: t_c (spins 1.5 s) ${cpu_c:-none} s, t_x (sleeps 1.5 s) ${cpu_x:-none} s"
 	[ -n "$cpu_c" ] && [ -n "$cpu_x" ] || fail "lanes.log gives no CPU seconds for t_c and t_x"
 	awk -v c="$cpu_c" -v x="$cpu_x" 'BEGIN { exit !(c >= 1.0 && x < 0.5) }' ||
