@@ -622,7 +622,12 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 		return;
 	o->fid = cr.file_id;
 	o->session_id = h->session_id;
-	o->tree_id = h->tree_id;
+	/* an answer that went async (STATUS_PENDING first: the server waited
+	 * for another client's lease or oplock break) holds its AsyncId where
+	 * a sync one holds the tree id (MS-SMB2 2.2.1.1, 2.2.1.2): the
+	 * request names the tree */
+	o->tree_id = (h->flags & SMB2_FLAGS_ASYNC_COMMAND) ? p->tree_id :
+	    h->tree_id;
 	o->name = p->u.create.name;
 	o->name_hash = px_name_hash(o->name);
 	p->u.create.name = NULL;

@@ -1,7 +1,8 @@
 """lk_locks - byte-range locks seen from a client that asks for no lease.
 
 Usage: lk_locks.py PORT DIALECT TAG [--only NAME[,NAME...]] [--skip NAME,...]
-                   [--share SHARE] [--sign] [--seal]
+                   [--share SHARE] [--direct PORT] [--smbd-pid PID]
+                   [--sign] [--seal]
 
 impacket (Debian's python3-impacket, /usr/bin/python3) opens files with no
 oplock and no lease, takes byte-range locks (SMB2 LOCK with
@@ -34,6 +35,13 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
   close    h1's CLOSE drops its locks: h2 reads again
   conn2    an open on a second connection (another client GUID, another
            lease key) made before the lock: its reads and writes conflict
+  conn2-async  (with --smbd-pid) conn2 where the second connection's open
+           has to wait for the break of the first one's lease (its smbd
+           process is stopped for 0.3 s), so the server answers it async
+           (STATUS_PENDING first; the final answer carries an AsyncId where
+           the tree id would be); after h1's lock the second connection's
+           smbd process is stopped (1.5 s), so that its read is answered
+           by whoever checks locks before the server breaks that open's lease
   zero     a zero-length lock (conflicts only with I/O strictly around it)
   overflow h1 holds 70 locks at once (more than smbaccel keeps per open):
            the transcript of this one differs by design (see the test)
@@ -42,8 +50,12 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
   ext-w    (with --direct) the same while a break of smbaccel's write
            caching has no id for its acknowledgement (35 s)
 """
+import os
+import signal
 import struct
 import sys
+import threading
+import time
 
 from impacket.smbconnection import SMBConnection, SessionError
 from impacket import smb3structs as s3
@@ -136,17 +148,71 @@ class Conn(object):
         self.c.close()
 
 
+def smbd_children(master):
+    """The pids whose parent is the smbd master (one per connection)."""
+    kids = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces
+        if int(st[st.rindex(")") + 2:].split()[1]) == master:
+            kids.add(int(d))
+    return kids
+
+
+class Stopped(object):
+    """`with Stopped(pid, secs):` SIGSTOP pid, SIGCONT it secs later (in
+    the background), and at the latest when the block is left."""
+    def __init__(self, pid, secs):
+        self.pid, self.secs = pid, secs
+        self.done = threading.Event()
+
+    def _cont(self):
+        self.done.wait(self.secs)
+        os.kill(self.pid, signal.SIGCONT)
+
+    def __enter__(self):
+        os.kill(self.pid, signal.SIGSTOP)
+        self.t = threading.Thread(target=self._cont)
+        self.t.start()
+        return self
+
+    def resume(self):
+        self.done.set()
+        self.t.join()
+
+    def __exit__(self, *exc):
+        self.resume()
+        return False
+
+
 class Run(object):
     def __init__(self, a, tag):
         self.a = a
         self.tag = tag
         self.scen = None
-        self.c = Conn(a.port, a.dialect, a.sign, a.seal, a.share)
+        self.c, self.c_smbd = self.connect()
         # smbaccel alters nothing of a session until its server's signing
         # habits are known (the first CREATE's answer tells): open one file
         # first, as any client does before it gets to its documents
         fid = self.c.create("lk-%s-warmup" % tag, FILE_OVERWRITE_IF)
         self.c.close(fid)
+
+    def connect(self):
+        """A new connection, and the smbd process that serves it (None
+        without --smbd-pid, or when it cannot be told)."""
+        before = smbd_children(self.a.smbd_pid) if self.a.smbd_pid else set()
+        c = Conn(self.a.port, self.a.dialect, self.a.sign, self.a.seal,
+                 self.a.share)
+        if not self.a.smbd_pid:
+            return c, None
+        new = smbd_children(self.a.smbd_pid) - before
+        return c, (new.pop() if len(new) == 1 else None)
 
     def say(self, step, st):
         print("%s %s %s" % (self.scen, step, status_name(st)))
@@ -317,6 +383,43 @@ class Run(object):
         c2.logoff()
         self.say("h1-close", c.close(h1))
 
+    def s_conn2_async(self):
+        c = self.c
+        h1 = self.h1_file()
+        c2, p3 = self.connect()
+        if self.c_smbd is None or p3 is None:
+            raise SystemExit("conn2-async: cannot tell the smbd processes "
+                             "of the two connections")
+        w = c2.create("lk-%s-warmup2" % self.tag, FILE_OVERWRITE_IF)
+        c2.close(w)
+        # h1's writes on the server first (a FLUSH): else smbaccel holds
+        # h3's open back until it has written them, and the break it waits
+        # for comes while the open is still with smbaccel.  Then through
+        # smbaccel h1's file carries its lease: h3's open waits for its
+        # break, which h1's smbd process, stopped, sends 0.3 s late
+        c.smb.flush(c.tid, h1)
+        t0 = time.time()
+        with Stopped(self.c_smbd, 0.3):
+            h3 = c2.create(self.name(), FILE_OPEN)
+        sys.stderr.write("conn2-async: h3's open answered in %.2f s\n" %
+                         (time.time() - t0))
+        self.rw("h3", c2, h3, 10, 10)
+        # h3's smbd process stopped: h1's lock cannot break h3's lease yet,
+        # so that process would read under it, unchecked; smbaccel checks
+        with Stopped(p3, 1.5) as st:
+            self.say("h1-lock-0+100",
+                     c.lock(h1, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+            t0 = time.time()
+            self.say("h3-read-10+10", c2.read(h3, 10, 10))
+            sys.stderr.write("conn2-async: h3's read after the lock answered "
+                             "in %.2f s\n" % (time.time() - t0))
+            st.resume()
+            self.say("h3-write-10+10", c2.write(h3, 10, b"w" * 10))
+        self.rw("h3", c2, h3, 110, 10)
+        self.say("h3-close", c2.close(h3))
+        c2.logoff()
+        self.say("h1-close", c.close(h1))
+
     def s_zero(self):
         c = self.c
         h1 = self.h1_file()
@@ -390,8 +493,10 @@ class Run(object):
 
 
 ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "multi",
-         "close", "conn2", "zero", "overflow", "ext-r", "ext-w"]
+         "close", "conn2", "conn2-async", "zero", "overflow", "ext-r",
+         "ext-w"]
 NEEDS_DIRECT = ("ext-r", "ext-w")
+NEEDS_SMBD_PID = ("conn2-async",)
 
 
 def main():
@@ -405,6 +510,9 @@ def main():
     ap.add_argument("--share", default="share")
     ap.add_argument("--direct", type=int, default=0,
                     help="port of the server itself, for ext-r and ext-w")
+    ap.add_argument("--smbd-pid", type=int, default=0,
+                    help="the smbd master's pid, for conn2-async (its "
+                    "per-connection processes are stopped a while)")
     ap.add_argument("--sign", action="store_true")
     ap.add_argument("--seal", action="store_true")
     a = ap.parse_args()
@@ -412,7 +520,8 @@ def main():
     skip = set(x for x in a.skip.split(",") if x)
     r = Run(a, a.tag)
     for s in ORDER:
-        if s not in only or s in skip or (s in NEEDS_DIRECT and not a.direct):
+        if s not in only or s in skip or (s in NEEDS_DIRECT and not a.direct) or \
+                (s in NEEDS_SMBD_PID and not a.smbd_pid):
             continue
         r.scen = s
         getattr(r, "s_" + s.replace("-", "_"))()

@@ -30,6 +30,9 @@
 #   wl_stop                    SIGTERM; exit status in WL_RC; final counters printed
 #   wl_tun_drops               packets the kernels dropped at the TUN devices
 #                              themselves (not part of the model; should be 0)
+#   wl_rcvbuf_drops NS         UDP datagrams NS's kernel dropped because a
+#                              receiving socket's buffer was full (Udp
+#                              RcvbufErrors: a receiver kept off the CPU)
 #   wl_cc NS PEER              congestion control of NS's TCP sockets to PEER (ss -ti)
 #   wl_smbdd NS HOST[:PORT] OP PATH BS COUNT [args]   bin/smbdd from NS on
 #                              smb://HOST[:PORT]/share/PATH (120 s timeout)
@@ -189,6 +192,13 @@ wl_tun_drops() {
 	a=$(nsx "$NS_ROUTER" cat /sys/class/net/wl0/statistics/tx_dropped 2>/dev/null || echo 0)
 	b=$(nsx "$NS_SERVER" cat /sys/class/net/wl1/statistics/tx_dropped 2>/dev/null || echo 0)
 	echo $((a + b))
+}
+
+# wl_rcvbuf_drops NS: Udp RcvbufErrors of namespace NS (/proc/net/snmp is
+# per namespace): datagrams that reached NS and found their socket full.
+wl_rcvbuf_drops() {
+	nsx "$1" awk '$1 == "Udp:" { if (!n) { for (i = 2; i <= NF; i++)
+	    if ($i == "RcvbufErrors") n = i; next } print $n; exit }' /proc/net/snmp
 }
 
 # wl_cc NS PEER_IP: the congestion control of each TCP socket in NS whose

@@ -288,6 +288,26 @@ fid_body(uint8_t *b, uint16_t ssize, uint64_t fid)
 	return ssize;
 }
 
+/* TREE_CONNECT of path as mid, answered for tree 7 of session 0x1234 (a
+ * disk share with full access). */
+static void
+connect_tree(struct px_ledger *l, uint64_t mid, const char *path)
+{
+	struct smb2_hdr_out h;
+	uint8_t body[512];
+	size_t n;
+
+	h = rq(SMB2_TREE_CONNECT, mid, 1, 1);
+	n = tcon_req_body(body, path);
+	client_req(l, &h, body, n);
+	memset(body, 0, 16);
+	px_put_u16(body, 16);
+	body[2] = SMB2_SHARE_TYPE_DISK;
+	px_put_u32(body + 12, 0x1f01ff);
+	h = rs(SMB2_TREE_CONNECT, mid, 1, 0);
+	px_pending_free(server_rsp(l, &h, body, 16, NULL));
+}
+
 static void
 test_tree_open_lifecycle(void)
 {
@@ -308,16 +328,7 @@ test_tree_open_lifecycle(void)
 	px_ledger_init(&l, 1);
 	l.cfg = cfg;
 	l.cr.S = l.cr.C = 100;
-	h = rq(SMB2_TREE_CONNECT, 5, 1, 1);
-	n = tcon_req_body(body, "\\\\127.0.0.1\\Backup");
-	client_req(&l, &h, body, n);
-	memset(body, 0, 16);
-	px_put_u16(body, 16);
-	body[2] = SMB2_SHARE_TYPE_DISK;
-	px_put_u32(body + 12, 0x1f01ff);
-	h = rs(SMB2_TREE_CONNECT, 5, 1, 0);
-	p = server_rsp(&l, &h, body, 16, NULL);
-	px_pending_free(p);
+	connect_tree(&l, 5, "\\\\127.0.0.1\\Backup");
 	t = px_tree_find(&l, 0x1234, 7);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
 	CU_ASSERT_STRING_EQUAL(t->server, "127.0.0.1");
@@ -395,6 +406,51 @@ test_tree_open_lifecycle(void)
 	p = server_rsp(&l, &h, body, 4, NULL);
 	px_pending_free(p);
 	CU_ASSERT_PTR_NULL(px_tree_find(&l, 0x1234, 7));
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
+/* A CREATE the server answers async (STATUS_PENDING first: it waited for
+ * another client's break): the final answer's header holds an AsyncId
+ * where the tree id would be, so the open's tree is the request's. */
+static void
+test_async_create_tree(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_open *o;
+	struct smb2_fileid fid = { 78, 178 };
+	uint8_t body[512];
+	bool interim = false;
+	size_t n;
+	struct pol_config *cfg = pol_load_string("[global]\nlisten = "
+	    "127.0.0.1:1\nupstream = 127.0.0.1:2\n", "test", NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	px_ledger_init(&l, 1);
+	l.cfg = cfg;
+	l.cr.S = l.cr.C = 100;
+	connect_tree(&l, 5, "\\\\srv\\docs");
+	h = rq(SMB2_CREATE, 6, 1, 1);
+	n = create_req_body(body, "report.docx", GENERIC_READ, 0, 0);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CREATE, 6, 1, NT_STATUS_PENDING);
+	h.flags |= SMB2_FLAGS_ASYNC_COMMAND;
+	h.tree_id = 0x2a;       /* bytes 36..39: the AsyncId's high half */
+	(void)server_rsp(&l, &h, err_body, sizeof(err_body), &interim);
+	CU_ASSERT_TRUE(interim);        /* the entry waits for the final one */
+	h = rs(SMB2_CREATE, 6, 0, 0);
+	h.flags |= SMB2_FLAGS_ASYNC_COMMAND;
+	h.tree_id = 0x2a;
+	n = create_rsp_body(body, 0, 78);
+	px_pending_free(server_rsp(&l, &h, body, n, &interim));
+	CU_ASSERT_FALSE(interim);
+	o = px_open_find(&l, &fid);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->session_id, 0x1234);
+	CU_ASSERT_EQUAL(o->tree_id, 7);
+	CU_ASSERT_PTR_NOT_NULL(px_tree_find(&l, o->session_id, o->tree_id));
+	CU_ASSERT_EQUAL(l.errors, 0);
 	px_ledger_free(&l);
 	pol_free(cfg);
 }
@@ -520,6 +576,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "bank from proxy requests", test_bank_from_proxy_requests);
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
+	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
