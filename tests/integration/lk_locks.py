@@ -40,8 +40,11 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
            process is stopped for 0.3 s), so the server answers it async
            (STATUS_PENDING first; the final answer carries an AsyncId where
            the tree id would be); after h1's lock the second connection's
-           smbd process is stopped (1.5 s), so that its read is answered
-           by whoever checks locks before the server breaks that open's lease
+           smbd process is stopped (3 s), so that its read is answered by
+           whoever checks locks before the server breaks that open's lease.
+           On standard error: whether the open was answered only after the
+           first process was let go, and the read while the second one was
+           still stopped
   zero     a zero-length lock (conflicts only with I/O strictly around it)
   overflow h1 holds 70 locks at once (more than smbaccel keeps per open):
            the transcript of this one differs by design (see the test)
@@ -55,7 +58,6 @@ import signal
 import struct
 import sys
 import threading
-import time
 
 from impacket.smbconnection import SMBConnection, SessionError
 from impacket import smb3structs as s3
@@ -148,6 +150,10 @@ class Conn(object):
         self.c.close()
 
 
+def yesno(b):
+    return "yes" if b else "no"
+
+
 def smbd_children(master):
     """The pids whose parent is the smbd master (one per connection)."""
     kids = set()
@@ -167,13 +173,15 @@ def smbd_children(master):
 
 class Stopped(object):
     """`with Stopped(pid, secs):` SIGSTOP pid, SIGCONT it secs later (in
-    the background), and at the latest when the block is left."""
+    the background), and at the latest when the block is left.  fired:
+    the secs had passed (the process was let go by the timer)."""
     def __init__(self, pid, secs):
         self.pid, self.secs = pid, secs
         self.done = threading.Event()
+        self.fired = False
 
     def _cont(self):
-        self.done.wait(self.secs)
+        self.fired = not self.done.wait(self.secs)
         os.kill(self.pid, signal.SIGCONT)
 
     def __enter__(self):
@@ -181,6 +189,12 @@ class Stopped(object):
         self.t = threading.Thread(target=self._cont)
         self.t.start()
         return self
+
+    def held(self):
+        """Is the process still stopped?"""
+        with open("/proc/%d/stat" % self.pid) as f:
+            st = f.read()
+        return st[st.rindex(")") + 2] in "Tt"
 
     def resume(self):
         self.done.set()
@@ -398,21 +412,22 @@ class Run(object):
         # smbaccel h1's file carries its lease: h3's open waits for its
         # break, which h1's smbd process, stopped, sends 0.3 s late
         c.smb.flush(c.tid, h1)
-        t0 = time.time()
-        with Stopped(self.c_smbd, 0.3):
+        with Stopped(self.c_smbd, 0.3) as st:
             h3 = c2.create(self.name(), FILE_OPEN)
-        sys.stderr.write("conn2-async: h3's open answered in %.2f s\n" %
-                         (time.time() - t0))
+            st.resume()
+        sys.stderr.write("conn2-async: h3's open answered after h1's smbd "
+                         "process was let go: %s\n" % yesno(st.fired))
         self.rw("h3", c2, h3, 10, 10)
         # h3's smbd process stopped: h1's lock cannot break h3's lease yet,
         # so that process would read under it, unchecked; smbaccel checks
-        with Stopped(p3, 1.5) as st:
+        # (a read forwarded waits the 3 s, then that process goes on)
+        with Stopped(p3, 3) as st:
             self.say("h1-lock-0+100",
                      c.lock(h1, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
-            t0 = time.time()
             self.say("h3-read-10+10", c2.read(h3, 10, 10))
             sys.stderr.write("conn2-async: h3's read after the lock answered "
-                             "in %.2f s\n" % (time.time() - t0))
+                             "while h3's smbd process was stopped: %s\n" %
+                             yesno(st.held()))
             st.resume()
             self.say("h3-write-10+10", c2.write(h3, 10, b"w" * 10))
         self.rw("h3", c2, h3, 110, 10)
