@@ -154,21 +154,21 @@ def yesno(b):
     return "yes" if b else "no"
 
 
+def proc_stat(pid):
+    """/proc/PID/stat from the state on ([state, ppid, ...]), or None."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces
+    return st[st.rindex(")") + 2:].split()
+
+
 def smbd_children(master):
     """The pids whose parent is the smbd master (one per connection)."""
-    kids = set()
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces
-        if int(st[st.rindex(")") + 2:].split()[1]) == master:
-            kids.add(int(d))
-    return kids
+    return set(int(d) for d in os.listdir("/proc") if d.isdigit() and
+               (proc_stat(d) or [0, 0])[1] == str(master))
 
 
 class Stopped(object):
@@ -192,9 +192,7 @@ class Stopped(object):
 
     def held(self):
         """Is the process still stopped?"""
-        with open("/proc/%d/stat" % self.pid) as f:
-            st = f.read()
-        return st[st.rindex(")") + 2] in "Tt"
+        return proc_stat(self.pid)[0] in ("T", "t")
 
     def resume(self):
         self.done.set()
@@ -227,6 +225,14 @@ class Run(object):
             return c, None
         new = smbd_children(self.a.smbd_pid) - before
         return c, (new.pop() if len(new) == 1 else None)
+
+    def second_conn(self):
+        """conn2's second connection (another client GUID, another lease
+        key), one file opened first, and its smbd process as connect()."""
+        c2, pid = self.connect()
+        w = c2.create("lk-%s-warmup2" % self.tag, FILE_OVERWRITE_IF)
+        c2.close(w)
+        return c2, pid
 
     def say(self, step, st):
         print("%s %s %s" % (self.scen, step, status_name(st)))
@@ -380,10 +386,7 @@ class Run(object):
     def s_conn2(self):
         c = self.c
         h1 = self.h1_file()
-        c2 = Conn(self.a.port, self.a.dialect, self.a.sign, self.a.seal,
-                  self.a.share)
-        w = c2.create("lk-%s-warmup2" % self.tag, FILE_OVERWRITE_IF)
-        c2.close(w)
+        c2, _ = self.second_conn()
         h3 = c2.create(self.name(), FILE_OPEN)
         self.rw("h3", c2, h3, 10, 10)
         self.say("h1-lock-0+100", c.lock(h1, [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)]))
@@ -400,12 +403,10 @@ class Run(object):
     def s_conn2_async(self):
         c = self.c
         h1 = self.h1_file()
-        c2, p3 = self.connect()
+        c2, p3 = self.second_conn()
         if self.c_smbd is None or p3 is None:
             raise SystemExit("conn2-async: cannot tell the smbd processes "
                              "of the two connections")
-        w = c2.create("lk-%s-warmup2" % self.tag, FILE_OVERWRITE_IF)
-        c2.close(w)
         # h1's writes on the server first (a FLUSH): else smbaccel holds
         # h3's open back until it has written them, and the break it waits
         # for comes while the open is still with smbaccel.  Then through
