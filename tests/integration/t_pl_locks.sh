@@ -107,18 +107,23 @@ done
 # unchecked, so smbaccel must answer the read itself; an async answer has
 # no tree id, and an open smbaccel filed under none was checked against no
 # lock (smbaccel forwarded the read: seen once as SUCCESS in CI)
+# lk_said LABEL QUESTION: lk_locks.py's yes or no to it (conn2-async, on
+# standard error)
+lk_said() { sed -n "s/^conn2-async: $2: //p" "$T/$1.err"; }
+OPEN_Q="h3's open answered after h1's smbd process was let go"
+READ_Q="h3's read after the lock answered while h3's smbd process was stopped"
 for d in 3.0 2.1; do
 	LK_MIN_LOCKED=0 LK_MIN_CONFLICTS=1 lk_case "a${d//./}" "$d" \
 	    --only conn2-async --smbd-pid "$SMBD_PID"
-	open_w=$(sed -n "s/^conn2-async: h3's open answered after h1's smbd process was let go: //p" "$T/a${d//./}-proxy.err")
-	read_h=$(sed -n "s/^conn2-async: h3's read after the lock answered while h3's smbd process was stopped: //p" "$T/a${d//./}-proxy.err")
+	open_w=$(lk_said "a${d//./}-proxy" "$OPEN_Q")
+	read_h=$(lk_said "a${d//./}-proxy" "$READ_Q")
 	info "a${d//./}: through smbaccel h3's open answered after the first connection's smbd process was let go: $open_w; its read after the lock while the second one's was stopped: $read_h"
 	[ "$open_w" = yes ] ||
 	    fail "a${d//./}: h3's open did not wait for the break (${open_w:-?}): not answered async"
 	[ "$read_h" = yes ] ||
 	    fail "a${d//./}: h3's read waited for the stopped server (${read_h:-?}): smbaccel did not answer it"
 	# directly nothing but that process can answer: the stop holds
-	grep -q "^conn2-async: h3's read after the lock answered while h3's smbd process was stopped: no$" "$T/a${d//./}-direct.err" ||
+	[ "$(lk_said "a${d//./}-direct" "$READ_Q")" = no ] ||
 	    fail "a${d//./}: directly, h3's read was answered while its smbd process was stopped"
 done
 # [dur] has posix locking = no: there smbd answers by its Windows locks
