@@ -305,10 +305,16 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		break;
 	case SMB2_CREATE: {
 		struct smb2_create_req *cr = malloc(sizeof(*cr));
-		struct px_tree *t = px_tree_find(&c->led, h->session_id,
-		    h->tree_id);
+		struct px_tree *t;
+		uint64_t sid;
+		uint32_t tid;
+		bool ok;
 
-		bool ok = cr && t && px_smb2_create_req_decode(e, cr) == 0;
+		/* called before the ledger records h: a related CREATE
+		 * is of the tree of the element before it */
+		px_ledger_req_ids(&c->led, h, &sid, &tid);
+		t = px_tree_find(&c->led, sid, tid);
+		ok = cr && t && px_smb2_create_req_decode(e, cr) == 0;
 
 		if (ok) {
 			rel.valid = true;

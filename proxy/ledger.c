@@ -453,6 +453,18 @@ px_ledger_smb1_negotiate(struct px_ledger *l)
 	l->cr.client_outstanding++;
 }
 
+/* Some clients put 0 or all-FF in a related element's SessionId and
+ * TreeId; the server takes the previous element's either way. */
+void
+px_ledger_req_ids(const struct px_ledger *l, const struct smb2_hdr *h,
+    uint64_t *sid, uint32_t *tid)
+{
+	bool related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
+
+	*sid = related ? l->chain_session_id : h->session_id;
+	*tid = related ? l->chain_tree_id : h->tree_id;
+}
+
 struct px_pending *
 px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, bool in_compound,
@@ -485,8 +497,9 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	p->in_compound = in_compound;
 	p->related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
 	p->signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
-	p->session_id = h->session_id;
-	p->tree_id = h->tree_id;
+	px_ledger_req_ids(l, h, &p->session_id, &p->tree_id);
+	l->chain_session_id = p->session_id;
+	l->chain_tree_id = p->tree_id;
 	if (h->message_id + charge > l->cr.client_next)
 		l->cr.client_next = h->message_id + charge;
 	l->cr.client_outstanding++;
@@ -606,6 +619,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
     struct smb2_fileid *last_create_fid)
 {
 	struct smb2_create_rsp cr;
+	struct px_session *s;
 	struct px_open *o;
 
 	if (h->status != NT_STATUS_SUCCESS ||
@@ -621,13 +635,22 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	if ((o = calloc(1, sizeof(*o))) == NULL)
 		return;
 	o->fid = cr.file_id;
-	o->session_id = h->session_id;
-	/* an answer that went async (STATUS_PENDING first: the server waited
-	 * for another client's lease or oplock break) holds its AsyncId where
-	 * a sync one holds the tree id (MS-SMB2 2.2.1.1, 2.2.1.2): the
-	 * request names the tree */
-	o->tree_id = (h->flags & SMB2_FLAGS_ASYNC_COMMAND) ? p->tree_id :
-	    h->tree_id;
+	/* the open is of the request's session and tree: an answer that went
+	 * async (STATUS_PENDING first: the server waited for another client's
+	 * lease or oplock break) holds its AsyncId where a sync one holds the
+	 * tree id (MS-SMB2 2.2.1.1, 2.2.1.2), and a related request's answer
+	 * may echo the 0 or all-FF its request had */
+	o->session_id = p->session_id;
+	o->tree_id = p->tree_id;
+	/* every tree of a session is connected on its connection, but for a
+	 * session bound to a second one (multichannel) */
+	if (px_tree_find(l, o->session_id, o->tree_id) == NULL &&
+	    ((s = px_session_find(l, o->session_id)) == NULL ||
+	    !s->multichannel))
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CREATE answered "
+		    "for tree 0x%x of session 0x%llx, which it does not know",
+		    (unsigned long long)l->conn_id, (unsigned int)o->tree_id,
+		    (unsigned long long)o->session_id);
 	o->name = p->u.create.name;
 	o->name_hash = px_name_hash(o->name);
 	p->u.create.name = NULL;

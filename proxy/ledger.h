@@ -261,6 +261,9 @@ struct px_ledger {
 	uint8_t preauth[64];        /* connection preauth hash (3.1.1) */
 	uint64_t errors;
 	uint64_t conn_id;           /* for log lines */
+	uint64_t chain_session_id;  /* the last client request's session and */
+	uint32_t chain_tree_id;     /* tree: a related one after it in a
+	                             * compound has these (MS-SMB2 3.3.5.2.7.2) */
 	const struct pol_config *cfg; /* for share lookups; NULL = defaults */
 };
 
@@ -284,6 +287,11 @@ struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
 bool px_open_same_file(const struct px_open *x, const struct px_open *o);
 void px_open_free(struct px_open *o);
 
+/* The session and tree of client request h, about to be recorded: a
+ * related element of a compound has those of the element before it
+ * (MS-SMB2 3.3.5.2.7.2), whatever its header says. */
+void px_ledger_req_ids(const struct px_ledger *l, const struct smb2_hdr *h,
+    uint64_t *sid, uint32_t *tid);
 /* Record a client request element (ledger cross-checks; pending entry for
  * responses).  Returns the pending entry, or NULL for CANCEL and errors. */
 struct px_pending *px_ledger_client_request(struct px_ledger *l,

@@ -410,6 +410,22 @@ test_tree_open_lifecycle(void)
 	pol_free(cfg);
 }
 
+/* A ledger with policy defaults and tree 7 of session 0x1234 connected to
+ * \\srv\docs (mid 5); the policy is the caller's to free. */
+static struct pol_config *
+ledger_with_tree(struct px_ledger *l)
+{
+	struct pol_config *cfg = pol_load_string("[global]\nlisten = "
+	    "127.0.0.1:1\nupstream = 127.0.0.1:2\n", "test", NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	px_ledger_init(l, 1);
+	l->cfg = cfg;
+	l->cr.S = l->cr.C = 100;
+	connect_tree(l, 5, "\\\\srv\\docs");
+	return cfg;
+}
+
 /* A CREATE the server answers async (STATUS_PENDING first: it waited for
  * another client's break): the final answer's header holds an AsyncId
  * where the tree id would be, so the open's tree is the request's. */
@@ -423,14 +439,8 @@ test_async_create_tree(void)
 	uint8_t body[512];
 	bool interim = false;
 	size_t n;
-	struct pol_config *cfg = pol_load_string("[global]\nlisten = "
-	    "127.0.0.1:1\nupstream = 127.0.0.1:2\n", "test", NULL);
+	struct pol_config *cfg = ledger_with_tree(&l);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-	px_ledger_init(&l, 1);
-	l.cfg = cfg;
-	l.cr.S = l.cr.C = 100;
-	connect_tree(&l, 5, "\\\\srv\\docs");
 	h = rq(SMB2_CREATE, 6, 1, 1);
 	n = create_req_body(body, "report.docx", GENERIC_READ, 0, 0);
 	client_req(&l, &h, body, n);
@@ -451,6 +461,90 @@ test_async_create_tree(void)
 	CU_ASSERT_EQUAL(o->tree_id, 7);
 	CU_ASSERT_PTR_NOT_NULL(px_tree_find(&l, o->session_id, o->tree_id));
 	CU_ASSERT_EQUAL(l.errors, 0);
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
+/* A related element of a compound is of the session and tree of the one
+ * before it, whatever its header says (MS-SMB2 3.3.5.2.7.2): a client
+ * that puts 0 there (and a server that echoes it) still has its open
+ * filed under the tree, and a related TREE_DISCONNECT drops that tree. */
+static void
+test_related_ids(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_open *o;
+	struct smb2_fileid fid = { 79, 179 };
+	uint8_t body[512];
+	uint64_t sid;
+	uint32_t tid;
+	size_t n;
+	struct pol_config *cfg = ledger_with_tree(&l);
+
+	/* an ECHO of the tree, then a related CREATE with ids 0 */
+	h = rq(SMB2_ECHO, 6, 1, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	h = rq(SMB2_CREATE, 7, 1, 1);
+	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+	h.session_id = 0;
+	h.tree_id = 0;
+	{
+		struct msg m;
+
+		n = create_req_body(body, "memo.txt", GENERIC_READ, 0, 0);
+		mk(&m, &h, body, n);
+		px_ledger_req_ids(&l, &m.h, &sid, &tid);
+		CU_ASSERT_EQUAL(sid, 0x1234);
+		CU_ASSERT_EQUAL(tid, 7);
+		(void)px_ledger_client_request(&l, &m.h, &m.e, true, NULL);
+	}
+	h = rs(SMB2_ECHO, 6, 1, 0);
+	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
+	h = rs(SMB2_CREATE, 7, 1, 0);
+	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+	h.session_id = 0;
+	h.tree_id = 0;
+	n = create_rsp_body(body, 0, 79);
+	px_pending_free(server_rsp(&l, &h, body, n, NULL));
+	o = px_open_find(&l, &fid);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_EQUAL(o->session_id, 0x1234);
+	CU_ASSERT_EQUAL(o->tree_id, 7);
+	/* a standalone request is of its own header's ids */
+	h = rq(SMB2_ECHO, 8, 1, 1);
+	h.tree_id = 9;
+	{
+		struct msg m;
+
+		mk(&m, &h, echo_body, sizeof(echo_body));
+		px_ledger_req_ids(&l, &m.h, &sid, &tid);
+		CU_ASSERT_EQUAL(tid, 9);
+		(void)px_ledger_client_request(&l, &m.h, &m.e, false, NULL);
+	}
+	h = rs(SMB2_ECHO, 8, 1, 0);
+	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
+	/* a related TREE_DISCONNECT after an element of tree 7 */
+	h = rq(SMB2_ECHO, 9, 1, 1);
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	h = rq(SMB2_TREE_DISCONNECT, 10, 1, 1);
+	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+	h.tree_id = 0xFFFFFFFF;
+	client_req(&l, &h, echo_body, sizeof(echo_body));
+	h = rs(SMB2_ECHO, 9, 1, 0);
+	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
+	h = rs(SMB2_TREE_DISCONNECT, 10, 1, 0);
+	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
+	CU_ASSERT_PTR_NULL(px_tree_find(&l, 0x1234, 7));
+	CU_ASSERT_EQUAL(l.errors, 0);
+	/* an open on a tree the ledger does not know is an inconsistency */
+	h = rq(SMB2_CREATE, 11, 1, 1);
+	n = create_req_body(body, "memo.txt", GENERIC_READ, 0, 0);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CREATE, 11, 1, 0);
+	n = create_rsp_body(body, 0, 80);
+	px_pending_free(server_rsp(&l, &h, body, n, NULL));
+	CU_ASSERT_EQUAL(l.errors, 1);
 	px_ledger_free(&l);
 	pol_free(cfg);
 }
@@ -577,6 +671,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
+	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
