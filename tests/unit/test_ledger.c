@@ -54,14 +54,27 @@ rs(uint16_t cmd, uint64_t mid, uint16_t credit, uint32_t status)
 	return h;
 }
 
+/* Record a client request; *sid and *tid: the session and tree the ledger
+ * takes it to be of (px_ledger_req_ids). */
 static void
-client_req(struct px_ledger *l, const struct smb2_hdr_out *ho,
-    const uint8_t *body, size_t blen)
+client_req_ids(struct px_ledger *l, const struct smb2_hdr_out *ho,
+    const uint8_t *body, size_t blen, uint64_t *sid, uint32_t *tid)
 {
 	struct msg m;
 
 	mk(&m, ho, body, blen);
+	px_ledger_req_ids(l, &m.h, sid, tid);
 	(void)px_ledger_client_request(l, &m.h, &m.e, false, NULL);
+}
+
+static void
+client_req(struct px_ledger *l, const struct smb2_hdr_out *ho,
+    const uint8_t *body, size_t blen)
+{
+	uint64_t sid;
+	uint32_t tid;
+
+	client_req_ids(l, ho, body, blen, &sid, &tid);
 }
 
 static struct px_pending *
@@ -489,16 +502,10 @@ test_related_ids(void)
 	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
 	h.session_id = 0;
 	h.tree_id = 0;
-	{
-		struct msg m;
-
-		n = create_req_body(body, "memo.txt", GENERIC_READ, 0, 0);
-		mk(&m, &h, body, n);
-		px_ledger_req_ids(&l, &m.h, &sid, &tid);
-		CU_ASSERT_EQUAL(sid, 0x1234);
-		CU_ASSERT_EQUAL(tid, 7);
-		(void)px_ledger_client_request(&l, &m.h, &m.e, true, NULL);
-	}
+	n = create_req_body(body, "memo.txt", GENERIC_READ, 0, 0);
+	client_req_ids(&l, &h, body, n, &sid, &tid);
+	CU_ASSERT_EQUAL(sid, 0x1234);
+	CU_ASSERT_EQUAL(tid, 7);
 	h = rs(SMB2_ECHO, 6, 1, 0);
 	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
 	h = rs(SMB2_CREATE, 7, 1, 0);
@@ -514,14 +521,8 @@ test_related_ids(void)
 	/* a standalone request is of its own header's ids */
 	h = rq(SMB2_ECHO, 8, 1, 1);
 	h.tree_id = 9;
-	{
-		struct msg m;
-
-		mk(&m, &h, echo_body, sizeof(echo_body));
-		px_ledger_req_ids(&l, &m.h, &sid, &tid);
-		CU_ASSERT_EQUAL(tid, 9);
-		(void)px_ledger_client_request(&l, &m.h, &m.e, false, NULL);
-	}
+	client_req_ids(&l, &h, echo_body, sizeof(echo_body), &sid, &tid);
+	CU_ASSERT_EQUAL(tid, 9);
 	h = rs(SMB2_ECHO, 8, 1, 0);
 	px_pending_free(server_rsp(&l, &h, echo_body, sizeof(echo_body), NULL));
 	/* a related TREE_DISCONNECT after an element of tree 7 */
