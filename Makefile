@@ -246,6 +246,10 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	    > $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service
 	install -m 0644 deploy/smbaccel-keytab@.timer $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.timer
+	sed 's|@BINDIR@|$(BINDIR)|g' deploy/smbaccel-metrics.service.in \
+	    > $(DESTDIR)$(UNITDIR)/smbaccel-metrics.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/smbaccel-metrics.service
+	install -m 0644 deploy/smbaccel-metrics.timer $(DESTDIR)$(UNITDIR)/smbaccel-metrics.timer
 	install -d $(DESTDIR)$(PREFIX)/share/smbaccel
 	install -m 0755 deploy/iptables.sh $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh
 	install -m 0644 deploy/nftables.conf $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf
@@ -260,6 +264,7 @@ uninstall:
 	    $(DESTDIR)$(MANDIR)/man8/smbaccel.8 $(DESTDIR)$(MANDIR)/man8/smbaccelctl.8 \
 	    $(DESTDIR)$(MANDIR)/man5/smbaccel.conf.5 $(DESTDIR)$(UNITDIR)/smbaccel.service \
 	    $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.service $(DESTDIR)$(UNITDIR)/smbaccel-keytab@.timer \
+	    $(DESTDIR)$(UNITDIR)/smbaccel-metrics.service $(DESTDIR)$(UNITDIR)/smbaccel-metrics.timer \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/iptables.sh \
 	    $(DESTDIR)$(PREFIX)/share/smbaccel/nftables.conf \
 	    $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf

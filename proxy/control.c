@@ -59,103 +59,201 @@ json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* The scalar counters of `smbaccelctl stats --json`, by name. */
-#define STAT(name, field) { name, offsetof(struct px_stats, field) }
+/*
+ * The scalar counters of `smbaccelctl stats --json`, by name, and how
+ * `smbaccelctl metrics` shows them: C a counter (only grows while the
+ * process lives; smbaccel_NAME_total), G a gauge (smbaccel_NAME), with
+ * the HELP line's text.
+ */
+#define C(name, field, help) { name, offsetof(struct px_stats, field), true, help }
+#define G(name, field, help) { name, offsetof(struct px_stats, field), false, help }
 static const struct {
 	const char *name;
 	size_t off;
+	bool counter;
+	const char *help;
 } scalars[] = {
-	STAT("connections_total", conns_total),
-	STAT("connections_active", conns_active),
-	STAT("connections_queued", conns_queued),
-	STAT("connect_queue", conns_queue_now),
-	STAT("bytes_c2s", bytes_c2s),
-	STAT("bytes_s2c", bytes_s2c),
-	STAT("writes_absorbed", writes_absorbed),
-	STAT("bytes_absorbed", bytes_absorbed),
-	STAT("writes_forwarded", writes_forwarded),
-	STAT("upstream_writes", upstream_writes),
-	STAT("upstream_write_bytes", upstream_write_bytes),
-	STAT("upstream_echoes", upstream_echoes),
-	STAT("upstream_pace_refreshes", upstream_pace_refreshes),
-	STAT("buffered_bytes", wb_bytes_now),
-	STAT("buffered_peak", wb_bytes_peak),
-	STAT("pool_ids", pool_ids_now),
-	STAT("deferred_errors", deferred_errors),
-	STAT("closes_compounded", cmp_closes),
-	STAT("compound_writes", cmp_writes),
-	STAT("compound_write_errors", cmp_write_errors),
-	STAT("compound_handles_closed", cmp_proxy_closes),
-	STAT("compound_handles_waited", cmp_handles_left),
-	STAT("delayed_responses", delayed_responses),
-	STAT("ledger_errors", ledger_errors),
-	STAT("ra_hits", ra_hits),
-	STAT("ra_served_bytes", ra_served_bytes),
-	STAT("ra_waits", ra_waits),
-	STAT("ra_widened", ra_widened),
-	STAT("ra_fetches", ra_fetches),
-	STAT("ra_fetch_bytes", ra_fetch_bytes),
-	STAT("ra_bytes_now", ra_bytes_now),
-	STAT("ra_window_max", ra_window_max),
-	STAT("dc_hits", dc_hits),
-	STAT("dc_served_bytes", dc_served_bytes),
-	STAT("dc_waits", dc_waits),
-	STAT("dc_widened", dc_widened),
-	STAT("dc_misses", dc_misses),
-	STAT("dc_fetches", dc_fetches),
-	STAT("dc_fetch_bytes", dc_fetch_bytes),
-	STAT("dc_fetch_ids", dc_fetch_ids),
-	STAT("dc_kept_ids", dc_kept_ids),
-	STAT("dc_stored_bytes", dc_stored_bytes),
-	STAT("dc_started", dc_started),
-	STAT("dc_no_room", dc_no_room),
-	STAT("dc_attached", dc_attached),
-	STAT("dc_valid_ok", dc_valid_ok),
-	STAT("dc_bytes_now", dc_bytes_now),
-	STAT("dc_entries_now", dc_entries_now),
-	STAT("dc_evicted", dc_evicted),
-	STAT("ds_files", ds_files),
-	STAT("ds_bytes", ds_bytes),
-	STAT("ds_writes", ds_writes),
-	STAT("ds_loads", ds_loads),
-	STAT("ds_chunk_reads", ds_chunk_reads),
-	STAT("ds_corrupt", ds_corrupt),
-	STAT("ds_evicted", ds_evicted),
-	STAT("ds_errors", ds_errors),
-	STAT("sessions_keyed", sessions_keyed),
-	STAT("sessions_unkeyed", sessions_unkeyed),
-	STAT("signed_out", signed_out),
-	STAT("encrypted_out", encrypted_out),
-	STAT("decrypted_in", decrypted_in),
-	STAT("decrypted_head_only", decrypted_head_only),
-	STAT("decrypt_skipped_bytes", decrypt_skipped_bytes),
-	STAT("bad_signatures", bad_signatures),
-	STAT("sessions_server_signs_all", sessions_server_signs_all),
-	STAT("sessions_expiring", sessions_expiring),
-	STAT("sessions_server_expired", sessions_server_expired),
-	STAT("expiry_kept_bytes", expiry_kept_bytes),
-	STAT("expiry_resent_bytes", expiry_resent_bytes),
-	STAT("expiry_answered", expiry_answered),
-	STAT("sessions_multichannel", sessions_multichannel),
-	STAT("interface_queries_hidden", interface_queries_hidden),
-	STAT("creates_rewritten", creates_rewritten),
-	STAT("proxy_leases_asked", pl_asked),
-	STAT("proxy_leases_granted", pl_granted),
-	STAT("proxy_leases_write", pl_granted_write),
-	STAT("proxy_lease_create_failed", pl_create_failed),
-	STAT("proxy_lease_breaks", pl_breaks),
-	STAT("proxy_lease_breaks_acked", pl_breaks_acked),
-	STAT("breaks_unacked", breaks_unacked),
-	STAT("proxy_lease_acks_refused", pl_ack_refused),
-	STAT("proxy_lease_ack_ms_max", pl_ack_ms_max),
-	STAT("proxy_lease_locked", pl_locked),
-	STAT("lock_conflicts", lock_conflicts),
-	STAT("locks_unchecked", locks_unchecked),
-	STAT("locks_overflow", locks_overflow),
-	STAT("breaks_unacked_stopped", pl_starve_ended),
-	STAT("ack_reserve_aged", reserve_aged),
+	C("connections_total", conns_total,
+	    "Client connections accepted"),
+	G("connections_active", conns_active,
+	    "Client connections open now"),
+	C("connections_queued", conns_queued,
+	    "Connections that waited for max_connecting"),
+	G("connect_queue", conns_queue_now,
+	    "Connections waiting for max_connecting now"),
+	C("bytes_c2s", bytes_c2s,
+	    "Bytes relayed from clients to servers"),
+	C("bytes_s2c", bytes_s2c,
+	    "Bytes relayed from servers to clients"),
+	C("writes_absorbed", writes_absorbed,
+	    "Client writes acknowledged by smbaccel (write-behind)"),
+	C("bytes_absorbed", bytes_absorbed,
+	    "Bytes of the writes acknowledged by smbaccel"),
+	C("writes_forwarded", writes_forwarded,
+	    "Client writes passed to the server as they were"),
+	C("upstream_writes", upstream_writes,
+	    "Writes sent upstream with absorbed data"),
+	C("upstream_write_bytes", upstream_write_bytes,
+	    "Bytes of the writes sent upstream with absorbed data"),
+	C("upstream_echoes", upstream_echoes,
+	    "ECHO requests sent to return unused message ids"),
+	C("upstream_pace_refreshes", upstream_pace_refreshes,
+	    "Times bbr was re-initialised on an upstream socket"),
+	G("buffered_bytes", wb_bytes_now,
+	    "Absorbed bytes not yet acknowledged by a server"),
+	G("buffered_peak", wb_bytes_peak,
+	    "Peak of buffered_bytes since start"),
+	G("pool_ids", pool_ids_now,
+	    "Message ids pooled for smbaccel's own requests"),
+	C("deferred_errors", deferred_errors,
+	    "Upstream write failures reported to a client after acknowledging"),
+	C("closes_compounded", cmp_closes,
+	    "CLOSEs sent upstream compounded with their flush"),
+	C("compound_writes", cmp_writes,
+	    "WRITEs carried in those compounds"),
+	C("compound_write_errors", cmp_write_errors,
+	    "Compounded CLOSEs whose write failed"),
+	C("compound_handles_closed", cmp_proxy_closes,
+	    "Handles smbaccel closed after the server failed a compound's CLOSE"),
+	C("compound_handles_waited", cmp_handles_left,
+	    "Of those, handles that waited for a message id"),
+	C("delayed_responses", delayed_responses,
+	    "Responses held back for lack of credits or memory"),
+	C("ledger_errors", ledger_errors,
+	    "Inconsistencies seen in the message id and credit ledger"),
+	C("ra_hits", ra_hits,
+	    "Reads served from read-ahead"),
+	C("ra_served_bytes", ra_served_bytes,
+	    "Bytes served from read-ahead"),
+	C("ra_waits", ra_waits,
+	    "Reads that waited for a read-ahead fetch"),
+	C("ra_widened", ra_widened,
+	    "Small reads widened upstream"),
+	C("ra_fetches", ra_fetches,
+	    "Read-ahead READs sent upstream"),
+	C("ra_fetch_bytes", ra_fetch_bytes,
+	    "Bytes asked by read-ahead READs"),
+	G("ra_bytes_now", ra_bytes_now,
+	    "Bytes held by read-ahead now"),
+	G("ra_window_max", ra_window_max,
+	    "Largest read-ahead window since start"),
+	C("dc_hits", dc_hits,
+	    "Reads served from the document cache"),
+	C("dc_served_bytes", dc_served_bytes,
+	    "Bytes served from the document cache"),
+	C("dc_waits", dc_waits,
+	    "Reads that waited for a document cache fetch"),
+	C("dc_widened", dc_widened,
+	    "Reads of a cached file widened to whole 64 KiB chunks"),
+	C("dc_misses", dc_misses,
+	    "Document cache misses forwarded as they came"),
+	C("dc_fetches", dc_fetches,
+	    "Document cache READs sent upstream"),
+	C("dc_fetch_bytes", dc_fetch_bytes,
+	    "Bytes asked by document cache READs"),
+	C("dc_fetch_ids", dc_fetch_ids,
+	    "Pooled message ids spent by document cache READs"),
+	C("dc_kept_ids", dc_kept_ids,
+	    "Of those, ids kept from before the open's first read"),
+	C("dc_stored_bytes", dc_stored_bytes,
+	    "Bytes that arrived into the document cache"),
+	C("dc_started", dc_started,
+	    "Document copies started for random readers"),
+	C("dc_no_room", dc_no_room,
+	    "Document copies not started: memory busy"),
+	C("dc_attached", dc_attached,
+	    "Opens served by an existing document copy"),
+	C("dc_valid_ok", dc_valid_ok,
+	    "CREATE answers that matched a document copy"),
+	G("dc_bytes_now", dc_bytes_now,
+	    "Memory held by the document cache"),
+	G("dc_entries_now", dc_entries_now,
+	    "Documents held in memory"),
+	C("dc_evicted", dc_evicted,
+	    "Document copies dropped for memory"),
+	G("ds_files", ds_files,
+	    "Documents in the on-disk store"),
+	G("ds_bytes", ds_bytes,
+	    "Bytes in the on-disk store"),
+	C("ds_writes", ds_writes,
+	    "Document copies written to the on-disk store"),
+	C("ds_loads", ds_loads,
+	    "Document copies read back from the on-disk store"),
+	C("ds_chunk_reads", ds_chunk_reads,
+	    "Chunks read from the on-disk store"),
+	C("ds_corrupt", ds_corrupt,
+	    "On-disk copies found corrupt and discarded"),
+	C("ds_evicted", ds_evicted,
+	    "On-disk copies removed for read_cache_disk"),
+	C("ds_errors", ds_errors,
+	    "On-disk store I/O errors"),
+	C("sessions_keyed", sessions_keyed,
+	    "Signed or sealed sessions smbaccel holds the keys of"),
+	C("sessions_unkeyed", sessions_unkeyed,
+	    "Signed or sealed sessions relayed without a key"),
+	C("signed_out", signed_out,
+	    "Messages smbaccel signed"),
+	C("encrypted_out", encrypted_out,
+	    "Messages smbaccel encrypted"),
+	C("decrypted_in", decrypted_in,
+	    "Messages smbaccel decrypted"),
+	C("decrypted_head_only", decrypted_head_only,
+	    "Sealed large WRITEs authenticated and passed on as sealed"),
+	C("decrypt_skipped_bytes", decrypt_skipped_bytes,
+	    "Bytes of those not decrypted"),
+	C("bad_signatures", bad_signatures,
+	    "Client requests whose signature did not verify"),
+	C("sessions_server_signs_all", sessions_server_signs_all,
+	    "Unkeyed sessions whose server signs every answer"),
+	C("sessions_expiring", sessions_expiring,
+	    "Kerberos-keyed sessions left alone before their ticket ended"),
+	C("sessions_server_expired", sessions_server_expired,
+	    "Sessions the server said had expired"),
+	C("expiry_kept_bytes", expiry_kept_bytes,
+	    "Flushed bytes refused for an expired session, kept"),
+	C("expiry_resent_bytes", expiry_resent_bytes,
+	    "Kept bytes written after re-authentication"),
+	C("expiry_answered", expiry_answered,
+	    "CLOSEs or LOCKs answered with the session's expiry"),
+	C("sessions_multichannel", sessions_multichannel,
+	    "Sessions left alone after a second channel bound"),
+	C("interface_queries_hidden", interface_queries_hidden,
+	    "Network interface queries answered NOT_SUPPORTED"),
+	C("creates_rewritten", creates_rewritten,
+	    "CREATEs rewritten by smbaccel"),
+	C("proxy_leases_asked", pl_asked,
+	    "CREATEs sent with smbaccel's own lease request"),
+	C("proxy_leases_granted", pl_granted,
+	    "Of those, answered with read caching"),
+	C("proxy_leases_write", pl_granted_write,
+	    "Of those, answered with write caching"),
+	C("proxy_lease_create_failed", pl_create_failed,
+	    "Of those, answered with an error"),
+	C("proxy_lease_breaks", pl_breaks,
+	    "Breaks of smbaccel's leases handled"),
+	C("proxy_lease_breaks_acked", pl_breaks_acked,
+	    "Break acknowledgements sent"),
+	C("breaks_unacked", breaks_unacked,
+	    "Breaks left to the server's timeout (no message id)"),
+	C("proxy_lease_acks_refused", pl_ack_refused,
+	    "Break acknowledgements the server refused"),
+	G("proxy_lease_ack_ms_max", pl_ack_ms_max,
+	    "Longest break to acknowledgement, milliseconds"),
+	C("proxy_lease_locked", pl_locked,
+	    "Opens of a locked file for which no lease was asked"),
+	C("lock_conflicts", lock_conflicts,
+	    "Lock conflicts answered by smbaccel"),
+	C("locks_unchecked", locks_unchecked,
+	    "Lock checks smbaccel could not answer (forwarded)"),
+	C("locks_overflow", locks_overflow,
+	    "Opens past the byte-range lock bound"),
+	C("breaks_unacked_stopped", pl_starve_ended,
+	    "Unacknowledged breaks whose opens stopped absorbing"),
+	C("ack_reserve_aged", reserve_aged,
+	    "Message id reserves given back unused"),
 };
-#undef STAT
+#undef C
+#undef G
 
 static const char *flush_name(int i) { return co_flush_cause_name(i); }
 static const char *cmp_name(int i) { return px_cmp_decline_name(i); }
@@ -393,6 +491,130 @@ stats_dump(FILE *f, bool json)
 	fprintf(f, "},");
 	json_counts(f, "commands", cmd_name, s->requests, 0, SMB2_NCMDS + 1);
 	fprintf(f, "\"version\":1}\n");
+}
+
+/* ---- metrics (Prometheus text format 0.0.4) ---------------------------------- */
+
+static time_t ctl_started;     /* when the control socket came up */
+
+/* What follows NAME in a metric's name: "_total" for a counter, unless
+ * NAME already ends so (connections_total). */
+static const char *
+prom_sfx(const char *name, bool counter)
+{
+	size_t n = strlen(name);
+
+	if (!counter || (n >= 6 && strcmp(name + n - 6, "_total") == 0))
+		return "";
+	return "_total";
+}
+
+static void
+prom_head(FILE *f, const char *name, bool counter, const char *help)
+{
+	const char *sfx = prom_sfx(name, counter);
+
+	fprintf(f, "# HELP smbaccel_%s%s %s\n# TYPE smbaccel_%s%s %s\n",
+	    name, sfx, help, name, sfx, counter ? "counter" : "gauge");
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void
+prom_label(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* One counter family with a label, a sample per name of [from, to). */
+static void
+prom_counts(FILE *f, const char *family, const char *label,
+    const char *help, const char *(*name)(int), const uint64_t *v, int from,
+    int to)
+{
+	int i;
+
+	prom_head(f, family, true, help);
+	for (i = from; i < to; i++) {
+		fprintf(f, "smbaccel_%s_total{%s=", family, label);
+		prom_label(f, name(i));
+		fprintf(f, "} %llu\n", (unsigned long long)v[i]);
+	}
+}
+
+static void
+metrics_dump(FILE *f)
+{
+	const struct px_stats *s = &px_stats;
+	unsigned int pl_now, pl_w;
+	int i;
+
+	pl_now = lease_opens(&pl_w);
+	for (i = 0; i < (int)(sizeof(scalars) / sizeof(scalars[0])); i++) {
+		prom_head(f, scalars[i].name, scalars[i].counter,
+		    scalars[i].help);
+		fprintf(f, "smbaccel_%s%s %llu\n", scalars[i].name,
+		    prom_sfx(scalars[i].name, scalars[i].counter),
+		    (unsigned long long)
+		    *(const uint64_t *)((const char *)s + scalars[i].off));
+	}
+	prom_head(f, "upstream_write_mean", false,
+	    "Mean size of the writes sent upstream with absorbed data, bytes");
+	fprintf(f, "smbaccel_upstream_write_mean %.0f\n", s->upstream_writes ?
+	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0);
+	prom_head(f, "proxy_lease_opens", false,
+	    "Opens holding smbaccel's lease on a client's behalf now");
+	fprintf(f, "smbaccel_proxy_lease_opens %u\n", pl_now);
+	prom_head(f, "proxy_lease_write_opens", false,
+	    "Of those, opens whose lease caches writes");
+	fprintf(f, "smbaccel_proxy_lease_write_opens %u\n", pl_w);
+	prom_head(f, "proxy_lease_ack_ms_mean", false,
+	    "Mean time from break to acknowledgement, milliseconds");
+	fprintf(f, "smbaccel_proxy_lease_ack_ms_mean %.1f\n",
+	    s->pl_breaks_acked ?
+	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0);
+	prom_counts(f, "ra_invalidations", "cause",
+	    "Read-ahead caches dropped, by cause", ra_name,
+	    s->ra_invalidations, 0, PX_RA_NCAUSES);
+	prom_counts(f, "dc_valid_failed", "cause",
+	    "CREATE answers that did not match a document copy, by cause",
+	    valid_name, s->dc_valid_failed, 1, CO_DC_NCAUSES);
+	prom_counts(f, "dc_drops", "cause", "Document copies dropped, by cause",
+	    dc_name, s->dc_drops, 0, PX_DC_NCAUSES);
+	prom_counts(f, "flush_causes", "cause",
+	    "Write-behind flushes, by cause", flush_name, s->flushes, 0,
+	    CO_FLUSH_NCAUSES);
+	prom_counts(f, "closes_not_compounded", "reason",
+	    "CLOSEs with buffered data not compounded with their flush, by "
+	    "reason", cmp_name, s->cmp_declined, 0, PX_CMP_NDECLINES);
+	prom_counts(f, "opaque", "reason",
+	    "Connections relayed without interpretation, by reason",
+	    opaque_name, s->opaque, 1, PX_OPAQUE_NREASONS);
+	prom_counts(f, "closed", "reason",
+	    "Connections closed by smbaccel, by reason", close_name,
+	    s->closed, 1, PX_CLOSE_NREASONS);
+	prom_head(f, "unkeyed_by", true,
+	    "Signed or sealed sessions relayed without a key, by reason");
+	for (i = 0; i < PX_UNKEYED_MAX; i++) {
+		if (!s->unkeyed_by[i].n)
+			continue;
+		fprintf(f, "smbaccel_unkeyed_by_total{reason=");
+		prom_label(f, s->unkeyed_by[i].why);
+		fprintf(f, "} %llu\n", (unsigned long long)s->unkeyed_by[i].n);
+	}
+	prom_counts(f, "commands", "command", "Client requests, by SMB2 command",
+	    cmd_name, s->requests, 0, SMB2_NCMDS + 1);
+	prom_head(f, "start_time_seconds", false,
+	    "When smbaccel started, seconds since the epoch");
+	fprintf(f, "smbaccel_start_time_seconds %lld\n", (long long)ctl_started);
 }
 
 /*
@@ -743,12 +965,14 @@ run_command(struct ctl_client *cl)
 		shares_dump(f, json);
 	else if (strcmp(cmd, "keytabs") == 0)
 		keytabs_dump(f, json);
+	else if (strcmp(cmd, "metrics") == 0)
+		metrics_dump(f);
 	else if (strcmp(cmd, "reload") == 0)
 		fprintf(f, reload_fn() == 0 ? "reloaded\n" :
 		    "error: reload failed, old policy kept (see the log)\n");
 	else
 		fprintf(f, "error: unknown command '%s' (stats, conns, shares, "
-		    "keytabs, reload)\n", cmd);
+		    "keytabs, metrics, reload)\n", cmd);
 	fclose(f);
 	ev_io_stop(px_rt.loop, &cl->io);
 	ev_io_init(&cl->io, client_write_cb, cl->fd, EV_WRITE);
@@ -817,6 +1041,8 @@ px_control_start(const char *path, int (*reload)(void))
 	mode_t old;
 
 	reload_fn = reload;
+	if (ctl_started == 0)
+		ctl_started = time(NULL);
 	if (path == NULL || *path == '\0')
 		return 0;
 	memset(&sun, 0, sizeof(sun));

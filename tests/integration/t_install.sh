@@ -4,7 +4,8 @@
 # make install / uninstall into a DESTDIR, and the installed pieces:
 #  1. `make install DESTDIR=$T/root PREFIX=/usr` installs exactly: sbin/smbaccel,
 #     bin/smbaccelctl (0755), the three man pages, the systemd units
-#     (smbaccel, and the keytab refresh service and timer), the default policy and the modules-load.d entry for tcp_bbr (0644);
+#     (smbaccel, the keytab refresh service and timer, the metrics
+#     service and timer), the default policy and the modules-load.d entry for tcp_bbr (0644);
 #     nothing else;
 #  2. the unit has its paths filled in (ExecStart=/usr/sbin/smbaccel -c
 #     /etc/smbaccel/smbaccel.conf, no @...@ left), Type=notify, ExecReload
@@ -18,6 +19,9 @@
 #     the keytab refresh units (smbaccel-keytab@.service and .timer) pass
 #     verify as an instance, run smbaccel-keytab --reload from the
 #     instance's environment file, hourly; a misspelt timer key is flagged;
+#     the metrics units (smbaccel-metrics.service and .timer) pass verify,
+#     run `smbaccelctl metrics -o` into the node exporter's textfile
+#     directory every 15 s, and the service rates OK or better too;
 #  4. the man pages render without groff warnings;
 #  5. the installed default policy passes `smbaccel -t`;
 #  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
@@ -38,6 +42,8 @@ make -s install DESTDIR="$D" PREFIX=/usr >"$T/install.log" 2>&1 ||
 expected="etc/smbaccel/smbaccel.conf 644
 lib/systemd/system/smbaccel-keytab@.service 644
 lib/systemd/system/smbaccel-keytab@.timer 644
+lib/systemd/system/smbaccel-metrics.service 644
+lib/systemd/system/smbaccel-metrics.timer 644
 lib/systemd/system/smbaccel.service 644
 usr/bin/smbaccelctl 755
 usr/lib/modules-load.d/smbaccel.conf 644
@@ -103,8 +109,21 @@ sed 's/^OnUnitActiveSec=/OnUnitActivSec=/' "$T/units/smbaccel-keytab@fs1.timer" 
 cp "$T/units/smbaccel-keytab@fs1.service" "$T/units/smbaccel-keytab@bad.service"
 out=$(cd "$T/units" && MANPATH=$D/usr/share/man systemd-analyze verify smbaccel-keytab@bad.timer 2>&1)
 echo "$out" | grep -q "Unknown key" || { echo "$out"; fail "systemd-analyze verify did not flag a misspelt timer key"; }
+# the metrics service and its timer
+MU=$D/lib/systemd/system/smbaccel-metrics.service
+grep -q '@[A-Z]*@' "$MU" && fail "unsubstituted @...@ left in smbaccel-metrics.service"
+grep -qx 'ExecStart=/usr/bin/smbaccelctl metrics -o /var/lib/prometheus/node-exporter/smbaccel.prom' "$MU" ||
+    fail "smbaccel-metrics.service: ExecStart line"
+grep -qx 'Type=oneshot' "$MU" || fail "smbaccel-metrics.service: Type=oneshot"
+grep -qx 'OnUnitActiveSec=15s' "$D/lib/systemd/system/smbaccel-metrics.timer" ||
+    fail "the metrics timer is not every 15 s"
+sed "s|=/usr/bin/|=$D/usr/bin/|g" "$MU" > "$T/units/smbaccel-metrics.service"
+cp "$D/lib/systemd/system/smbaccel-metrics.timer" "$T/units/smbaccel-metrics.timer"
+out=$(cd "$T/units" && MANPATH=$D/usr/share/man systemd-analyze verify smbaccel-metrics.service smbaccel-metrics.timer 2>&1)
+rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] || { echo "$out"; fail "systemd-analyze verify of the metrics units: exit $rc, output above"; }
 if systemd-analyze security --help 2>&1 | grep -q -- '--offline'; then
-	for u in smbaccel.service smbaccel-keytab@fs1.service; do
+	for u in smbaccel.service smbaccel-keytab@fs1.service smbaccel-metrics.service; do
 		out=$(systemd-analyze security --offline=yes "$T/units/$u" 2>&1 | tail -n 1)
 		info "$out"
 		echo "$out" | grep -Eq 'Overall exposure level .* (SAFE|OK)' ||

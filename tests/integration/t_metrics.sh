@@ -1,0 +1,107 @@
+#!/bin/bash
+# `smbaccelctl metrics` (Prometheus text format) against a real smbd:
+#  1. before any client and after 1 KiB writes and 4 KiB reads through
+#     smbaccel (libsmbclient's smbdd, the file checked on smbd's disk):
+#     metrics_check.py reads the text strictly and with the
+#     prometheus_client library, and finds every figure of
+#     `stats --json`, taken at the same moment, with the same value;
+#     the writes are counted as absorbed, the reads as served;
+#  2. the checker fails on broken text: a TYPE line dropped, a sample
+#     repeated, a counter changed, a family missing;
+#  3. `metrics -o FILE` (what smbaccel-metrics.service runs) replaces FILE
+#     whole, mode 0644, leaves no temporary file; with smbaccel stopped it
+#     exits 1 and removes FILE, so stale figures do not stay behind;
+#  4. `metrics --json` is refused (exit 2).
+. "$(dirname "$0")/lib.sh"
+require_smbaccel "smbaccelctl metrics"
+"$PY" -c 'import prometheus_client' 2>/dev/null ||
+    fail "python3-prometheus-client missing (deploy/install-deps.sh installs it)"
+
+CHECK="$PY $TESTS_DIR/metrics_check.py"
+t0=$(date +%s)
+start_smbd
+start_proxy
+
+# snapshot NAME: NAME.prom and NAME.json taken with nothing changing
+# between them (the JSON read before and after the metrics is the same).
+snapshot() {
+	local i
+	for i in $(seq 1 20); do
+		ctl stats --json > "$T/$1.a.json" || fail "stats --json failed"
+		ctl metrics > "$T/$1.prom" || fail "smbaccelctl metrics failed: $(cat "$T/$1.prom")"
+		ctl stats --json > "$T/$1.json" || fail "stats --json failed"
+		cmp -s "$T/$1.a.json" "$T/$1.json" && return 0
+		sleep 0.5
+	done
+	fail "the counters kept changing for 10 s"
+}
+
+# --- 1. before any client
+snapshot idle
+$CHECK "$T/idle.prom" "$T/idle.json" --since "$t0" \
+    --min 'smbaccel_connections_active=0' || fail "metrics of an idle smbaccel"
+
+# --- after traffic: 1 KiB writes, then 4 KiB reads
+seed=$((RANDOM * 32768 + RANDOM + 1))
+out=$(smbdd_run write "$PROXY_PORT" m.dat 1K 1024 -s "$seed" -q 2>&1) ||
+    fail "smbdd write through smbaccel: $out"
+out=$(smbdd_run write "$SMBD_PORT" m-direct.dat 1K 1024 -s "$seed" -q 2>&1) ||
+    fail "smbdd write direct: $out"
+assert_eq "$(sha256 "$SHARE_DIR/m-direct.dat")" "$(sha256 "$SHARE_DIR/m.dat")" \
+    "sha256 on smbd's disk of 1 MiB written through smbaccel and directly"
+out=$(smbdd_run read "$PROXY_PORT" m.dat 4K 256 -s "$seed" -q 2>&1) ||
+    fail "smbdd read through smbaccel (pattern checked): $out"
+snapshot busy
+$CHECK "$T/busy.prom" "$T/busy.json" --since "$t0" \
+    --min 'smbaccel_writes_absorbed_total=1000' \
+    --min 'smbaccel_bytes_absorbed_total=1024000' \
+    --min 'smbaccel_commands_total{command="WRITE"}=1024' \
+    --min 'smbaccel_connections_total=3' \
+    --min 'smbaccel_upstream_write_mean=65536' \
+    --min 'smbaccel_ra_hits_total=200' || fail "metrics after traffic"
+info "metrics after traffic: $(grep -c '^smbaccel_' "$T/busy.prom") samples, $(grep -c '^# TYPE' "$T/busy.prom") families"
+
+# --- 2. the checker must fail on broken text
+must_fail() {	# must_fail WHAT FILE [JSON]
+	if out=$($CHECK "$2" "${3:-$T/busy.json}" 2>&1); then
+		fail "metrics_check passes $1: $out"
+	fi
+	info "broken on purpose ($1): $(echo "$out" | grep FAIL | head -n 1)"
+}
+grep -v '^# TYPE smbaccel_bytes_c2s_total' "$T/busy.prom" > "$T/b1.prom"
+must_fail "a TYPE line dropped" "$T/b1.prom"
+{ cat "$T/busy.prom"; grep '^smbaccel_ra_hits_total ' "$T/busy.prom"; } > "$T/b2.prom"
+must_fail "a sample repeated at the end" "$T/b2.prom"
+sed 's/^smbaccel_writes_absorbed_total \([0-9]*\)$/smbaccel_writes_absorbed_total 1\1/' \
+    "$T/busy.prom" > "$T/b3.prom"
+cmp -s "$T/busy.prom" "$T/b3.prom" && fail "could not change writes_absorbed in the copy"
+must_fail "a counter changed" "$T/b3.prom"
+awk '/^# HELP smbaccel_ra_fetches_total /{skip=3} skip>0{skip--; next} {print}' \
+    "$T/busy.prom" > "$T/b4.prom"
+must_fail "a family missing" "$T/b4.prom"
+sed 's/^smbaccel_commands_total{command="WRITE"}/smbaccel_commands_total{command=WRITE}/' \
+    "$T/busy.prom" > "$T/b5.prom"
+must_fail "a label value unquoted" "$T/b5.prom"
+
+# --- 3. -o FILE
+mkdir -p "$T/textfile"
+F=$T/textfile/smbaccel.prom
+echo "stale" > "$F"
+ctl metrics -o "$F" || fail "metrics -o failed"
+assert_eq 644 "$(stat -c %a "$F")" "mode of the -o file"
+ls "$T/textfile" | grep -v '^smbaccel\.prom$' && fail "files left beside $F"
+ctl stats --json > "$T/o.json"
+$CHECK "$F" "$T/o.json" > "$T/o.check" 2>&1 ||
+    { cat "$T/o.check"; fail "the -o file does not read as the metrics"; }
+out=$(ctl metrics --json 2>&1); rc=$?
+assert_eq 2 "$rc" "exit status of metrics --json ($out)"
+
+proxy_alive || fail "proxy died"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status at SIGTERM"
+out=$(ctl metrics -o "$F" 2>&1); rc=$?
+assert_eq 1 "$rc" "exit status of metrics -o with smbaccel stopped ($out)"
+[ -e "$F" ] && fail "$F left behind with smbaccel stopped"
+ls "$T/textfile" | grep . && fail "files left in the textfile directory"
+info "metrics -o with smbaccel stopped: exit 1, file removed ($out)"
+info "PASS"
