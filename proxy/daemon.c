@@ -23,7 +23,7 @@
 #include "proxy/tproxy.h"
 
 static ev_signal sig_term, sig_int, sig_hup;
-static ev_timer drain_timer, status_timer;
+static ev_timer drain_timer, status_timer, watchdog_timer;
 static double drain_deadline;
 /* what conn.c calls up for: out of descriptors pauses accepting */
 static const struct px_conn_hooks conn_hooks = {
@@ -115,6 +115,17 @@ status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	notify_status();
 }
 
+/* systemd's watchdog (WatchdogSec=): a sign of life from the event loop
+ * itself, so a loop that stops turning gets smbaccel restarted. */
+static void
+watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+	(void)sd_notify(0, "WATCHDOG=1");
+}
+
 static void
 drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -203,6 +214,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 {
 	struct pol_errors errs = { 0 };
 	const struct pol_global *g;
+	uint64_t wd_usec = 0;
 
 	px_rt.cfg_path = cfg_path;
 	if ((px_rt.cfg = pol_load_file(cfg_path, &errs)) == NULL) {
@@ -256,6 +268,14 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	ev_timer_init(&status_timer, status_cb, 5., 5.);
 	ev_timer_start(px_rt.loop, &status_timer);
 	ev_unref(px_rt.loop);   /* the status timer alone keeps nothing alive */
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0) {
+		double every = (double)wd_usec / 2e6;
+
+		ev_timer_init(&watchdog_timer, watchdog_cb, every, every);
+		ev_timer_start(px_rt.loop, &watchdog_timer);
+		ev_unref(px_rt.loop);
+		log_info("systemd watchdog: a sign of life every %.2f s", every);
+	}
 	log_info("smbaccel started, policy %s", cfg_path);
 	(void)sd_notify(0, "READY=1");
 	notify_status();

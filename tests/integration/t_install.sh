@@ -25,7 +25,8 @@
 #  4. the man pages render without groff warnings;
 #  5. the installed default policy passes `smbaccel -t`;
 #  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
-#     start, STOPPING=1 on SIGTERM, exit 0;
+#     start, WATCHDOG=1 every half WATCHDOG_USEC while its loop runs and
+#     none while it is stopped (SIGSTOP), STOPPING=1 on SIGTERM, exit 0;
 #  7. a second install keeps an edited policy file;
 #  8. `make uninstall` removes everything but the policy file.
 . "$(dirname "$0")/lib.sh"
@@ -64,6 +65,7 @@ U=$D/lib/systemd/system/smbaccel.service
 grep -q '@[A-Z]*@' "$U" && fail "unsubstituted @...@ left in the unit"
 grep -qx 'ExecStart=/usr/sbin/smbaccel -c /etc/smbaccel/smbaccel.conf' "$U" || fail "ExecStart line"
 grep -qx 'Type=notify' "$U" || fail "Type=notify"
+grep -qx 'WatchdogSec=30s' "$U" || fail "WatchdogSec=30s"
 grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U" || fail "ExecReload with SIGHUP"
 grep -qx 'RuntimeDirectory=smbaccel' "$U" || fail "RuntimeDirectory=smbaccel"
 stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' "$U")
@@ -151,15 +153,17 @@ PROXY_PORT=$(free_port) || fail "no free port"
 PROXY_UPSTREAM=127.0.0.1:9 write_proxy_conf "$PROXY_CONF"   # never connected to
 NOTIFY=$T/notify.sock
 "$PY" - "$NOTIFY" "$T/notify.log" <<'EOF' &
-import socket, sys
+import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 s.settimeout(30)
-with open(sys.argv[2], "a", buffering=1) as log:
+with open(sys.argv[2], "a", buffering=1) as log, \
+        open(sys.argv[2] + ".t", "a", buffering=1) as tlog:
     try:
         while True:
             for line in s.recv(4096).decode().splitlines():
                 print(line, file=log)
+                print("%.3f %s" % (time.monotonic(), line), file=tlog)
                 if line == "STOPPING=1":
                     sys.exit(0)
     except socket.timeout:
@@ -168,12 +172,33 @@ EOF
 listener=$!
 BG_PIDS="$BG_PIDS $listener"
 n=50; while [ $n -gt 0 ] && [ ! -S "$NOTIFY" ]; do sleep 0.1; n=$((n - 1)); done
-NOTIFY_SOCKET=$NOTIFY "$D/usr/sbin/smbaccel" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
+# WatchdogSec=0.4s, as systemd passes it: a WATCHDOG=1 every 0.2 s
+NOTIFY_SOCKET=$NOTIFY WATCHDOG_USEC=400000 "$D/usr/sbin/smbaccel" -c "$PROXY_CONF" -f </dev/null >>"$PROXY_LOG" 2>&1 &
 PROXY_PID=$!
 n=100; while [ $n -gt 0 ] && ! grep -q '^STATUS=' "$T/notify.log" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
 grep -qx 'READY=1' "$T/notify.log" 2>/dev/null || { cat "$T/notify.log"; fail "no READY=1"; }
 port_open "$PROXY_PORT" || fail "READY=1 sent but not accepting on $PROXY_PORT"
 grep -Eq '^STATUS=.*[0-9]+ connections' "$T/notify.log" || { cat "$T/notify.log"; fail "no STATUS= with connections"; }
+# the watchdog: signs of life while the loop runs, none while it is
+# stopped (SIGSTOP for 1.2 s, three watchdog periods), again after
+sleep 1.2
+kill -STOP "$PROXY_PID"
+s0=$("$PY" -c 'import time; print("%.3f" % time.monotonic())')
+sleep 1.2
+s1=$("$PY" -c 'import time; print("%.3f" % time.monotonic())')
+kill -CONT "$PROXY_PID"
+sleep 0.8
+# a ping sent just before the stop may be read a little after it: the
+# window starts 0.3 s in (it still spans four periods)
+wd=$(awk -v a="$s0" -v b="$s1" '$2 == "WATCHDOG=1" {
+	if ($1 < a) before++; else if ($1 < a + 0.3) ; else if ($1 <= b) during++; else after++ }
+	END { printf "%d %d %d", before, during, after }' "$T/notify.log.t")
+read -r wd_before wd_during wd_after <<< "$wd"
+info "watchdog pings: $wd_before before the stop, $wd_during in its last 0.9 s, $wd_after after"
+assert_ge 3 "$wd_before" "WATCHDOG=1 in the 1.2 s before the stop"
+assert_eq 0 "$wd_during" "WATCHDOG=1 while smbaccel was stopped"
+assert_ge 2 "$wd_after" "WATCHDOG=1 in the 0.8 s after SIGCONT"
+log_has 'systemd watchdog: a sign of life every 0\.20 s' || fail "no log line for the watchdog"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "exit status after SIGTERM"
 wait "$listener"
