@@ -107,6 +107,8 @@ static const struct {
 	    "Message ids pooled for smbaccel's own requests"),
 	C("deferred_errors", deferred_errors,
 	    "Upstream write failures reported to a client after acknowledging"),
+	C("lost_bytes", lost_bytes,
+	    "Acknowledged bytes the server never confirmed written (logged)"),
 	C("closes_compounded", cmp_closes,
 	    "CLOSEs sent upstream compounded with their flush"),
 	C("compound_writes", cmp_writes,
@@ -298,6 +300,86 @@ lease_opens(unsigned int *write)
 	return n;
 }
 
+/* The per-share totals (struct px_share_stats), by name, with their
+ * column in the table of `smbaccelctl stats`. */
+#define SH(name, field, col, w, help) \
+	{ name, offsetof(struct px_share_stats, field), col, w, help }
+static const struct {
+	const char *name;
+	size_t off;
+	const char *col;
+	int width;
+	const char *help;
+} share_fields[] = {
+	SH("tree_connects", tree_connects, "TREES", 8,
+	    "Tree connects to the share"),
+	SH("writes_absorbed", writes_absorbed, "ABSORBED", 10,
+	    "Client writes to the share acknowledged by smbaccel"),
+	SH("bytes_absorbed", bytes_absorbed, "ABSORBED BYTES", 14,
+	    "Bytes of the writes to the share acknowledged by smbaccel"),
+	SH("ra_served_bytes", ra_served_bytes, "READ-AHEAD", 14,
+	    "Bytes of the share served from read-ahead"),
+	SH("dc_served_bytes", dc_served_bytes, "DOC CACHE", 14,
+	    "Bytes of the share served from the document cache"),
+	SH("deferred_errors", deferred_errors, "ERRORS", 8,
+	    "Upstream write failures on the share reported after acknowledging"),
+	SH("lost_bytes", lost_bytes, "LOST BYTES", 12,
+	    "Acknowledged bytes of the share never confirmed written"),
+};
+#undef SH
+#define NSHARE_FIELDS (sizeof(share_fields) / sizeof(share_fields[0]))
+
+static uint64_t
+share_field(const struct px_share_stats *ss, size_t i)
+{
+	return *(const uint64_t *)((const char *)ss + share_fields[i].off);
+}
+
+static void
+share_table(FILE *f)
+{
+	const struct px_share_stats *ss = px_share_stats_first();
+	char name[520];
+	size_t i;
+
+	if (ss == NULL)
+		return;
+	fprintf(f, "\n%-32s", "SHARE");
+	for (i = 0; i < NSHARE_FIELDS; i++)
+		fprintf(f, " %*s", share_fields[i].width, share_fields[i].col);
+	fprintf(f, "\n");
+	for (; ss; ss = ss->next) {
+		snprintf(name, sizeof(name), "//%s/%s", ss->server, ss->share);
+		fprintf(f, "%-32s", name);
+		for (i = 0; i < NSHARE_FIELDS; i++)
+			fprintf(f, " %*llu", share_fields[i].width,
+			    (unsigned long long)share_field(ss, i));
+		fprintf(f, "\n");
+	}
+}
+
+/* "shares":[{"server":..,"share":..,FIELD:N,...},...], */
+static void
+share_json(FILE *f)
+{
+	const struct px_share_stats *ss;
+	size_t i;
+
+	fprintf(f, "\"shares\":[");
+	for (ss = px_share_stats_first(); ss; ss = ss->next) {
+		fprintf(f, "%s{\"server\":", ss == px_share_stats_first() ?
+		    "" : ",");
+		json_str(f, ss->server);
+		fprintf(f, ",\"share\":");
+		json_str(f, ss->share);
+		for (i = 0; i < NSHARE_FIELDS; i++)
+			fprintf(f, ",\"%s\":%llu", share_fields[i].name,
+			    (unsigned long long)share_field(ss, i));
+		fprintf(f, "}");
+	}
+	fprintf(f, "],");
+}
+
 static void
 stats_dump(FILE *f, bool json)
 {
@@ -333,9 +415,10 @@ stats_dump(FILE *f, bool json)
 		    "%llu\n", (unsigned long long)s->wb_bytes_now,
 		    (unsigned long long)s->wb_bytes_peak,
 		    (unsigned long long)s->pool_ids_now);
-		fprintf(f, "deferred errors    %llu, delayed responses %llu, "
-		    "ledger errors %llu\n",
+		fprintf(f, "deferred errors    %llu (%llu acknowledged bytes not "
+		    "written), delayed responses %llu, ledger errors %llu\n",
 		    (unsigned long long)s->deferred_errors,
+		    (unsigned long long)s->lost_bytes,
 		    (unsigned long long)s->delayed_responses,
 		    (unsigned long long)s->ledger_errors);
 		fprintf(f, "closes compounded  %llu with their flush (%llu "
@@ -456,7 +539,9 @@ stats_dump(FILE *f, bool json)
 			if (s->closed[i])
 				fprintf(f, " %s=%llu", px_close_reason_name(i),
 				    (unsigned long long)s->closed[i]);
-		fprintf(f, "\n\n%-16s %12s\n", "COMMAND", "REQUESTS");
+		fprintf(f, "\n");
+		share_table(f);
+		fprintf(f, "\n%-16s %12s\n", "COMMAND", "REQUESTS");
 		for (i = 0; i <= SMB2_NCMDS; i++)
 			if (s->requests[i])
 				fprintf(f, "%-16s %12llu\n", i < SMB2_NCMDS ?
@@ -490,6 +575,7 @@ stats_dump(FILE *f, bool json)
 			    (unsigned long long)s->unkeyed_by[i].n);
 	fprintf(f, "},");
 	json_counts(f, "commands", cmd_name, s->requests, 0, SMB2_NCMDS + 1);
+	share_json(f);
 	fprintf(f, "\"version\":1}\n");
 }
 
@@ -547,6 +633,28 @@ prom_counts(FILE *f, const char *family, const char *label,
 		fprintf(f, "smbaccel_%s_total{%s=", family, label);
 		prom_label(f, name(i));
 		fprintf(f, "} %llu\n", (unsigned long long)v[i]);
+	}
+}
+
+/* smbaccel_share_FIELD_total{server=..,share=..}, one family a field. */
+static void
+share_metrics(FILE *f)
+{
+	const struct px_share_stats *ss;
+	char fam[64];
+	size_t i;
+
+	for (i = 0; i < NSHARE_FIELDS; i++) {
+		snprintf(fam, sizeof(fam), "share_%s", share_fields[i].name);
+		prom_head(f, fam, true, share_fields[i].help);
+		for (ss = px_share_stats_first(); ss; ss = ss->next) {
+			fprintf(f, "smbaccel_%s_total{server=", fam);
+			prom_label(f, ss->server);
+			fprintf(f, ",share=");
+			prom_label(f, ss->share);
+			fprintf(f, "} %llu\n", (unsigned long long)
+			    share_field(ss, i));
+		}
 	}
 }
 
@@ -612,6 +720,7 @@ metrics_dump(FILE *f)
 	}
 	prom_counts(f, "commands", "command", "Client requests, by SMB2 command",
 	    cmd_name, s->requests, 0, SMB2_NCMDS + 1);
+	share_metrics(f);
 	prom_head(f, "start_time_seconds", false,
 	    "When smbaccel started, seconds since the epoch");
 	fprintf(f, "smbaccel_start_time_seconds %lld\n", (long long)ctl_started);

@@ -283,6 +283,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	px_control_stop();
 	px_tproxy_teardown();
 	px_dc_stop();
+	px_share_stats_free();
 	log_info("smbaccel stopped");
 	pol_free(px_rt.cfg);
 	px_rt.cfg = NULL;

@@ -534,6 +534,8 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 			return PX_AB_FAIL;
 		px_stats.dc_hits++;
 		px_stats.dc_served_bytes += n;
+		if (o->share_stats)
+			o->share_stats->dc_served_bytes += n;
 		dc_hold(c);
 		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 		    c->led.window))

@@ -585,6 +585,62 @@ split_unc(const char *path, char *server, size_t slen, char *share,
 	snprintf(share, shlen, "%.*s", (int)strcspn(q, "\\/"), q);
 }
 
+static struct px_share_stats *share_stats, **share_stats_tail = &share_stats;
+static unsigned int share_stats_n;
+
+static struct px_share_stats *
+share_stats_find(const char *server, const char *share)
+{
+	struct px_share_stats *ss;
+
+	for (ss = share_stats; ss; ss = ss->next)
+		if (strcasecmp(ss->server, server) == 0 &&
+		    strcasecmp(ss->share, share) == 0)
+			return ss;
+	return NULL;
+}
+
+struct px_share_stats *
+px_share_stats_get(const char *server, const char *share)
+{
+	struct px_share_stats *ss;
+
+	if ((ss = share_stats_find(server, share)) != NULL)
+		return ss;
+	if (share_stats_n >= PX_SHARE_STATS_MAX) {
+		server = share = "*";
+		if ((ss = share_stats_find(server, share)) != NULL)
+			return ss;
+	}
+	if ((ss = calloc(1, sizeof(*ss))) == NULL)
+		return NULL;
+	snprintf(ss->server, sizeof(ss->server), "%s", server);
+	snprintf(ss->share, sizeof(ss->share), "%s", share);
+	*share_stats_tail = ss;
+	share_stats_tail = &ss->next;
+	share_stats_n++;
+	return ss;
+}
+
+const struct px_share_stats *
+px_share_stats_first(void)
+{
+	return share_stats;
+}
+
+void
+px_share_stats_free(void)
+{
+	struct px_share_stats *ss;
+
+	while ((ss = share_stats) != NULL) {
+		share_stats = ss->next;
+		free(ss);
+	}
+	share_stats_tail = &share_stats;
+	share_stats_n = 0;
+}
+
 static void
 on_tree_connect(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
@@ -607,10 +663,14 @@ on_tree_connect(struct px_ledger *l, const struct smb2_hdr *h,
 	t->maximal_access = tr.maximal_access;
 	split_unc(p->u.tcon.path ? p->u.tcon.path : "", t->server,
 	    sizeof(t->server), t->share, sizeof(t->share));
-	if (tr.share_type != SMB2_SHARE_TYPE_DISK)
+	t->stats = NULL;
+	if (tr.share_type != SMB2_SHARE_TYPE_DISK) {
 		memset(&t->policy, 0, sizeof(t->policy)); /* gates off */
-	else
-		pol_share_lookup(l->cfg, t->server, t->share, &t->policy);
+		return;
+	}
+	pol_share_lookup(l->cfg, t->server, t->share, &t->policy);
+	if ((t->stats = px_share_stats_get(t->server, t->share)) != NULL)
+		t->stats->tree_connects++;
 }
 
 static void
@@ -620,6 +680,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 {
 	struct smb2_create_rsp cr;
 	struct px_session *s;
+	struct px_tree *t;
 	struct px_open *o;
 
 	if (h->status != NT_STATUS_SUCCESS ||
@@ -644,9 +705,10 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->tree_id = p->tree_id;
 	/* every tree of a session is connected on its connection, but for a
 	 * session bound to a second one (multichannel) */
-	if (px_tree_find(l, o->session_id, o->tree_id) == NULL &&
-	    ((s = px_session_find(l, o->session_id)) == NULL ||
-	    !s->multichannel))
+	if ((t = px_tree_find(l, o->session_id, o->tree_id)) != NULL)
+		o->share_stats = t->stats;
+	else if ((s = px_session_find(l, o->session_id)) == NULL ||
+	    !s->multichannel)
 		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CREATE answered "
 		    "for tree 0x%x of session 0x%llx, which it does not know",
 		    (unsigned long long)l->conn_id, (unsigned int)o->tree_id,

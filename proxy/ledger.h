@@ -66,8 +66,30 @@ struct px_session {
 	struct px_keyed *kx;
 };
 
+/*
+ * Totals of one share, by server and share name as the clients' TREE
+ * CONNECTs name them (compared without case), for `smbaccelctl stats` and
+ * `metrics`.  Kept for the life of the process: at most
+ * PX_SHARE_STATS_MAX of them, and past that one more, named "*", counts
+ * for every further share.  Disk shares only.
+ */
+#define PX_SHARE_STATS_MAX 256
+struct px_share_stats {
+	struct px_share_stats *next;
+	char server[256];
+	char share[256];
+	uint64_t tree_connects;
+	uint64_t writes_absorbed;
+	uint64_t bytes_absorbed;
+	uint64_t ra_served_bytes;   /* reads served from read-ahead */
+	uint64_t dc_served_bytes;   /* ... from the document cache */
+	uint64_t deferred_errors;   /* acknowledged writes the server refused */
+	uint64_t lost_bytes;        /* as px_stats.lost_bytes */
+};
+
 struct px_tree {
 	struct px_tree *next;
+	struct px_share_stats *stats;   /* NULL: not a disk share */
 	uint64_t session_id;
 	uint32_t tree_id;
 	char server[256];
@@ -140,6 +162,9 @@ struct px_pending {
 			uint64_t offset;
 			uint32_t length;
 			struct px_open *open;   /* proxy write/read: whose */
+			/* proxy write: its share's totals (the open may
+			 * be gone when the answer comes) */
+			struct px_share_stats *share_stats;
 			uint32_t gen;           /* read-ahead generation */
 			uint32_t client_len;    /* widened read: what the */
 			uint32_t client_min;    /* client asked for */
@@ -182,6 +207,7 @@ struct px_plock {
 /* An open file the ledger saw created on this connection. */
 struct px_open {
 	struct px_open *next;
+	struct px_share_stats *share_stats;  /* its tree's, or NULL */
 	struct smb2_fileid fid;
 	uint64_t session_id;
 	uint32_t tree_id;
@@ -346,6 +372,13 @@ bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);
  * break of it needs an acknowledgement. */
 bool px_open_proxy_write(const struct px_open *o);
 const char *px_dialect_name(uint16_t d);
+/* The totals of server's share, created at first sight (NULL only if
+ * memory runs out); the first of them all, in the order first seen; all
+ * of them freed (at exit). */
+struct px_share_stats *px_share_stats_get(const char *server,
+    const char *share);
+const struct px_share_stats *px_share_stats_first(void);
+void px_share_stats_free(void);
 /* Is o still one of l's opens (a pointer kept in a pending entry)? */
 struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o);
 

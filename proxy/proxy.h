@@ -155,6 +155,9 @@ struct px_stats {
 	                                   * (upstream.c, px_upstream_pace) */
 	uint64_t flushes[CO_FLUSH_NCAUSES];
 	uint64_t deferred_errors;
+	uint64_t lost_bytes;        /* acknowledged, never confirmed written:
+	                             * failed, or in flight or buffered when
+	                             * the connection went */
 	uint64_t delayed_responses;
 	uint64_t wb_bytes_now;      /* buffered, not yet acknowledged upstream */
 	uint64_t wb_bytes_peak;

@@ -218,6 +218,8 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 			return PX_AB_FAIL;
 		px_stats.ra_hits++;
 		px_stats.ra_served_bytes += n;
+		if (o->share_stats)
+			o->share_stats->ra_served_bytes += n;
 		ra_plan(c, o);
 		if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 		    c->led.window))

@@ -83,6 +83,11 @@ static void
 wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
 {
 	px_stats.deferred_errors++;
+	px_stats.lost_bytes += len;
+	if (o->share_stats) {
+		o->share_stats->deferred_errors++;
+		o->share_stats->lost_bytes += len;
+	}
 	wb_account(c, -(int64_t)len);
 	if (!o->failed_status)
 		o->failed_status = status;
@@ -200,6 +205,7 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
 	p->u.io.offset = off;
 	p->u.io.length = (uint32_t)n;
 	p->u.io.open = o;
+	p->u.io.share_stats = o->share_stats;
 	if (o->wb_inflight++ == 0) {
 		o->wb_inflight_lo = off;
 		o->wb_inflight_hi = off + n;
@@ -722,6 +728,10 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	c->absorbed++;
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;
+	if (o->share_stats) {
+		o->share_stats->writes_absorbed++;
+		o->share_stats->bytes_absorbed += w.length;
+	}
 	px_stats.pool_ids_now = c->led.pool.count;
 	/* direct: in flight from here on, so that whatever fails after the
 	 * answer is logged as lost when the connection goes (px_wb_free) */
@@ -958,6 +968,11 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	    wb_keep_refused(c, o, p))
 		return;
 	px_stats.deferred_errors++;
+	px_stats.lost_bytes += p->u.io.length;
+	if (p->u.io.share_stats) {
+		p->u.io.share_stats->deferred_errors++;
+		p->u.io.share_stats->lost_bytes += p->u.io.length;
+	}
 	s = px_session_find(&c->led, h->session_id);
 	st = h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status;
 	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED)
@@ -1189,10 +1204,14 @@ px_wb_free(struct px_conn *c)
 			    "acknowledged by the server",
 			    (unsigned long long)c->id, px_tree_share(c, o), o->name,
 			    (unsigned long long)o->wb.off, o->wb.len);
+		if (o->share_stats)
+			o->share_stats->lost_bytes += o->wb_inflight_bytes +
+			    o->refused.len + o->wb.len;
 	}
 	/* everything the connection still accounts, including writes in
 	 * flight of an open already gone (a server that answered a CLOSE
 	 * before the WRITEs compounded with it) */
+	px_stats.lost_bytes += c->wb_bytes;
 	if (c->wb_bytes)
 		wb_account(c, -(int64_t)c->wb_bytes);
 }

@@ -27,8 +27,13 @@ import time
 NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 SAMPLE = re.compile(r"^(%s)(\{(.*)\})? (\S+)$" % NAME)
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"(,|$)')
-# families that may have no sample: reasons are listed as they occur
-EMPTY_OK = {"smbaccel_unkeyed_by_total"}
+# families that may have no sample: reasons and shares are listed as they
+# occur
+def empty_ok(name):
+    return name == "smbaccel_unkeyed_by_total" or \
+        name.startswith("smbaccel_share_")
+
+
 # the JSON's labelled breakdowns and their label
 BREAKDOWNS = {"ra_invalidations": "cause", "dc_valid_failed": "cause",
               "dc_drops": "cause", "flush_causes": "cause",
@@ -62,7 +67,7 @@ def parse_strict(text):
             f = fams.get(name)
             if f is None:
                 if cur is not None and not fams[cur]["samples"] and \
-                        cur not in EMPTY_OK:
+                        not empty_ok(cur):
                     die(where + ": family %s has no sample" % cur)
                 if name in order:
                     die(where + ": family %s appears twice" % name)
@@ -120,7 +125,7 @@ def parse_strict(text):
         if key in f["samples"]:
             die(where + ": sample repeated")
         f["samples"][key] = v
-    if cur is not None and not fams[cur]["samples"] and cur not in EMPTY_OK:
+    if cur is not None and not fams[cur]["samples"] and not empty_ok(cur):
         die("family %s has no sample" % cur)
     return fams
 
@@ -165,10 +170,36 @@ def metric_of(fams, base):
     return found[0]
 
 
+def check_shares(fams, shares):
+    """JSON "shares" (a list of objects: server, share, FIELD: N ...)
+    against the families smbaccel_share_FIELD_total{server, share}."""
+    want = {}
+    for sh in shares:
+        key = (("server", sh["server"]), ("share", sh["share"]))
+        for f, n in sh.items():
+            if f in ("server", "share"):
+                continue
+            want.setdefault("smbaccel_share_%s_total" % f, {})[key] = float(n)
+    names = {n for n in fams if n.startswith("smbaccel_share_")}
+    if shares and names != set(want):
+        die("per-share families %s, JSON fields %s" %
+            (sorted(names), sorted(want)))
+    for name in names:
+        got = {lab: v for (n, lab), v in fams[name]["samples"].items()}
+        if got != want.get(name, {}):
+            die("%s differs from the JSON shares: %s" % (
+                name, sorted(set(got.items()) ^
+                             set(want.get(name, {}).items()))[:4]))
+    return names
+
+
 def check_json(fams, stats):
     seen = set()
     for k, v in stats.items():
         if k == "version":
+            continue
+        if k == "shares":
+            seen |= check_shares(fams, v)
             continue
         name = metric_of(fams, k)
         seen.add(name)

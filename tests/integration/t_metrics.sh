@@ -5,7 +5,8 @@
 #     metrics_check.py reads the text strictly and with the
 #     prometheus_client library, and finds every figure of
 #     `stats --json`, taken at the same moment, with the same value;
-#     the writes are counted as absorbed, the reads as served;
+#     the writes are counted as absorbed, the reads as served, both also
+#     under the share's own totals (one share, though named in two cases);
 #  2. the checker fails on broken text: a TYPE line dropped, a sample
 #     repeated, a counter changed, a family missing;
 #  3. `metrics -o FILE` (what smbaccel-metrics.service runs) replaces FILE
@@ -49,16 +50,27 @@ out=$(smbdd_run write "$SMBD_PORT" m-direct.dat 1K 1024 -s "$seed" -q 2>&1) ||
     fail "smbdd write direct: $out"
 assert_eq "$(sha256 "$SHARE_DIR/m-direct.dat")" "$(sha256 "$SHARE_DIR/m.dat")" \
     "sha256 on smbd's disk of 1 MiB written through smbaccel and directly"
-out=$(smbdd_run read "$PROXY_PORT" m.dat 4K 256 -s "$seed" -q 2>&1) ||
+# the reads name the share in capitals: the same share's totals
+out=$(SMBC_SHARE=SHARE smbdd_run read "$PROXY_PORT" m.dat 4K 256 -s "$seed" -q 2>&1) ||
     fail "smbdd read through smbaccel (pattern checked): $out"
 snapshot busy
+"$PY" - "$T/busy.json" <<'PYEOF' || fail "per-share totals of stats --json"
+import json, sys
+sh = json.load(open(sys.argv[1]))["shares"]
+print("  shares: %s" % sh)
+if len(sh) != 1 or sh[0]["share"].lower() != "share" or sh[0]["tree_connects"] < 2:
+    sys.exit("want one share, connected at least twice (share, SHARE)")
+PYEOF
 $CHECK "$T/busy.prom" "$T/busy.json" --since "$t0" \
     --min 'smbaccel_writes_absorbed_total=1000' \
     --min 'smbaccel_bytes_absorbed_total=1024000' \
     --min 'smbaccel_commands_total{command="WRITE"}=1024' \
     --min 'smbaccel_connections_total=3' \
     --min 'smbaccel_upstream_write_mean=65536' \
-    --min 'smbaccel_ra_hits_total=200' || fail "metrics after traffic"
+    --min 'smbaccel_ra_hits_total=200' \
+    --min 'smbaccel_share_bytes_absorbed_total{server="127.0.0.1",share="share"}=1048576' \
+    --min 'smbaccel_share_ra_served_bytes_total{server="127.0.0.1",share="share"}=800000' \
+    || fail "metrics after traffic"
 info "metrics after traffic: $(grep -c '^smbaccel_' "$T/busy.prom") samples, $(grep -c '^# TYPE' "$T/busy.prom") families"
 
 # --- 2. the checker must fail on broken text

@@ -14,7 +14,8 @@
 # most two ranges may be lost (the failing flush and what was buffered
 # behind it: the next WRITE after the failure must report it).
 # Then smbdd (libsmbclient) writes 12 MiB: it must fail through the proxy
-# as it does directly.
+# as it does directly.  Last, `stats --json`: lost_bytes is the sum of the
+# lost ranges the log names, and the share's own totals say the same.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "deferred write errors"
@@ -108,6 +109,25 @@ info "smbdd proxy (exit $prc): $(echo "$pout" | tail -n 1)"
 wait_log "file=dd-proxy offset=[0-9]+ length=[0-9]+ upstream write failed status=$DISK_FULL" 5 ||
     problem "the proxy log does not name the range smbdd lost"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
+# The counters an administrator watches (smbaccelctl stats, metrics): the
+# acknowledged bytes lost are the lengths of the ranges the log names, and
+# all of them are of the one share.
+sleep 1
+ctl stats --json > "$T/stats.json" || fail "stats --json failed"
+"$PY" - "$T/stats.json" "$PROXY_LOG" <<'PYEOF' || problem "lost_bytes and the per-share totals do not match the log"
+import json, re, sys
+st = json.load(open(sys.argv[1]))
+logged = sum(int(m.group(1)) for m in re.finditer(
+    r"offset=\d+ length=(\d+) upstream write failed", open(sys.argv[2]).read()))
+sh = [s for s in st["shares"] if s["share"].lower() == "share"]
+print("  lost_bytes %d, logged as lost %d; deferred_errors %d; shares: %s" % (
+    st["lost_bytes"], logged, st["deferred_errors"], st["shares"]))
+ok = len(sh) == 1 and len(st["shares"]) == 1 and logged > 0 and \
+    st["lost_bytes"] == logged and sh[0]["lost_bytes"] == logged and \
+    sh[0]["deferred_errors"] == st["deferred_errors"] > 0 and \
+    sh[0]["bytes_absorbed"] == st["bytes_absorbed"]
+sys.exit(0 if ok else 1)
+PYEOF
 proxy_alive || fail "proxy died"
 problems_end
 info "PASS"

@@ -321,6 +321,23 @@ connect_tree(struct px_ledger *l, uint64_t mid, const char *path)
 	px_pending_free(server_rsp(l, &h, body, 16, NULL));
 }
 
+/* A CREATE of name (read access, no oplock) as request mid of tree 7,
+ * answered with file id {fid, fid + 100}. */
+static void
+open_file(struct px_ledger *l, uint64_t mid, const char *name, uint64_t fid)
+{
+	struct smb2_hdr_out h;
+	uint8_t body[512];
+	size_t n;
+
+	h = rq(SMB2_CREATE, mid, 1, 1);
+	n = create_req_body(body, name, GENERIC_READ, 0, 0);
+	client_req(l, &h, body, n);
+	h = rs(SMB2_CREATE, mid, 1, 0);
+	n = create_rsp_body(body, 0, fid);
+	px_pending_free(server_rsp(l, &h, body, n, NULL));
+}
+
 static void
 test_tree_open_lifecycle(void)
 {
@@ -478,6 +495,56 @@ test_async_create_tree(void)
 	pol_free(cfg);
 }
 
+/* Per-share totals: one entry per server and share, whatever the case;
+ * a disk share's tree connects counted and its opens pointing at its
+ * entry; at most PX_SHARE_STATS_MAX entries and one "*" past that. */
+static void
+test_share_stats(void)
+{
+	struct px_ledger l;
+	struct px_share_stats *ss, *docs;
+	const struct px_share_stats *it;
+	struct px_open *o;
+	struct smb2_fileid fid = { 80, 180 };
+	char name[32];
+	int i, count;
+	struct pol_config *cfg;
+
+	px_share_stats_free();
+	cfg = ledger_with_tree(&l);     /* \\srv\docs, tree 7 */
+	docs = px_share_stats_get("SRV", "Docs");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(docs);
+	CU_ASSERT_STRING_EQUAL(docs->server, "srv");   /* as first seen */
+	CU_ASSERT_EQUAL(docs->tree_connects, 1);
+	connect_tree(&l, 6, "\\\\Srv\\DOCS");
+	CU_ASSERT_EQUAL(docs->tree_connects, 2);
+	CU_ASSERT_PTR_EQUAL(px_share_stats_first(), docs);
+	CU_ASSERT_PTR_NULL(docs->next);
+	/* an open of the tree points at the share's totals */
+	open_file(&l, 8, "a.txt", 80);
+	o = px_open_find(&l, &fid);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_PTR_EQUAL(o->share_stats, docs);
+	/* the bound: PX_SHARE_STATS_MAX entries, then "*" for the rest */
+	for (i = 1; i < PX_SHARE_STATS_MAX + 20; i++) {
+		snprintf(name, sizeof(name), "s%d", i);
+		ss = px_share_stats_get("srv", name);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(ss);
+		CU_ASSERT_STRING_EQUAL(ss->share,
+		    i < PX_SHARE_STATS_MAX ? name : "*");
+	}
+	for (count = 0, it = px_share_stats_first(); it; it = it->next)
+		count++;
+	CU_ASSERT_EQUAL(count, PX_SHARE_STATS_MAX + 1);
+	/* an early share is still its own */
+	CU_ASSERT_PTR_EQUAL(px_share_stats_get("srv", "docs"), docs);
+	CU_ASSERT_EQUAL(l.errors, 0);
+	px_ledger_free(&l);
+	pol_free(cfg);
+	px_share_stats_free();
+	CU_ASSERT_PTR_NULL(px_share_stats_first());
+}
+
 /* A related element of a compound is of the session and tree of the one
  * before it, whatever its header says (MS-SMB2 3.3.5.2.7.2): a client
  * that puts 0 there (and a server that echoes it) still has its open
@@ -539,12 +606,7 @@ test_related_ids(void)
 	CU_ASSERT_PTR_NULL(px_tree_find(&l, 0x1234, 7));
 	CU_ASSERT_EQUAL(l.errors, 0);
 	/* an open on a tree the ledger does not know is an inconsistency */
-	h = rq(SMB2_CREATE, 11, 1, 1);
-	n = create_req_body(body, "memo.txt", GENERIC_READ, 0, 0);
-	client_req(&l, &h, body, n);
-	h = rs(SMB2_CREATE, 11, 1, 0);
-	n = create_rsp_body(body, 0, 80);
-	px_pending_free(server_rsp(&l, &h, body, n, NULL));
+	open_file(&l, 11, "memo.txt", 80);
 	CU_ASSERT_EQUAL(l.errors, 1);
 	px_ledger_free(&l);
 	pol_free(cfg);
@@ -673,6 +735,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
+	CU_add_test(s, "per-share totals", test_share_stats);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
