@@ -101,7 +101,7 @@ ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 endif
 
 .PHONY: all check unit integration demo bench bench-tcp bench-crypto bench-krb fuzz \
-        install uninstall clean deps
+        install uninstall deb clean deps
 all: $(ALL_TARGETS)
 
 $(OBJDIR)/%.o: %.c
@@ -257,6 +257,39 @@ install: $(BIN)/smbaccel $(BIN)/smbaccelctl
 	    install -m 0644 deploy/smbaccel.conf $(DESTDIR)$(SYSCONFDIR)/smbaccel/smbaccel.conf
 	install -d $(DESTDIR)$(MODULESLOADDIR)
 	install -m 0644 deploy/modules-load.conf $(DESTDIR)$(MODULESLOADDIR)/smbaccel.conf
+
+# --- Debian package ---------------------------------------------------------
+# make deb: build/deb/smbaccel_VERSION_ARCH.deb from a make install into a
+# staging root (PREFIX=/usr), with dpkg-deb; the shared-library
+# dependencies come from dpkg-shlibdeps.  Build it on a Debian 12 machine
+# (make deps), install it on another with apt-get install ./FILE.deb.
+DEB_DIR     ?= build/deb
+DEB_VERSION := $(shell sed -n 's/^\#define SMBACCEL_VERSION "\(.*\)"/\1/p' proxy/main.c)
+deb: $(BIN)/smbaccel $(BIN)/smbaccelctl
+	@rm -rf $(DEB_DIR)/root $(DEB_DIR)/shlibs
+	$(MAKE) -s install DESTDIR=$(abspath $(DEB_DIR))/root PREFIX=/usr
+	install -d $(DEB_DIR)/root/DEBIAN $(DEB_DIR)/root/usr/share/doc/smbaccel
+	install -m 0644 README.md docs/deploy.md $(DEB_DIR)/root/usr/share/doc/smbaccel/
+	strip --strip-unneeded $(DEB_DIR)/root/usr/sbin/smbaccel \
+	    $(DEB_DIR)/root/usr/bin/smbaccelctl
+	gzip -9n $(DEB_DIR)/root/usr/share/man/man*/*
+	install -m 0644 deploy/debian/conffiles $(DEB_DIR)/root/DEBIAN/conffiles
+	install -m 0755 deploy/debian/postinst deploy/debian/prerm \
+	    deploy/debian/postrm $(DEB_DIR)/root/DEBIAN/
+	mkdir -p $(DEB_DIR)/shlibs/debian && touch $(DEB_DIR)/shlibs/debian/control
+	deps=$$(cd $(DEB_DIR)/shlibs && dpkg-shlibdeps -O \
+	    $(abspath $(DEB_DIR))/root/usr/sbin/smbaccel \
+	    $(abspath $(DEB_DIR))/root/usr/bin/smbaccelctl 2>/dev/null | \
+	    sed -n 's/^shlibs:Depends=//p'); \
+	[ -n "$$deps" ] || { echo "make deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }; \
+	size=$$(du -sk --exclude=DEBIAN $(DEB_DIR)/root | cut -f1); \
+	sed -e "s|@VERSION@|$(DEB_VERSION)|" \
+	    -e "s|@ARCH@|$$(dpkg --print-architecture)|" \
+	    -e "s|@SIZE@|$$size|" -e "s|@DEPENDS@|$$deps|" \
+	    deploy/debian/control.in > $(DEB_DIR)/root/DEBIAN/control
+	dpkg-deb --root-owner-group -Zxz --build $(DEB_DIR)/root \
+	    $(DEB_DIR)/smbaccel_$(DEB_VERSION)_$$(dpkg --print-architecture).deb
+	@rm -rf $(DEB_DIR)/shlibs
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/smbaccel $(DESTDIR)$(BINDIR)/smbaccelctl \
