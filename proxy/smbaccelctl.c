@@ -8,6 +8,9 @@
  * then renamed), for a reader such as the node exporter's textfile
  * collector that may read it at any moment; if smbaccel cannot be asked,
  * FILE is removed, so that stale figures do not pass for current ones.
+ * smbaccel not running at all (no socket, or nobody listening on it) is
+ * exit status 3, said once: only when that removes FILE (a timer that
+ * runs this every few seconds logs the stop, not every run after it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -123,6 +126,13 @@ main(int argc, char **argv)
 	strcpy(sun.sun_path, sock);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1 ||
 	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		if (out != NULL && (errno == ENOENT || errno == ECONNREFUSED)) {
+			if (unlink(out) == 0)
+				fprintf(stderr, "smbaccelctl: smbaccel is not "
+				    "running (%s: %s): removed %s\n", sock,
+				    strerror(errno), out);
+			return 3;
+		}
 		fprintf(stderr, "smbaccelctl: cannot connect to %s: %s "
 		    "(is smbaccel running? see -s)\n", sock, strerror(errno));
 		return out_failed(out);

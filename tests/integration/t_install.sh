@@ -117,6 +117,7 @@ grep -q '@[A-Z]*@' "$MU" && fail "unsubstituted @...@ left in smbaccel-metrics.s
 grep -qx 'ExecStart=/usr/bin/smbaccelctl metrics -o /var/lib/prometheus/node-exporter/smbaccel.prom' "$MU" ||
     fail "smbaccel-metrics.service: ExecStart line"
 grep -qx 'Type=oneshot' "$MU" || fail "smbaccel-metrics.service: Type=oneshot"
+grep -qx 'SuccessExitStatus=3' "$MU" || fail "smbaccel-metrics.service: SuccessExitStatus=3 (smbaccel not running)"
 grep -qx 'OnUnitActiveSec=15s' "$D/lib/systemd/system/smbaccel-metrics.timer" ||
     fail "the metrics timer is not every 15 s"
 sed "s|=/usr/bin/|=$D/usr/bin/|g" "$MU" > "$T/units/smbaccel-metrics.service"

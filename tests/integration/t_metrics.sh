@@ -10,8 +10,10 @@
 #  2. the checker fails on broken text: a TYPE line dropped, a sample
 #     repeated, a counter changed, a family missing;
 #  3. `metrics -o FILE` (what smbaccel-metrics.service runs) replaces FILE
-#     whole, mode 0644, leaves no temporary file; with smbaccel stopped it
-#     exits 1 and removes FILE, so stale figures do not stay behind;
+#     whole, mode 0644, leaves no temporary file; one it cannot write
+#     (no such directory) is exit 1; with smbaccel stopped it exits 3 and
+#     removes FILE, so stale figures do not stay behind, saying so once
+#     (the next run, with nothing to remove, is silent);
 #  4. `metrics --json` is refused (exit 2).
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccelctl metrics"
@@ -107,13 +109,19 @@ $CHECK "$F" "$T/o.json" > "$T/o.check" 2>&1 ||
     { cat "$T/o.check"; fail "the -o file does not read as the metrics"; }
 out=$(ctl metrics --json 2>&1); rc=$?
 assert_eq 2 "$rc" "exit status of metrics --json ($out)"
+out=$(ctl metrics -o "$T/no-such-dir/smbaccel.prom" 2>&1); rc=$?
+assert_eq 1 "$rc" "exit status of metrics -o into a missing directory ($out)"
 
 proxy_alive || fail "proxy died"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status at SIGTERM"
 out=$(ctl metrics -o "$F" 2>&1); rc=$?
-assert_eq 1 "$rc" "exit status of metrics -o with smbaccel stopped ($out)"
+assert_eq 3 "$rc" "exit status of metrics -o with smbaccel stopped ($out)"
 [ -e "$F" ] && fail "$F left behind with smbaccel stopped"
 ls "$T/textfile" | grep . && fail "files left in the textfile directory"
-info "metrics -o with smbaccel stopped: exit 1, file removed ($out)"
+echo "$out" | grep -q "not running.*removed $F" || fail "no word of the removal: $out"
+info "metrics -o with smbaccel stopped: exit 3, file removed ($out)"
+out=$(ctl metrics -o "$F" 2>&1); rc=$?
+assert_eq 3 "$rc" "exit status of metrics -o with smbaccel still stopped"
+assert_eq "" "$out" "output of metrics -o with smbaccel still stopped and nothing to remove"
 info "PASS"
