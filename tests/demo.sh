@@ -123,6 +123,11 @@ if uw:
 EOF
 echo
 ctl stats | sed -n '/^connections/,/^read-ahead/p' | sed 's/^/    | /'
+echo
+note "the same figures for a monitoring system (smbaccelctl metrics, Prometheus"
+note "text; smbaccel-metrics.timer hands them to the node exporter), a few of them:"
+ctl metrics | grep -E '^smbaccel_(writes_absorbed_total|upstream_write_mean|lost_bytes_total|share_bytes_absorbed_total)' |
+    sed 's/^/    | /'
 
 step "3) A copy with smbclient through smbaccel: put $COPY_MIB MiB, get it back"
 random_file "$T/original.bin" "$COPY_MIB"
