@@ -144,7 +144,8 @@ main(int argc, char **argv)
 		return out_failed(out);
 	}
 	/* The file is readable by all: a monitoring agent runs as its own
-	 * user, and the figures name no file, user or share. */
+	 * user, and the figures name no file and no user (servers and
+	 * shares only, as smbaccelctl stats does). */
 	if (out != NULL && ((ofd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL |
 	    O_CLOEXEC, 0644)) == -1 || fchmod(ofd, 0644) == -1)) {
 		fprintf(stderr, "smbaccelctl: %s: %s\n", tmp_path,
