@@ -32,15 +32,20 @@ for c in $CASES; do
 	b0=$(stat_get proxy_lease_breaks) k0=$(stat_get proxy_lease_breaks_acked)
 	if [ "$case" = reserve ]; then
 		mkfifo "$T/go"
+		# a file of this dialect's own, emptied before the client starts:
+		# the background job truncates its output only once it runs, and
+		# the READY of an earlier dialect's run must not be seen meanwhile
+		R_OUT=$T/reserve-$d.out
+		: > "$R_OUT"
 		"$PY" "$TESTS_DIR/pl_break.py" "$PROXY_PORT" "$SMBD_PORT" "$d" reserve "$RANDOM" 1.5 \
-		    < "$T/go" > "$T/reserve.out" 2>&1 &
+		    < "$T/go" > "$R_OUT" 2>&1 &
 		rpid=$!
 		BG_PIDS="$BG_PIDS $rpid"
 		exec 7> "$T/go"
 		n=300
-		until grep -q READY "$T/reserve.out"; do
+		until grep -q READY "$R_OUT"; do
 			n=$((n - 1))
-			[ $n -gt 0 ] && kill -0 $rpid 2>/dev/null || { cat "$T/reserve.out"; fail "reserve $d: no READY"; }
+			[ $n -gt 0 ] && kill -0 $rpid 2>/dev/null || { cat "$R_OUT"; fail "reserve $d: no READY"; }
 			sleep 0.1
 		done
 		pool=$(stat_get pool_ids)
@@ -51,7 +56,7 @@ for c in $CASES; do
 		exec 7>&-
 		wait $rpid
 		rc=$?
-		out=$(cat "$T/reserve.out")
+		out=$(cat "$R_OUT")
 		rm -f "$T/go"
 		assert_eq 0 "$pool" "reserve $d: ids left in the pool after the flush"
 		assert_eq 1 "$rsv" "reserve $d: connections holding an acknowledgement reserve"
