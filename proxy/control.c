@@ -380,14 +380,27 @@ share_json(FILE *f)
 	fprintf(f, "],");
 }
 
+/* The two means of stats and metrics: upstream write size, break to
+ * acknowledgement. */
+static double
+write_mean(const struct px_stats *s)
+{
+	return s->upstream_writes ?
+	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0;
+}
+
+static double
+ack_ms_mean(const struct px_stats *s)
+{
+	return s->pl_breaks_acked ?
+	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0;
+}
+
 static void
 stats_dump(FILE *f, bool json)
 {
 	const struct px_stats *s = &px_stats;
-	double mean = s->upstream_writes ?
-	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0;
-	double ack_mean = s->pl_breaks_acked ?
-	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0;
+	double mean = write_mean(s), ack_mean = ack_ms_mean(s);
 	unsigned int pl_now, pl_w;
 	int i, n;
 
@@ -676,8 +689,7 @@ metrics_dump(FILE *f)
 	}
 	prom_head(f, "upstream_write_mean", false,
 	    "Mean size of the writes sent upstream with absorbed data, bytes");
-	fprintf(f, "smbaccel_upstream_write_mean %.0f\n", s->upstream_writes ?
-	    (double)s->upstream_write_bytes / (double)s->upstream_writes : 0);
+	fprintf(f, "smbaccel_upstream_write_mean %.0f\n", write_mean(s));
 	prom_head(f, "proxy_lease_opens", false,
 	    "Opens holding smbaccel's lease on a client's behalf now");
 	fprintf(f, "smbaccel_proxy_lease_opens %u\n", pl_now);
@@ -686,9 +698,7 @@ metrics_dump(FILE *f)
 	fprintf(f, "smbaccel_proxy_lease_write_opens %u\n", pl_w);
 	prom_head(f, "proxy_lease_ack_ms_mean", false,
 	    "Mean time from break to acknowledgement, milliseconds");
-	fprintf(f, "smbaccel_proxy_lease_ack_ms_mean %.1f\n",
-	    s->pl_breaks_acked ?
-	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0);
+	fprintf(f, "smbaccel_proxy_lease_ack_ms_mean %.1f\n", ack_ms_mean(s));
 	prom_counts(f, "ra_invalidations", "cause",
 	    "Read-ahead caches dropped, by cause", ra_name,
 	    s->ra_invalidations, 0, PX_RA_NCAUSES);

@@ -79,15 +79,23 @@ wb_account(struct px_conn *c, int64_t delta)
  * next WRITE, FLUSH or CLOSE (px_wb_deferred_error, px_wb_on_close).  The
  * caller logs where and why.
  */
+/* One deferred error of len acknowledged bytes, counted globally and for
+ * its share (ss, NULL when not known). */
 static void
-wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
+wb_count_lost(struct px_share_stats *ss, size_t len)
 {
 	px_stats.deferred_errors++;
 	px_stats.lost_bytes += len;
-	if (o->share_stats) {
-		o->share_stats->deferred_errors++;
-		o->share_stats->lost_bytes += len;
+	if (ss) {
+		ss->deferred_errors++;
+		ss->lost_bytes += len;
 	}
+}
+
+static void
+wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
+{
+	wb_count_lost(o->share_stats, len);
 	wb_account(c, -(int64_t)len);
 	if (!o->failed_status)
 		o->failed_status = status;
@@ -967,12 +975,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	if (h->status == NT_STATUS_NETWORK_SESSION_EXPIRED &&
 	    wb_keep_refused(c, o, p))
 		return;
-	px_stats.deferred_errors++;
-	px_stats.lost_bytes += p->u.io.length;
-	if (p->u.io.share_stats) {
-		p->u.io.share_stats->deferred_errors++;
-		p->u.io.share_stats->lost_bytes += p->u.io.length;
-	}
+	wb_count_lost(p->u.io.share_stats, p->u.io.length);
 	s = px_session_find(&c->led, h->session_id);
 	st = h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status;
 	if (h->status != NT_STATUS_NETWORK_SESSION_EXPIRED)
