@@ -920,9 +920,14 @@ shares_dump(FILE *f, bool json)
 
 		for (t = c->led.trees; t; t = t->next) {
 			if (!json) {
+				char sv[sizeof(t->server)], sh[sizeof(t->share)];
+
+				/* the client chose the server name */
 				fprintf(f, "%-5llu %-20s %-20s %-8s %-8s %-8s "
-				    "%10llu\n", (unsigned long long)c->id, t->server,
-				    t->share, pol_gate_name(t->policy.write_behind),
+				    "%10llu\n", (unsigned long long)c->id,
+				    px_str_safe(t->server, sv, sizeof(sv)),
+				    px_str_safe(t->share, sh, sizeof(sh)),
+				    pol_gate_name(t->policy.write_behind),
 				    pol_gate_name(t->policy.read_ahead),
 				    t->policy.proxy_lease ? "on" : "off",
 				    (unsigned long long)t->policy.coalesce_size);

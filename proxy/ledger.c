@@ -601,14 +601,20 @@ share_stats_find(const char *server, const char *share)
 }
 
 struct px_share_stats *
-px_share_stats_get(const char *server, const char *share)
+px_share_stats_get(const char *raw_server, const char *raw_share)
 {
 	struct px_share_stats *ss;
+	char server[sizeof(ss->server)], share[sizeof(ss->share)];
 
+	/* kept as shown: a client may put any character in the server
+	 * part of its path, and these names go into tables and labels */
+	px_str_safe(raw_server, server, sizeof(server));
+	px_str_safe(raw_share, share, sizeof(share));
 	if ((ss = share_stats_find(server, share)) != NULL)
 		return ss;
 	if (share_stats_n >= PX_SHARE_STATS_MAX) {
-		server = share = "*";
+		snprintf(server, sizeof(server), "*");
+		snprintf(share, sizeof(share), "*");
 		if ((ss = share_stats_find(server, share)) != NULL)
 			return ss;
 	}

@@ -373,8 +373,9 @@ bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);
 bool px_open_proxy_write(const struct px_open *o);
 const char *px_dialect_name(uint16_t d);
 /* The totals of server's share, created at first sight (NULL only if
- * memory runs out); the first of them all, in the order first seen; all
- * of them freed (at exit). */
+ * memory runs out) and named with both names as px_str_safe shows them;
+ * the first of them all, in the order first seen; all of them freed (at
+ * exit). */
 struct px_share_stats *px_share_stats_get(const char *server,
     const char *share);
 const struct px_share_stats *px_share_stats_first(void);

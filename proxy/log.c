@@ -18,6 +18,7 @@
 #include "proxy/proxy.h"
 
 static int log_level = PX_LOG_INFO;
+static size_t safe_len(const char *s);
 static bool log_stderr = true;
 
 void
@@ -46,7 +47,8 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	static const char *const tag[] = { "error", "warn", "info", "debug" };
-	char msg[2048];
+	char msg[2048], safe[sizeof(msg)];
+	const char *out = msg;
 	int n;
 
 	if (level > log_level)
@@ -57,6 +59,11 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 	if (errnum && (size_t)n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - (size_t)n, ": %s",
 		    strerror(errnum));
+	/* names from clients (a tree's server name, a ticket's service
+	 * name) may hold a newline or a terminal's escape: one message stays
+	 * one line, and shows them escaped */
+	if (safe_len(msg) != strlen(msg))
+		out = px_str_safe(msg, safe, sizeof(safe));
 	if (log_stderr) {
 		struct timespec ts;
 		struct tm tm;
@@ -66,9 +73,9 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 		localtime_r(&ts.tv_sec, &tm);
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 		fprintf(stderr, "%s.%03ld smbaccel[%s] %s\n", when,
-		    ts.tv_nsec / 1000000, tag[level], msg);
+		    ts.tv_nsec / 1000000, tag[level], out);
 	} else
-		syslog(prio[level], "%s", msg);
+		syslog(prio[level], "%s", out);
 }
 
 #define LOGFN(name, level, witherr)			\
@@ -113,6 +120,65 @@ fatalx(const char *fmt, ...)
 }
 
 /* ---- helpers of log lines ---------------------------------------------------- */
+
+/*
+ * The length of the next piece of s as px_str_safe writes it, through *in
+ * the number of bytes of s it stands for: a control character (C0, DEL)
+ * becomes \xNN, one of C1 (U+0080-U+009F, UTF-8 C2 80-9F) \u00NN, and any
+ * other byte stays.
+ */
+static size_t
+safe_piece(const unsigned char *s, size_t *in)
+{
+	if (s[0] < 0x20 || s[0] == 0x7f) {
+		*in = 1;
+		return 4;
+	}
+	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
+		*in = 2;
+		return 6;
+	}
+	*in = 1;
+	return 1;
+}
+
+static size_t
+safe_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0, in;
+
+	while (*p) {
+		n += safe_piece(p, &in);
+		p += in;
+	}
+	return n;
+}
+
+const char *
+px_str_safe(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t o = 0, in, w;
+
+	if (len == 0)
+		return buf;
+	while (*p) {
+		w = safe_piece(p, &in);
+		if (o + w >= len)
+			break;          /* cut before, never inside, an escape */
+		if (w == 4)
+			snprintf(buf + o, 5, "\\x%02x", p[0]);
+		else if (w == 6)
+			snprintf(buf + o, 7, "\\u%04x", p[1]);
+		else
+			buf[o] = (char)p[0];
+		o += w;
+		p += in;
+	}
+	buf[o] = '\0';
+	return buf;
+}
 
 double
 px_now_ms(void)

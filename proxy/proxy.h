@@ -304,5 +304,12 @@ px_glob(void)
 const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,
     size_t len);
 double px_now_ms(void);
+/*
+ * s as it may be shown in a log line, a table or a label: control
+ * characters (C0, DEL, C1) written as \xNN / \u00NN, so that a name a
+ * client chose cannot start a line or drive the reader's terminal.  Cut
+ * to len - 1 bytes, never inside an escape.  Returns buf.
+ */
+const char *px_str_safe(const char *s, char *buf, size_t len);
 
 #endif

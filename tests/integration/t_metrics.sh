@@ -7,6 +7,10 @@
 #     `stats --json`, taken at the same moment, with the same value;
 #     the writes are counted as absorbed, the reads as served, both also
 #     under the share's own totals (one share, though named in two cases);
+#     a client that puts a newline, ESC [31m and U+009B in the server
+#     part of its TREE_CONNECT path (evil_names.py) finds them escaped in
+#     `shares`, `stats`, `stats --json` and the metrics, and no output or
+#     log line of smbaccel holds a control character;
 #  2. the checker fails on broken text: a TYPE line dropped, a sample
 #     repeated, a counter changed, a family missing;
 #  3. `metrics -o FILE` (what smbaccel-metrics.service runs) replaces FILE
@@ -74,6 +78,43 @@ $CHECK "$T/busy.prom" "$T/busy.json" --since "$t0" \
     --min 'smbaccel_share_ra_served_bytes_total{server="127.0.0.1",share="share"}=800000' \
     || fail "metrics after traffic"
 info "metrics after traffic: $(grep -c '^smbaccel_' "$T/busy.prom") samples, $(grep -c '^# TYPE' "$T/busy.prom") families"
+
+# --- names a client chose: a server name with a newline, ESC [31m and
+# U+009B in its TREE_CONNECT path is shown escaped in every table and in
+# the metrics (one sample line, the prometheus_client parser and the
+# strict one agree, and stats --json has the same name); no output and
+# no log line carries a control character
+"$PY" "$TESTS_DIR/evil_names.py" "$PROXY_PORT" 4 > "$T/evil.out" 2>&1 &
+evil=$!
+for i in $(seq 1 100); do grep -q READY "$T/evil.out" && break; sleep 0.1; done
+grep -q READY "$T/evil.out" || fail "evil_names.py: $(cat "$T/evil.out")"
+ctl shares > "$T/evil.shares" || fail "smbaccelctl shares failed"
+ctl stats > "$T/evil.stats" || fail "smbaccelctl stats failed"
+wait "$evil" || fail "evil_names.py: $(cat "$T/evil.out")"
+snapshot evil
+$CHECK "$T/evil.prom" "$T/evil.json" \
+    --min 'smbaccel_share_bytes_absorbed_total{server="ev\x0ail\x1b[31m\u009b",share="share"}=100' \
+    || fail "metrics with a client's odd server name"
+esc='ev\\x0ail\\x1b\[31m\\u009b'
+grep -q " ${esc} *share " "$T/evil.shares" ||
+    fail "smbaccelctl shares does not show the server name escaped: $(cat -A "$T/evil.shares")"
+grep -q "//${esc}/share " "$T/evil.stats" ||
+    fail "smbaccelctl stats does not show the share escaped: $(cat -A "$T/evil.stats" | tail -n 8)"
+for f in evil.shares evil.stats evil.prom "$(basename "$PROXY_LOG")"; do
+	d=$T; [ "$f" = "$(basename "$PROXY_LOG")" ] && d=$(dirname "$PROXY_LOG")
+	LC_ALL=C grep -n $'[\x01-\x08\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' "$d/$f" > "$T/ctl.bad" &&
+	    fail "$f holds a control character: $(cat -A "$T/ctl.bad" | head -n 3)"
+	grep -n '^il' "$d/$f" && fail "$f has a line the client's newline started"
+done
+"$PY" - "$T/evil.json" <<'PYEOF' || fail "the odd name in stats --json"
+import json, sys
+names = [s["server"] for s in json.load(open(sys.argv[1]))["shares"]]
+want = "ev\\x0ail\\x1b[31m\\u009b"
+print("  servers: %r" % names)
+if want not in names:
+    sys.exit("want %r among %r" % (want, names))
+PYEOF
+info "a client's server name with a newline and escapes: shown as $(grep -o "//${esc}/share" "$T/evil.stats")"
 
 # --- 2. the checker must fail on broken text
 must_fail() {	# must_fail WHAT FILE [JSON]

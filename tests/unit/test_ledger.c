@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -545,6 +546,91 @@ test_share_stats(void)
 	CU_ASSERT_PTR_NULL(px_share_stats_first());
 }
 
+/* Names a client chose, as shown: control characters (C0, DEL, C1)
+ * escaped, everything else (UTF-8 letters, backslashes) as it is; the cut
+ * never splits an escape. */
+static void
+test_str_safe(void)
+{
+	char b[64], small[8];
+
+	CU_ASSERT_STRING_EQUAL(px_str_safe("docs", b, sizeof(b)), "docs");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("a\nb\r", b, sizeof(b)),
+	    "a\\x0ab\\x0d");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\x1b[31mred\x7f", b, sizeof(b)),
+	    "\\x1b[31mred\\x7f");
+	/* U+009B (CSI in C1) and U+0085 (NEL) escaped; U+00A0, U+00E9 and
+	 * U+65E5 kept */
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\xc2\x9b" "2J\xc2\x85", b, sizeof(b)),
+	    "\\u009b2J\\u0085");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\xc2\xa0" "caf\xc3\xa9 \xe6\x97\xa5", b,
+	    sizeof(b)), "\xc2\xa0" "caf\xc3\xa9 \xe6\x97\xa5");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("dir\\file", b, sizeof(b)),
+	    "dir\\file");
+	CU_ASSERT_STRING_EQUAL(px_str_safe(NULL, b, sizeof(b)), "");
+	/* 7 bytes of room: "ab" and one escape fit, the second does not */
+	CU_ASSERT_STRING_EQUAL(px_str_safe("ab\n\n", small, sizeof(small)),
+	    "ab\\x0a");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("abcdefghij", small, sizeof(small)),
+	    "abcdefg");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("abcd\xc2\x9b", small, sizeof(small)),
+	    "abcd");
+}
+
+/* A log line is one line, whatever the names in it: a newline or an
+ * escape in an argument comes out escaped, the line's own text as it is. */
+static void
+test_log_one_line(void)
+{
+	char out[512], *nl;
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	int level = log_get_level();
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	CU_ASSERT_FATAL(saved >= 0);
+	log_init(PX_LOG_INFO, true);
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	log_info("share=%s file=%s done", "ev\n12:00:00.000 smbaccel[error] "
+	    "forged", "x\x1b[2J");
+	log_info("plain %s", "caf\xc3\xa9");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	log_set_level(level);
+	rewind(tmp);
+	n = fread(out, 1, sizeof(out) - 1, tmp);
+	fclose(tmp);
+	out[n] = '\0';
+	/* two lines, the first with the names escaped */
+	nl = strchr(out, '\n');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "smbaccel[info] share=ev\\x0a12:00:00.000 "
+	    "smbaccel[error] forged file=x\\x1b[2J done\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(nl + 1, "smbaccel[info] plain caf\xc3\xa9\n"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(strchr(nl + 1, '\n'));
+	CU_ASSERT_PTR_NULL(strchr(strchr(nl + 1, '\n') + 1, '\n'));
+	CU_ASSERT_PTR_NULL(strchr(out, '\x1b'));
+}
+
+/* A server name with a newline and an escape (the client chose it) is
+ * kept, and shown, escaped; the same name again is the same entry. */
+static void
+test_share_stats_names(void)
+{
+	struct px_share_stats *ss;
+
+	px_share_stats_free();
+	ss = px_share_stats_get("ev\nil\x1b[31m", "share");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ss);
+	CU_ASSERT_STRING_EQUAL(ss->server, "ev\\x0ail\\x1b[31m");
+	CU_ASSERT_PTR_EQUAL(px_share_stats_get("EV\nIL\x1b[31m", "SHARE"), ss);
+	CU_ASSERT_PTR_NULL(ss->next);
+	px_share_stats_free();
+}
+
 /* A related element of a compound is of the session and tree of the one
  * before it, whatever its header says (MS-SMB2 3.3.5.2.7.2): a client
  * that puts 0 there (and a server that echoes it) still has its open
@@ -736,6 +822,9 @@ ut_register_ledger(void)
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "per-share totals", test_share_stats);
+	CU_add_test(s, "names shown escaped", test_str_safe);
+	CU_add_test(s, "a log line stays one line", test_log_one_line);
+	CU_add_test(s, "per-share totals: names escaped", test_share_stats_names);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
