@@ -81,6 +81,10 @@ static const struct {
 	    "Connections that waited for max_connecting"),
 	G("connect_queue", conns_queue_now,
 	    "Connections waiting for max_connecting now"),
+	C("connections_refused", conns_refused,
+	    "Connections refused at max_connections"),
+	C("connections_not_redirected", conns_unredirected,
+	    "Connections refused as not redirected (transparent modes)"),
 	C("bytes_c2s", bytes_c2s,
 	    "Bytes relayed from clients to servers"),
 	C("bytes_s2c", bytes_s2c,
@@ -407,11 +411,14 @@ stats_dump(FILE *f, bool json)
 	pl_now = lease_opens(&pl_w);
 	if (!json) {
 		fprintf(f, "connections        %llu active, %llu total; %llu "
-		    "queued to open (max_connecting), %llu waiting now\n",
+		    "queued to open (max_connecting), %llu waiting now; "
+		    "refused %llu (max_connections), %llu not redirected\n",
 		    (unsigned long long)s->conns_active,
 		    (unsigned long long)s->conns_total,
 		    (unsigned long long)s->conns_queued,
-		    (unsigned long long)s->conns_queue_now);
+		    (unsigned long long)s->conns_queue_now,
+		    (unsigned long long)s->conns_refused,
+		    (unsigned long long)s->conns_unredirected);
 		fprintf(f, "bytes              %llu client->server, %llu "
 		    "server->client\n", (unsigned long long)s->bytes_c2s,
 		    (unsigned long long)s->bytes_s2c);

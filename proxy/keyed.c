@@ -891,6 +891,8 @@ px_keyed_expiry_ms(const struct px_conn *c, const struct px_session *s,
 	return now_ms + (left > 0 ? (double)left : 0.0);
 }
 
+static struct px_lograte bad_sig_rate;
+
 bool
 px_keyed_verify(struct px_conn *c, struct px_session *s, const uint8_t *msg,
     size_t len, uint16_t command)
@@ -901,9 +903,18 @@ px_keyed_verify(struct px_conn *c, struct px_session *s, const uint8_t *msg,
 	    c->led.signing_alg, msg, len, false, command == SMB2_CANCEL) == 0)
 		return true;
 	px_stats.bad_signatures++;
-	log_warnx("conn=%llu session=0x%llx bad signature on %s: forwarded "
-	    "for the server to judge", (unsigned long long)c->id,
-	    (unsigned long long)s->id, px_smb2_cmd_name(command));
+	/* a client (or whoever writes into its connection) decides how
+	 * many: counted each, logged at a bounded rate */
+	if (px_lograte_ok(&bad_sig_rate, px_now_ms(), PX_LOGRATE_BURST,
+	    PX_LOGRATE_MS)) {
+		char more[64];
+
+		log_warnx("conn=%llu session=0x%llx bad signature on %s: "
+		    "forwarded for the server to judge%s",
+		    (unsigned long long)c->id, (unsigned long long)s->id,
+		    px_smb2_cmd_name(command), px_lograte_more(&bad_sig_rate,
+		    more, sizeof(more)));
+	}
 	return false;
 }
 

@@ -37,6 +37,8 @@ struct listener {
 static struct listener listeners[POL_LISTEN_MAX];
 static size_t nlisteners;
 static struct sockaddr_storage upstream;
+/* the refusals a connection flood can cause, logged at a bounded rate */
+static struct px_lograte refused_rate, unredirected_rate;
 
 /* Resolve a policy address (a literal, or a name) to a sockaddr. */
 static int
@@ -152,7 +154,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	for (i = 0; i < 64; i++) {
 		struct sockaddr_storage peer, dst;
 		socklen_t plen = sizeof(peer), dlen = sizeof(dst);
-		char a[64], b[64];
+		char a[64], b[64], more[64];
 		int fd;
 
 		fd = accept4(l->fd, (struct sockaddr *)&peer, &plen,
@@ -173,9 +175,13 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			continue;
 		}
 		if (px_conn_count() >= g->max_connections) {
-			log_warnx("refusing client=%s: max_connections=%u "
-			    "reached", px_addr_str(&peer, a, sizeof(a)),
-			    g->max_connections);
+			px_stats.conns_refused++;
+			if (px_lograte_ok(&refused_rate, px_now_ms(),
+			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
+				log_warnx("refusing client=%s: max_connections=%u "
+				    "reached%s", px_addr_str(&peer, a, sizeof(a)),
+				    g->max_connections, px_lograte_more(
+				    &refused_rate, more, sizeof(more)));
 			close(fd);
 			continue;
 		}
@@ -189,9 +195,15 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			    SOL_IPV6 : SOL_IP, peer.ss_family == AF_INET6 ?
 			    IP6T_SO_ORIGINAL_DST : SO_ORIGINAL_DST, &dst,
 			    &dlen) == -1) {
-				log_warn("client=%s: no original destination "
-				    "(not redirected?)",
-				    px_addr_str(&peer, a, sizeof(a)));
+				px_stats.conns_unredirected++;
+				if (px_lograte_ok(&unredirected_rate,
+				    px_now_ms(), PX_LOGRATE_BURST,
+				    PX_LOGRATE_MS))
+					log_warn("client=%s: no original "
+					    "destination (not redirected?)%s",
+					    px_addr_str(&peer, a, sizeof(a)),
+					    px_lograte_more(&unredirected_rate,
+					    more, sizeof(more)));
 				close(fd);
 				continue;
 			}
@@ -206,10 +218,16 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		/* a connection made straight to the listener would loop */
 		if (g->mode != POL_MODE_FORWARD && loops_back(l, &dst)) {
-			log_warnx("refusing client=%s: destination %s is this "
-			    "listener (connection was not redirected)",
-			    px_addr_str(&peer, a, sizeof(a)),
-			    px_addr_str(&dst, b, sizeof(b)));
+			px_stats.conns_unredirected++;
+			if (px_lograte_ok(&unredirected_rate, px_now_ms(),
+			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
+				log_warnx("refusing client=%s: destination %s is "
+				    "this listener (connection was not "
+				    "redirected)%s",
+				    px_addr_str(&peer, a, sizeof(a)),
+				    px_addr_str(&dst, b, sizeof(b)),
+				    px_lograte_more(&unredirected_rate, more,
+				    sizeof(more)));
 			close(fd);
 			continue;
 		}

@@ -121,6 +121,34 @@ fatalx(const char *fmt, ...)
 
 /* ---- helpers of log lines ---------------------------------------------------- */
 
+bool
+px_lograte_ok(struct px_lograte *r, double now_ms, unsigned int burst,
+    double interval_ms)
+{
+	if (r->n == 0 || now_ms - r->start_ms >= interval_ms) {
+		r->start_ms = now_ms;
+		r->n = 0;
+	}
+	if (r->n >= burst) {
+		r->held++;
+		return false;
+	}
+	r->n++;
+	r->told = r->held;
+	r->held = 0;
+	return true;
+}
+
+const char *
+px_lograte_more(const struct px_lograte *r, char *buf, size_t len)
+{
+	if (r->told == 0)
+		snprintf(buf, len, "%s", "");
+	else
+		snprintf(buf, len, " (%llu more like it not logged)", r->told);
+	return buf;
+}
+
 /*
  * The length of the next piece of s as px_str_safe writes it, through *in
  * the number of bytes of s it stands for: a control character (C0, DEL)

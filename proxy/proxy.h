@@ -50,6 +50,27 @@ void fatalx(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 #define log_debug_on() (log_get_level() >= PX_LOG_DEBUG)
 
+/*
+ * Lines a remote party can cause at any rate (a flood of connections
+ * refused, of bad signatures): at most `burst` of one kind per
+ * `interval_ms`, so that they cannot crowd out the rest (journald drops
+ * all of a service's lines past its own rate limit).  px_lograte_ok says
+ * whether to log this one; px_lograte_more gives the text that line
+ * ends with, " (N more like it not logged)" when some were held back.
+ */
+struct px_lograte {
+	double start_ms;
+	unsigned int n;
+	unsigned long long held;    /* held back since the last line */
+	unsigned long long told;    /* held back before this line */
+};
+bool px_lograte_ok(struct px_lograte *r, double now_ms, unsigned int burst,
+    double interval_ms);
+const char *px_lograte_more(const struct px_lograte *r, char *buf,
+    size_t len);
+#define PX_LOGRATE_BURST 5
+#define PX_LOGRATE_MS 10000.0
+
 /* ---- byte buffer ------------------------------------------------------- */
 
 /*
@@ -138,6 +159,9 @@ struct px_stats {
 	uint64_t conns_active;
 	uint64_t conns_queued;              /* waited for max_connecting */
 	uint64_t conns_queue_now;
+	uint64_t conns_refused;             /* at max_connections */
+	uint64_t conns_unredirected;        /* straight to the listener, or
+	                                     * no original destination */
 	uint64_t bytes_c2s;
 	uint64_t bytes_s2c;
 	uint64_t requests[SMB2_NCMDS + 1];  /* last slot: unknown commands */

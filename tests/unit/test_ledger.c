@@ -615,6 +615,41 @@ test_log_one_line(void)
 	CU_ASSERT_PTR_NULL(strchr(out, '\x1b'));
 }
 
+/* Lines a flood can cause: `burst` per interval, the rest counted and
+ * named by the next line logged; a quiet spell starts a new interval. */
+static void
+test_lograte(void)
+{
+	struct px_lograte r;
+	char more[64];
+	int i, logged = 0;
+	unsigned long long told = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (i = 0; i < 100; i++)       /* 100 in the first second */
+		logged += px_lograte_ok(&r, 1000.0 + i * 10, 5, 10000.0);
+	CU_ASSERT_EQUAL(logged, 5);
+	CU_ASSERT_EQUAL(r.held, 95);
+	CU_ASSERT_STRING_EQUAL(px_lograte_more(&r, more, sizeof(more)), "");
+	/* still the same interval at 10.9 s */
+	CU_ASSERT_FALSE(px_lograte_ok(&r, 10999.0, 5, 10000.0));
+	/* the next interval: logged, saying how many were not */
+	CU_ASSERT_TRUE(px_lograte_ok(&r, 11000.0, 5, 10000.0));
+	CU_ASSERT_STRING_EQUAL(px_lograte_more(&r, more, sizeof(more)),
+	    " (96 more like it not logged)");
+	CU_ASSERT_EQUAL(r.held, 0);
+	CU_ASSERT_TRUE(px_lograte_ok(&r, 11001.0, 5, 10000.0));
+	CU_ASSERT_STRING_EQUAL(px_lograte_more(&r, more, sizeof(more)), "");
+	/* over 100 s, 10 a second: every call logged or counted once */
+	for (i = 0, logged = 0; i < 1000; i++)
+		if (px_lograte_ok(&r, 12000.0 + i * 100, 5, 10000.0)) {
+			logged++;
+			told += r.told;
+		}
+	CU_ASSERT_EQUAL(logged + told + r.held, 1000);
+	CU_ASSERT(logged >= 5 * 10 && logged <= 5 * 11);
+}
+
 /* A server name with a newline and an escape (the client chose it) is
  * kept, and shown, escaped; the same name again is the same entry. */
 static void
@@ -824,6 +859,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "per-share totals", test_share_stats);
 	CU_add_test(s, "names shown escaped", test_str_safe);
 	CU_add_test(s, "a log line stays one line", test_log_one_line);
+	CU_add_test(s, "log lines of a flood: bounded, counted", test_lograte);
 	CU_add_test(s, "per-share totals: names escaped", test_share_stats_names);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
