@@ -149,25 +149,59 @@ px_lograte_more(const struct px_lograte *r, char *buf, size_t len)
 	return buf;
 }
 
+/* Bytes of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * form, no surrogate, nothing past U+10FFFF), 0 if there is none. */
+static size_t
+utf8_seq(const unsigned char *s)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		if (s[0] == 0xe0)
+			lo = 0xa0;
+		else if (s[0] == 0xed)
+			hi = 0x9f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		if (s[0] == 0xf0)
+			lo = 0x90;
+		else if (s[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
 /*
  * The length of the next piece of s as px_str_safe writes it, through *in
  * the number of bytes of s it stands for: a control character (C0, DEL)
- * becomes \xNN, one of C1 (U+0080-U+009F, UTF-8 C2 80-9F) \u00NN, and any
- * other byte stays.
+ * or a byte of no well-formed UTF-8 sequence becomes \xNN, a C1 control
+ * (U+0080-U+009F, UTF-8 C2 80-9F) \u00NN, anything else stays.
  */
 static size_t
 safe_piece(const unsigned char *s, size_t *in)
 {
-	if (s[0] < 0x20 || s[0] == 0x7f) {
+	size_t n = utf8_seq(s);
+
+	if (n == 0 || s[0] < 0x20 || s[0] == 0x7f) {
 		*in = 1;
 		return 4;
 	}
-	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
-		*in = 2;
+	*in = n;
+	if (s[0] == 0xc2 && s[1] <= 0x9f)
 		return 6;
-	}
-	*in = 1;
-	return 1;
+	return n;
 }
 
 static size_t
@@ -195,12 +229,12 @@ px_str_safe(const char *s, char *buf, size_t len)
 		w = safe_piece(p, &in);
 		if (o + w >= len)
 			break;          /* cut before, never inside, an escape */
-		if (w == 4)
+		if (in == 1 && w == 4)
 			snprintf(buf + o, 5, "\\x%02x", p[0]);
-		else if (w == 6)
+		else if (in == 2 && w == 6)
 			snprintf(buf + o, 7, "\\u%04x", p[1]);
 		else
-			buf[o] = (char)p[0];
+			memcpy(buf + o, p, w);
 		o += w;
 		p += in;
 	}

@@ -330,8 +330,9 @@ const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,
 double px_now_ms(void);
 /*
  * s as it may be shown in a log line, a table or a label: control
- * characters (C0, DEL, C1) written as \xNN / \u00NN, so that a name a
- * client chose cannot start a line or drive the reader's terminal.  Cut
+ * characters (C0, DEL, C1) written as \xNN / \u00NN, and so is any byte
+ * of no well-formed UTF-8 sequence, so that a name a client chose cannot
+ * start a line, drive the reader's terminal, or make the line binary.  Cut
  * to len - 1 bytes, never inside an escape.  Returns buf.
  */
 const char *px_str_safe(const char *s, char *buf, size_t len);

@@ -565,6 +565,17 @@ test_str_safe(void)
 	    "\\u009b2J\\u0085");
 	CU_ASSERT_STRING_EQUAL(px_str_safe("\xc2\xa0" "caf\xc3\xa9 \xe6\x97\xa5", b,
 	    sizeof(b)), "\xc2\xa0" "caf\xc3\xa9 \xe6\x97\xa5");
+	/* bytes of no well-formed UTF-8 sequence: a lone continuation, a
+	 * cut sequence, an overlong "/", a surrogate, past U+10FFFF; then a
+	 * 4-byte sequence kept */
+	CU_ASSERT_STRING_EQUAL(px_str_safe("a\x80" "b\xe6\x97" "c", b, sizeof(b)),
+	    "a\\x80b\\xe6\\x97c");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\xc0\xaf\xed\xa0\x80", b, sizeof(b)),
+	    "\\xc0\\xaf\\xed\\xa0\\x80");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\xf4\x90\x80\x80|\xf0\x9f\x98\x80", b,
+	    sizeof(b)), "\\xf4\\x90\\x80\\x80|\xf0\x9f\x98\x80");
+	CU_ASSERT_STRING_EQUAL(px_str_safe("\xe6\x97", b, sizeof(b)),
+	    "\\xe6\\x97");
 	CU_ASSERT_STRING_EQUAL(px_str_safe("dir\\file", b, sizeof(b)),
 	    "dir\\file");
 	CU_ASSERT_STRING_EQUAL(px_str_safe(NULL, b, sizeof(b)), "");
