@@ -218,10 +218,10 @@ px_daemon_run(const char *cfg_path, bool foreground)
 
 	px_rt.cfg_path = cfg_path;
 	if ((px_rt.cfg = pol_load_file(cfg_path, &errs)) == NULL) {
-		pol_errors_print(&errs, stderr);
+		log_policy_errors(&errs);
 		pol_errors_free(&errs);
-		fprintf(stderr, "smbaccel: %s: policy has errors, not starting\n",
-		    cfg_path);
+		fprintf(stderr, "%ssmbaccel: %s: policy has errors, not "
+		    "starting\n", log_to_journal() ? SD_ERR : "", cfg_path);
 		return 1;
 	}
 	pol_errors_free(&errs);

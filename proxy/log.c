@@ -1,9 +1,13 @@
 /*
  * log.c - logging in the OpenBSD style: log_warn appends strerror(errno),
  * log_warnx does not; fatal/fatalx exit.  Lines go to stderr (journald
- * picks them up under systemd) or to syslog when detached.  Also the two
- * helpers every engine file uses for its lines: the monotonic clock in ms
- * and address formatting.
+ * picks them up under systemd) or to syslog when detached.  When stderr
+ * is journald's stream ($JOURNAL_STREAM names it), each line starts with
+ * its priority as sd-daemon(3) prescribes ("<4>" for a warning) instead
+ * of a time and a level: journald keeps the time itself, and the priority
+ * is what `journalctl -p warning` selects on and what journald rate-limits
+ * by.  Also the two helpers every engine file uses for its lines: the
+ * monotonic clock in ms and address formatting.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,22 +16,60 @@
 #include <string.h>
 #include <syslog.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 
 #include "proxy/proxy.h"
 
 static int log_level = PX_LOG_INFO;
 static size_t safe_len(const char *s);
 static bool log_stderr = true;
+static int log_journal = -1;     /* stderr is journald's stream; -1: not
+                                  * looked at yet */
+
+bool
+log_to_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (log_journal == -1)
+		log_journal = e != NULL &&
+		    sscanf(e, "%llu:%llu", &dev, &ino) == 2 &&
+		    fstat(STDERR_FILENO, &st) == 0 &&
+		    (unsigned long long)st.st_dev == dev &&
+		    (unsigned long long)st.st_ino == ino;
+	return log_journal == 1;
+}
 
 void
 log_init(int level, bool to_stderr)
 {
 	log_level = level;
 	log_stderr = to_stderr;
+	log_journal = -1;
 	if (!to_stderr)
 		openlog("smbaccel", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+void
+log_policy_errors(const struct pol_errors *errs)
+{
+	size_t i;
+
+	if (!log_to_journal()) {
+		pol_errors_print(errs, stderr);
+		return;
+	}
+	for (i = 0; i < errs->n; i++)
+		fprintf(stderr, SD_ERR "%s\n", errs->msg[i]);
+	if (errs->dropped > 0)
+		fprintf(stderr, SD_ERR "(%zu more errors not shown)\n",
+		    errs->dropped);
 }
 
 void
@@ -47,6 +89,8 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 {
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 	static const char *const tag[] = { "error", "warn", "info", "debug" };
+	static const char *const sd[] = { SD_ERR, SD_WARNING, SD_INFO,
+	    SD_DEBUG };
 	char msg[2048], safe[sizeof(msg)];
 	const char *out = msg;
 	int n;
@@ -64,7 +108,9 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 	 * one line, and shows them escaped */
 	if (safe_len(msg) != strlen(msg))
 		out = px_str_safe(msg, safe, sizeof(safe));
-	if (log_stderr) {
+	if (log_stderr && log_to_journal())
+		fprintf(stderr, "%s%s\n", sd[level], out);
+	else if (log_stderr) {
 		struct timespec ts;
 		struct tm tm;
 		char when[32];

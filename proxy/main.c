@@ -57,7 +57,7 @@ main(int argc, char **argv)
 		struct pol_config *c = pol_load_file(cfg, &errs);
 
 		if (c == NULL) {
-			pol_errors_print(&errs, stderr);
+			log_policy_errors(&errs);
 			pol_errors_free(&errs);
 			return 1;
 		}

@@ -49,6 +49,11 @@ void fatal(const char *fmt, ...)
 void fatalx(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
 #define log_debug_on() (log_get_level() >= PX_LOG_DEBUG)
+/* Is stderr journald's stream ($JOURNAL_STREAM): lines carry "<N>"
+ * priority prefixes, no time.  Policy errors printed for people, with
+ * the error priority there. */
+bool log_to_journal(void);
+void log_policy_errors(const struct pol_errors *errs);
 
 /*
  * Lines a remote party can cause at any rate (a flood of connections

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <CUnit/CUnit.h>
 
@@ -626,6 +627,68 @@ test_log_one_line(void)
 	CU_ASSERT_PTR_NULL(strchr(out, '\x1b'));
 }
 
+/* Log lines into a temporary file standing for stderr, with
+ * $JOURNAL_STREAM set to js ("" for that file's device:inode, NULL for
+ * unset); out gets what was written. */
+static void
+log_capture(const char *js, char *out, size_t len)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO), level = log_get_level();
+	struct stat st;
+	char env[64];
+	size_t n;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
+	CU_ASSERT_FATAL(saved >= 0 && fstat(fileno(tmp), &st) == 0);
+	if (js == NULL)
+		unsetenv("JOURNAL_STREAM");
+	else {
+		if (*js == '\0') {
+			snprintf(env, sizeof(env), "%llu:%llu",
+			    (unsigned long long)st.st_dev,
+			    (unsigned long long)st.st_ino);
+			js = env;
+		}
+		setenv("JOURNAL_STREAM", js, 1);
+	}
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	log_init(PX_LOG_INFO, true);
+	log_warnx("w %s", "a\nb");
+	log_info("i");
+	log_debug("d");
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	unsetenv("JOURNAL_STREAM");
+	log_init(level, true);          /* looks at stderr again */
+	rewind(tmp);
+	n = fread(out, 1, len - 1, tmp);
+	fclose(tmp);
+	out[n] = '\0';
+}
+
+/* Under journald (stderr is the stream $JOURNAL_STREAM names) a line is
+ * its priority prefix and the message; anywhere else (not set, or naming
+ * another stream, as for a child of a unit whose stderr was redirected)
+ * a time and a level tag. */
+static void
+test_log_journal(void)
+{
+	char out[512];
+
+	log_capture("", out, sizeof(out));
+	CU_ASSERT_STRING_EQUAL(out, "<4>w a\\x0ab\n<6>i\n");
+	log_capture("1:2", out, sizeof(out));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[warn] w a\\x0ab\n"));
+	CU_ASSERT_PTR_NULL(strchr(out, '<'));
+	log_capture(NULL, out, sizeof(out));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[info] i\n"));
+	log_capture("junk", out, sizeof(out));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[info] i\n"));
+}
+
 /* Lines a flood can cause: `burst` per interval, the rest counted and
  * named by the next line logged; a quiet spell starts a new interval. */
 static void
@@ -871,6 +934,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "names shown escaped", test_str_safe);
 	CU_add_test(s, "a log line stays one line", test_log_one_line);
 	CU_add_test(s, "log lines of a flood: bounded, counted", test_lograte);
+	CU_add_test(s, "log lines under journald: priority prefixes", test_log_journal);
 	CU_add_test(s, "per-share totals: names escaped", test_share_stats_names);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
