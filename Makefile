@@ -94,6 +94,13 @@ obj = $(patsubst %.c,$(OBJDIR)/%.o,$(1))
 
 PROGS := $(BIN)/smbaccel $(BIN)/smbaccelctl $(BIN)/smbdd $(BIN)/wanem \
          $(BIN)/wanlink $(BIN)/cryptofloor
+# tests/tools/gosmb: a client that is neither Samba's nor impacket's
+# (Debian's go-smb2), built when Go is installed (deploy/install-deps.sh
+# installs it), offline, from the Debian packages' sources.
+GO := $(shell command -v go 2>/dev/null)
+ifneq ($(GO),)
+PROGS += $(BIN)/gosmb
+endif
 ifneq ($(SANITIZE),1)
 ALL_TARGETS := $(PROGS) $(BIN)/unit-tests
 else
@@ -123,6 +130,11 @@ $(BIN)/unit-tests: $(call obj,$(UNIT_SRC) $(UNIT_LIB_SRC))
 $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 	@mkdir -p $(BIN)
 	$(CC) $(LDFLAGS) -o $@ $^ -lsmbclient
+
+$(BIN)/gosmb: tests/tools/gosmb/main.go
+	@mkdir -p $(BIN) build/gocache
+	GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/build/gocache \
+	    GOFLAGS= $(GO) build -o $@ ./tests/tools/gosmb
 
 $(BIN)/wanem: $(call obj,$(WANEM_SRC))
 	@mkdir -p $(BIN)

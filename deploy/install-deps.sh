@@ -9,7 +9,8 @@ libnl-route-3-dev libcunit1-dev libinih-dev libsystemd-dev samba smbclient
 libsmbclient-dev samba-testsuite tshark python3-impacket gnuplot-nox haproxy
 iproute2 iptables nftables procps psmisc man-db groff-base systemd
 samba-vfs-modules libkrb5-dev krb5-user samba-ad-dc winbind valgrind
-faketime python3-prometheus-client"
+faketime python3-prometheus-client golang-go
+golang-github-hirochachacha-go-smb2-dev"
 # samba-vfs-modules is only a Recommends of samba, but the test shares use
 # its acl_xattr and streams_xattr modules; list it so it is never missed.
 # libkrb5-dev: the keytab API and krb5_c_decrypt of Kerberos-keyed sessions;
@@ -23,6 +24,8 @@ faketime python3-prometheus-client"
 # minutes slow, to show it judges ticket ends by the server's clock.
 # python3-prometheus-client: t_metrics reads `smbaccelctl metrics` with
 # the Prometheus client library's parser as well as its own.
+# golang-go and go-smb2: tests/tools/gosmb, a third SMB client
+# implementation (t_goclient), built offline from the packaged sources.
 
 missing=""
 for p in $PKGS; do

@@ -893,6 +893,23 @@ px_keyed_expiry_ms(const struct px_conn *c, const struct px_session *s,
 
 static struct px_lograte bad_sig_rate;
 
+void
+px_keyed_client_signs(struct px_conn *c, struct px_session *s)
+{
+	if (s->client_signs || s->signing_required || s->encrypt)
+		return;
+	s->client_signs = true;
+	if (s->keyed) {
+		px_stats.sessions_keyed++;
+		return;
+	}
+	unkeyed_count(s->why_not);
+	log_info("conn=%llu session=0x%llx passthrough reason=%s (signing "
+	    "not required, but the client signs its requests)",
+	    (unsigned long long)c->id, (unsigned long long)s->id,
+	    s->why_not ? s->why_not : "no-key");
+}
+
 bool
 px_keyed_verify(struct px_conn *c, struct px_session *s, const uint8_t *msg,
     size_t len, uint16_t command)

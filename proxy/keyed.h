@@ -52,6 +52,11 @@ bool px_keyed_expiring(struct px_conn *c, struct px_session *s);
 /* When (px_now_ms() clock) s enters that margin; 0: never (no ticket). */
 double px_keyed_expiry_ms(const struct px_conn *c,
     const struct px_session *s, double now_ms);
+/* A request of s came signed though signing is not required: counted
+ * once, keyed or (smbaccel holding no key: its requests are relayed as
+ * they come) unkeyed and logged, as a session that requires signing is
+ * at its setup. */
+void px_keyed_client_signs(struct px_conn *c, struct px_session *s);
 bool px_keyed_verify(struct px_conn *c, struct px_session *s,
     const uint8_t *msg, size_t len, uint16_t command);
 int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
