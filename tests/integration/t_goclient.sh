@@ -16,10 +16,15 @@
 #     writes absorbed and sent upstream coalesced, the reads served from
 #     read-ahead, every answer smbaccel made signed so that go-smb2
 #     accepts it;
-#  3. smbd with `server signing = mandatory` at 2.1 and 3.0.2 (at 3.1.1
-#     go-smb2 1.1 fails against smbd directly: "signing required"), and
+#  3. smbd with `server signing = mandatory` at 2.1, 3.0.2 and 3.1.1, and
 #     with `server smb encrypt = required` at 3.0.2 and 3.1.1 (sealed):
-#     as 2.
+#     as 2.  Where signing is required, go-smb2 1.1 takes an interim
+#     answer (STATUS_PENDING, which smbd sends when a READ or WRITE takes
+#     over 0.5 ms, unsigned as MS-SMB2 3.3.4.2 says) for a missing
+#     signature and fails: directly against smbd, 23 of 60 runs of 64 KiB
+#     writes and reads here.  smbd runs those synchronously for these
+#     cases (aio read size = aio write size = 0: 0 of 60), so a loaded
+#     machine cannot fail them.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "a third client implementation"
@@ -86,11 +91,15 @@ assert_eq 0 "$PROXY_RC" "smbaccel exit status"
 stop_smbd
 
 # --- 3. signing required, then encryption required
-for mode in sign:"server signing = mandatory":"2.1 3.0.2" \
-    seal:"server smb encrypt = required":"3.0.2 3.1.1"; do
-	label=${mode%%:*} rest=${mode#*:}
-	conf=${rest%%:*} ds=${rest#*:}
-	start_smbd "$conf"
+for label in sign seal; do
+	if [ "$label" = sign ]; then
+		start_smbd "server signing = mandatory" "aio read size = 0" \
+		    "aio write size = 0"
+		ds="2.1 3.0.2 3.1.1"
+	else
+		start_smbd "server smb encrypt = required"
+		ds="3.0.2 3.1.1"
+	fi
 	h=$(nt_hash)
 	write_secrets "$T/secrets" "SMBACCEL\\$SMB_USER:nthash:$h"
 	start_keyed_proxy "secrets = $T/secrets"
