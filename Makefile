@@ -133,7 +133,7 @@ $(BIN)/smbdd: $(call obj,$(SMBDD_SRC))
 
 $(BIN)/gosmb: tests/tools/gosmb/main.go
 	@mkdir -p $(BIN) build/gocache
-	GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/build/gocache \
+	GO111MODULE=off GOENV=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/build/gocache \
 	    GOFLAGS= $(GO) build -o $@ ./tests/tools/gosmb
 
 $(BIN)/wanem: $(call obj,$(WANEM_SRC))
