@@ -85,6 +85,14 @@ static const struct {
 	    "Connections refused at max_connections"),
 	C("connections_not_redirected", conns_unredirected,
 	    "Connections refused as not redirected (transparent modes)"),
+	C("reloads", reloads, "Policy reloads that took effect"),
+	C("reloads_failed", reloads_failed,
+	    "Policy reloads refused (the old policy kept)"),
+	G("reload_ok", reload_ok,
+	    "1 if the last reload took effect or none was tried, 0 if it was "
+	    "refused"),
+	G("policy_loaded_time_seconds", policy_loaded,
+	    "When the policy in force was read, seconds since the epoch"),
 	C("bytes_c2s", bytes_c2s,
 	    "Bytes relayed from clients to servers"),
 	C("bytes_s2c", bytes_s2c,
@@ -419,6 +427,11 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->conns_queue_now,
 		    (unsigned long long)s->conns_refused,
 		    (unsigned long long)s->conns_unredirected);
+		fprintf(f, "policy             %s; %llu reloads took effect, "
+		    "%llu refused\n", s->reload_ok ? "the last reload took "
+		    "effect (or none was tried)" : "THE LAST RELOAD WAS REFUSED, "
+		    "the old policy is in force", (unsigned long long)s->reloads,
+		    (unsigned long long)s->reloads_failed);
 		fprintf(f, "bytes              %llu client->server, %llu "
 		    "server->client\n", (unsigned long long)s->bytes_c2s,
 		    (unsigned long long)s->bytes_s2c);

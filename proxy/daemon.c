@@ -41,7 +41,7 @@ log_errors(const struct pol_errors *e)
 
 /* Reload the policy file; 0 on success (new policy in force). */
 static int
-reload(void)
+reload_policy(void)
 {
 	struct pol_errors errs = { 0 };
 	struct pol_config *ncfg, *old = px_rt.cfg;
@@ -92,6 +92,22 @@ reload(void)
 	pol_free(old);
 	px_conn_reloaded();
 	log_info("policy reloaded; new tree connects use it");
+	return 0;
+}
+
+/* reload_policy, counted: a refused reload shows in the counters and
+ * metrics (reload_ok 0), not only in the log */
+static int
+reload(void)
+{
+	if (reload_policy() == -1) {
+		px_stats.reloads_failed++;
+		px_stats.reload_ok = 0;
+		return -1;
+	}
+	px_stats.reloads++;
+	px_stats.reload_ok = 1;
+	px_stats.policy_loaded = (uint64_t)time(NULL);
 	return 0;
 }
 
@@ -226,6 +242,8 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	}
 	pol_errors_free(&errs);
 	g = pol_global(px_rt.cfg);
+	px_stats.reload_ok = 1;
+	px_stats.policy_loaded = (uint64_t)time(NULL);
 	log_init(px_rt.force_debug ? PX_LOG_DEBUG : (int)g->log_level,
 	    foreground || getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ||
 	    isatty(2));

@@ -167,6 +167,12 @@ struct px_stats {
 	uint64_t conns_refused;             /* at max_connections */
 	uint64_t conns_unredirected;        /* straight to the listener, or
 	                                     * no original destination */
+	uint64_t reloads;                   /* policy reloads that took effect */
+	uint64_t reloads_failed;            /* ... refused, old policy kept */
+	uint64_t reload_ok;                 /* 1: the last reload took effect
+	                                     * (or none was tried); 0: refused */
+	uint64_t policy_loaded;             /* when the policy in force was
+	                                     * read, seconds since the epoch */
 	uint64_t bytes_c2s;
 	uint64_t bytes_s2c;
 	uint64_t requests[SMB2_NCMDS + 1];  /* last slot: unknown commands */

@@ -2,7 +2,11 @@
 # Config check and reload: `smbaccel -t` prints FILE:LINE: for each bad
 # line and exits non-zero, 0 for a good file; SIGHUP with a bad file logs
 # the error with its line and keeps serving with the old policy; SIGHUP
-# with a good file logs the reload and the new policy is in force.
+# with a good file logs the reload and the new policy is in force.  The
+# counters say the same, so a monitoring system can alert on a refused
+# reload: reloads_failed 1 and reload_ok 0 (also in `smbaccelctl
+# metrics` and the stats table) after the bad file, reloads 1, reload_ok
+# 1 and a new policy_loaded_time_seconds after the good one.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "config check and reload"
 
@@ -80,6 +84,16 @@ hup_and_wait() {
 	tail -n +$((lines + 1)) "$PROXY_LOG"
 }
 
+# reload_state: "reloads reloads_failed reload_ok policy_loaded_time_seconds"
+reload_state() {
+	ctl stats --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["reloads"], d["reloads_failed"], d["reload_ok"], d["policy_loaded_time_seconds"])'
+}
+read -r r0 f0 ok0 at0 <<<"$(reload_state)"
+assert_eq "0 0 1" "$r0 $f0 $ok0" "reloads, refused, reload_ok at start"
+now0=$(date +%s)
+[ "$at0" -ge $((now0 - 60)) ] && [ "$at0" -le "$now0" ] ||
+    fail "policy_loaded_time_seconds $at0 is not the start ($now0)"
+
 wb=$(transfer before)
 assert_eq always "$wb" "write_behind of a tree before any reload"
 assert_ge 1 "$(absorbed before)" "writes absorbed before any reload"
@@ -90,6 +104,12 @@ proxy_alive || fail "proxy died on SIGHUP with a bad file"
 wb=$(transfer after-bad)
 assert_eq always "$wb" "write_behind of a tree after a rejected reload (old policy)"
 assert_ge 1 "$(absorbed after-bad)" "writes absorbed after a rejected reload (old policy)"
+read -r r1 f1 ok1 at1 <<<"$(reload_state)"
+assert_eq "0 1 0 $at0" "$r1 $f1 $ok1 $at1" "reloads, refused, reload_ok, load time after the bad file"
+ctl metrics | grep -qx 'smbaccel_reload_ok 0' || fail "metrics do not show smbaccel_reload_ok 0"
+ctl metrics | grep -qx 'smbaccel_reloads_failed_total 1' || fail "metrics do not show smbaccel_reloads_failed_total 1"
+ctl stats | grep -q '^policy .*THE LAST RELOAD WAS REFUSED' || fail "the stats table does not say the reload was refused"
+sleep 1.1	# a later load time
 
 PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" "write_behind = off"
 hup_and_wait 'reloaded|reload.*(ok|succe|done|complete)' "good file" 'fail|error|invalid|keep|reject'
@@ -97,4 +117,9 @@ proxy_alive || fail "proxy died on SIGHUP with a good file"
 wb=$(transfer after-good)
 assert_eq off "$wb" "write_behind of a tree after a good reload"
 assert_eq 0 "$(absorbed after-good)" "writes absorbed with write_behind = off"
+read -r r2 f2 ok2 at2 <<<"$(reload_state)"
+assert_eq "1 1 1" "$r2 $f2 $ok2" "reloads, refused, reload_ok after the good file"
+[ "$at2" -gt "$at0" ] || fail "policy_loaded_time_seconds did not move on a good reload ($at0 -> $at2)"
+ctl metrics | grep -qx 'smbaccel_reload_ok 1' || fail "metrics do not show smbaccel_reload_ok 1"
+info "reloads: at start $r0/$f0/$ok0, after the bad file $r1/$f1/$ok1, after the good one $r2/$f2/$ok2 (took effect/refused/ok)"
 info "PASS"
