@@ -46,8 +46,8 @@ struct px_session {
 	bool anonymous;
 	bool keyed;                 /* smbaccel holds the session's keys */
 	bool client_signs;          /* a request came signed though neither
-	                             * side requires signing (go-smb2, macOS
-	                             * sign every request): counted keyed
+	                             * side requires signing (go-smb2 signs
+	                             * every request): counted keyed
 	                             * or unkeyed once */
 	bool expiring;              /* its ticket ends within
 	                             * kerberos_expiry_margin: not acted on */

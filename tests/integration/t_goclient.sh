@@ -1,7 +1,7 @@
 #!/bin/bash
 # A third client implementation: tests/tools/gosmb, on Debian's go-smb2
 # (neither Samba's code nor impacket's), through smbaccel.  go-smb2 signs
-# every request of a session, required or not (as macOS clients do), and
+# every request of a session, required or not, and
 # verifies the signature of every signed answer it gets; it offers
 # HMAC-SHA256 and AES-CMAC signing and AES-128-CCM/GCM sealing.  Each
 # case writes 2 MiB (GO_KIB) in 1 KiB writes and reads them back in 4 KiB
