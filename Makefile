@@ -176,6 +176,7 @@ bench: deps
 	sh tests/bench/run $(BENCH_ARGS)
 	bash tests/bench/crypto $(BENCH_CRYPTO_ARGS)
 	bash tests/bench/krb $(BENCH_KRB_ARGS)
+	bash tests/bench/goclient $(BENCH_GO_ARGS)
 
 # only the keyed-session CPU benchmark (tests/bench/crypto)
 bench-crypto: all

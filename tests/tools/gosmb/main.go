@@ -15,11 +15,12 @@
 //	-m DIALECT     2.0.2, 2.1, 3.0, 3.0.2 or 3.1.1 (default: the highest)
 //	-S             require signing (the negotiate says so; every answer of
 //	               the session must then be signed or sealed, and verify)
+//	-p             read: a prefix (the file may go on after COUNT blocks)
 //
 // write: creates (or truncates) PATH and writes COUNT blocks of BLOCK bytes
 // of the pattern; read: reads PATH in BLOCK-byte reads and checks every byte
-// against the pattern, and that the file ends after COUNT blocks.  Prints
-// one line; exit 1 on any error or difference.
+// against the pattern, and that the file ends after COUNT blocks (unless
+// -p).  Prints one line; exit 1 on any error or difference.
 package main
 
 import (
@@ -109,6 +110,7 @@ func main() {
 	seed := fl.Uint64("s", 1, "seed")
 	dialect := fl.String("m", "", "dialect")
 	sign := fl.Bool("S", false, "require signing")
+	prefix := fl.Bool("p", false, "read a prefix")
 	fl.Parse(os.Args[7:])
 	up := strings.SplitN(*user, "%", 2)
 	if len(up) != 2 {
@@ -177,7 +179,7 @@ func main() {
 				}
 			}
 		}
-		if n, err := f.Read(buf[:1]); n != 0 || err != io.EOF {
+		if n, err := f.Read(buf[:1]); !*prefix && (n != 0 || err != io.EOF) {
 			fail("no end of file after %d bytes (%d more, %v)", count*block, n, err)
 		}
 		if err := f.Close(); err != nil {

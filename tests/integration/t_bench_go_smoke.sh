@@ -1,0 +1,30 @@
+#!/bin/bash
+# sanitizer: no (performance figures; uses bin/smbaccel)
+# test-timeout: 200
+# tests/bench/goclient (go-smb2 over the 20 ms / 100 Mbit/s branch link,
+# direct and through smbaccel) at tiny sizes, so that its code cannot
+# rot.  The bench itself fails on a file on smbd's disk that is not the
+# pattern, a byte gosmb read wrong, or a bad signature; this checks that
+# it exited 0, printed a figure and a ratio for both workloads, and that
+# smbaccel absorbed the writes in keyed sessions.  Never asserts a speed.
+. "$(dirname "$0")/lib.sh"
+require_smbaccel "the go-smb2 bench"
+. "$TESTS_DIR/netns.sh"
+. "$TESTS_DIR/wanlink.sh"
+wl_require
+GOSMB=$TOP/bin/gosmb
+if [ ! -x "$GOSMB" ]; then
+	[ -n "${CI:-}" ] && fail "$GOSMB not built (make with golang-go installed: make deps)"
+	skip "$GOSMB not built"
+fi
+out=$(TMPDIR=$T bash "$TOP/tests/bench/goclient" --smoke 2>&1)
+rc=$?
+echo "$out" | grep -v '^ *|' | tail -n 12
+[ $rc -eq 0 ] || fail "tests/bench/goclient --smoke exited $rc"
+for w in "1 KiB writes" "4 KiB reads"; do
+	grep -Eq "^  $w +[0-9.]+ +[0-9.]+ +[0-9.]+x$" <<<"$out" ||
+	    fail "no figures and ratio for $w"
+done
+grep -Eq 'writes_absorbed=64 .*sessions_keyed=[1-9][0-9]* sessions_unkeyed=0 bad_signatures=0' <<<"$out" ||
+    fail "writes not absorbed in keyed sessions: $(grep 'smbaccel:' <<<"$out")"
+info "PASS"
