@@ -189,6 +189,6 @@ func main() {
 		fail("unknown operation %q", op)
 	}
 	secs := time.Since(t0).Seconds()
-	fmt.Printf("gosmb %s %s: %d x %d bytes in %.2f s (%.2f MB/s)\n", op, path,
+	fmt.Printf("gosmb %s %s: %d x %d bytes in %.3f s (%.4g MB/s)\n", op, path,
 		count, block, secs, float64(count)*float64(block)/secs/1e6)
 }
