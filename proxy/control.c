@@ -103,6 +103,8 @@ static const struct {
 	    "Bytes of the writes acknowledged by smbaccel"),
 	C("writes_forwarded", writes_forwarded,
 	    "Client writes passed to the server as they were"),
+	C("write_overlap_waits", wb_overlap_waits,
+	    "Client writes that waited for a write in flight they overlap"),
 	C("upstream_writes", upstream_writes,
 	    "Writes sent upstream with absorbed data"),
 	C("upstream_write_bytes", upstream_write_bytes,

@@ -169,6 +169,22 @@ px_pending_find_async(struct px_ledger *l, uint64_t async_id)
 	return NULL;
 }
 
+bool
+px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
+    uint64_t off, uint64_t len)
+{
+	const struct px_pending *p;
+	size_t i;
+
+	for (i = 0; i < l->tab_cap; i++)
+		if ((p = l->tab[i]) != NULL && p->origin == PX_ORIGIN_PROXY &&
+		    p->command == SMB2_WRITE && p->u.io.open == o &&
+		    off < p->u.io.offset + p->u.io.length &&
+		    p->u.io.offset < off + len)
+			return true;
+	return false;
+}
+
 struct px_pending *
 px_pending_add(struct px_ledger *l, uint64_t mid)
 {

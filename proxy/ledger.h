@@ -305,6 +305,11 @@ struct px_pending *px_pending_find(struct px_ledger *l, uint64_t mid);
 struct px_pending *px_pending_find_async(struct px_ledger *l,
     uint64_t async_id);
 void px_pending_del(struct px_ledger *l, struct px_pending *p);
+/* Does one of smbaccel's own WRITEs of o in flight overlap [off, off+len)?
+ * (A walk of the table: for writes inside the hull of o's writes in
+ * flight, wb_inflight_lo/hi, which is all a write past it needs.) */
+bool px_open_writes_overlap(const struct px_ledger *l,
+    const struct px_open *o, uint64_t off, uint64_t len);
 
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
 void px_session_free(struct px_session *s);

@@ -183,6 +183,8 @@ struct px_stats {
 	uint64_t writes_absorbed;
 	uint64_t bytes_absorbed;
 	uint64_t writes_forwarded;
+	uint64_t wb_overlap_waits;      /* absorbed writes that waited for a
+	                                 * write in flight they overlap */
 	uint64_t upstream_writes;
 	uint64_t upstream_write_bytes;
 	uint64_t upstream_echoes;

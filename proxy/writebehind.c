@@ -683,9 +683,15 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		    CO_FLUSH_FULL : CO_FLUSH_NONCONTIG);
 	/* never let new data race an older write in flight that it
 	 * overlaps (smbd may complete writes out of order): wait until
-	 * they are acknowledged, whether or not the buffer is empty */
+	 * they are acknowledged, whether or not the buffer is empty.  The
+	 * hull of the writes in flight answers most writes at once; one
+	 * inside it (writes arriving out of order: several threads of a
+	 * client writing one file) is checked against each write in flight,
+	 * or it would wait a round trip for a race it does not run */
 	if (o->wb_inflight > 0 && !(w.offset >= o->wb_inflight_hi ||
-	    w.offset + w.length <= o->wb_inflight_lo)) {
+	    w.offset + w.length <= o->wb_inflight_lo) &&
+	    px_open_writes_overlap(&c->led, o, w.offset, w.length)) {
+		px_stats.wb_overlap_waits++;
 		px_wb_flush_open(c, o, CO_FLUSH_NONCONTIG);
 		c->stall = PX_STALL_OPEN_IDLE;
 		c->stall_fid = o->fid;

@@ -48,6 +48,11 @@ for d in 3.0 2.0.2; do
 	    problem "$d: overlapping rewrite applied out of order: $out"
 	info "$d overlap: $(echo "$out" | tail -n 1)"
 done
+# each rewrite of a range still in flight waited for it (the check that
+# keeps new data behind old is a precise one: t_goclient shows writes that
+# do not overlap do not wait)
+assert_ge 1 "$(stat_get write_overlap_waits)" "writes that waited for an overlapping write in flight"
+info "writes that waited for an overlapping write in flight: $(stat_get write_overlap_waits)"
 
 mix "$SMBD_PORT" 3.0 direct "$SEED" 1 || fail "the mix fails directly against smbd (test bug or smbd): seed $SEED"
 mix "$SMBD_PORT" 3.0 direct3 "$SEED" 3 || fail "the 3-file mix fails directly against smbd (test bug or smbd): seed $SEED"

@@ -547,6 +547,60 @@ test_share_stats(void)
 	CU_ASSERT_PTR_NULL(px_share_stats_first());
 }
 
+/* smbaccel's WRITEs in flight against a client write of the same open:
+ * only a real overlap counts (a write inside the hull of those in flight
+ * but between them does not), touching is not overlapping, and neither
+ * a READ in flight nor a WRITE of another open counts. */
+static void
+test_writes_overlap(void)
+{
+	struct px_ledger l;
+	struct px_open a, b;
+	struct px_pending *p;
+	const struct {
+		uint64_t mid;
+		uint16_t cmd;
+		struct px_open *o;
+		uint64_t off;
+		uint32_t len;
+	} fl[] = {
+		{ 100, SMB2_WRITE, &a, 0, 1024 },
+		{ 101, SMB2_WRITE, &a, 8192, 1024 },
+		{ 102, SMB2_READ, &a, 4096, 1024 },
+		{ 103, SMB2_WRITE, &b, 2048, 1024 },
+	};
+	size_t i;
+
+	px_ledger_init(&l, 1);
+	for (i = 0; i < sizeof(fl) / sizeof(fl[0]); i++) {
+		p = px_pending_add(&l, fl[i].mid);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+		p->origin = PX_ORIGIN_PROXY;
+		p->command = fl[i].cmd;
+		p->u.io.open = fl[i].o;
+		p->u.io.offset = fl[i].off;
+		p->u.io.length = fl[i].len;
+	}
+	CU_ASSERT_TRUE(px_open_writes_overlap(&l, &a, 512, 1024));
+	CU_ASSERT_TRUE(px_open_writes_overlap(&l, &a, 9215, 1));
+	CU_ASSERT_TRUE(px_open_writes_overlap(&l, &a, 0, 65536));
+	CU_ASSERT_FALSE(px_open_writes_overlap(&l, &a, 1024, 1024));  /* touches */
+	CU_ASSERT_FALSE(px_open_writes_overlap(&l, &a, 2048, 1024));  /* b's */
+	CU_ASSERT_FALSE(px_open_writes_overlap(&l, &a, 4096, 1024));  /* a READ */
+	CU_ASSERT_FALSE(px_open_writes_overlap(&l, &a, 7168, 1024));
+	CU_ASSERT_TRUE(px_open_writes_overlap(&l, &b, 3000, 10));
+	/* a client's own WRITE in flight is not smbaccel's */
+	p = px_pending_add(&l, 104);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p->origin = PX_ORIGIN_CLIENT;
+	p->command = SMB2_WRITE;
+	p->u.io.open = &a;
+	p->u.io.offset = 20000;
+	p->u.io.length = 100;
+	CU_ASSERT_FALSE(px_open_writes_overlap(&l, &a, 20000, 100));
+	px_ledger_free(&l);
+}
+
 /* Names a client chose, as shown: control characters (C0, DEL, C1)
  * escaped, everything else (UTF-8 letters, backslashes) as it is; the cut
  * never splits an escape. */
@@ -931,6 +985,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "per-share totals", test_share_stats);
+	CU_add_test(s, "smbaccel's writes in flight: overlap", test_writes_overlap);
 	CU_add_test(s, "names shown escaped", test_str_safe);
 	CU_add_test(s, "a log line stays one line", test_log_one_line);
 	CU_add_test(s, "log lines of a flood: bounded, counted", test_lograte);

@@ -16,6 +16,10 @@
 //	-S             require signing (the negotiate says so; every answer of
 //	               the session must then be signed or sealed, and verify)
 //	-p             read: a prefix (the file may go on after COUNT blocks)
+//	-j N           write: N goroutines at once on the one session, the
+//	               g-th writing blocks g, g+N, g+2N, ... (WriteAt), so
+//	               that up to N writes are in flight and arrive out of
+//	               order (default 1: one Write after the other)
 //
 // write: creates (or truncates) PATH and writes COUNT blocks of BLOCK bytes
 // of the pattern; read: reads PATH in BLOCK-byte reads and checks every byte
@@ -31,6 +35,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hirochachacha/go-smb2"
@@ -111,6 +116,7 @@ func main() {
 	dialect := fl.String("m", "", "dialect")
 	sign := fl.Bool("S", false, "require signing")
 	prefix := fl.Bool("p", false, "read a prefix")
+	jobs := fl.Int("j", 1, "concurrent writers")
 	fl.Parse(os.Args[7:])
 	up := strings.SplitN(*user, "%", 2)
 	if len(up) != 2 {
@@ -154,11 +160,30 @@ func main() {
 		if err != nil {
 			fail("create %s: %v", path, err)
 		}
-		for i := 0; i < count; i++ {
-			pattern(*seed, int64(i)*int64(block), buf)
-			if n, err := f.Write(buf); err != nil || n != block {
-				fail("write %d at %d: %d bytes, %v", block, i*block, n, err)
+		if *jobs <= 1 {
+			for i := 0; i < count; i++ {
+				pattern(*seed, int64(i)*int64(block), buf)
+				if n, err := f.Write(buf); err != nil || n != block {
+					fail("write %d at %d: %d bytes, %v", block, i*block, n, err)
+				}
 			}
+		} else {
+			var wg sync.WaitGroup
+			for g := 0; g < *jobs; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					b := make([]byte, block)
+					for i := g; i < count; i += *jobs {
+						off := int64(i) * int64(block)
+						pattern(*seed, off, b)
+						if n, err := f.WriteAt(b, off); err != nil || n != block {
+							fail("write %d at %d: %d bytes, %v", block, off, n, err)
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
 		}
 		if err := f.Close(); err != nil {
 			fail("close %s: %v", path, err)
