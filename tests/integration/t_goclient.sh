@@ -20,7 +20,8 @@
 #     writes in flight, arriving out of order): absorbed, none waiting for
 #     another (write_overlap_waits 0: only a write that overlaps one in
 #     flight waits; before, any write inside the hull of those in flight
-#     waited a round trip, and over 20 ms this client ran at 0.2x direct).
+#     waited a round trip, and over 20 ms this client ran at 0.2x direct);
+#     16 readers at once read it back, every byte checked.
 #  3. smbd with `server signing = mandatory` at 2.1, 3.0.2 and 3.1.1, and
 #     with `server smb encrypt = required` at 3.0.2 and 3.1.1 (sealed):
 #     as 2.  Where signing is required, go-smb2 1.1 takes an interim
@@ -99,6 +100,9 @@ assert_eq "$want" "$(sha256 "$SHARE_DIR/jobs.dat")" "16 writers at once: sha256 
 info "16 writers at once: $out; absorbed $D_writes_absorbed, upstream writes $D_upstream_writes, waits for a write in flight $D_write_overlap_waits"
 assert_ge $((KIB * 9 / 10)) "$D_writes_absorbed" "16 writers at once: writes absorbed"
 assert_eq 0 "$D_write_overlap_waits" "16 writers at once: writes that waited for a write in flight"
+out=$("$GOSMB" read "127.0.0.1:$PROXY_PORT" share jobs.dat 4K $((KIB / 4)) -s "$seed" -j 16 2>&1) ||
+    fail "16 readers at once (every byte checked): $out"
+info "16 readers at once: $out"
 proxy_alive || fail "proxy died"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status"

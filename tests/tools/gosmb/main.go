@@ -16,10 +16,10 @@
 //	-S             require signing (the negotiate says so; every answer of
 //	               the session must then be signed or sealed, and verify)
 //	-p             read: a prefix (the file may go on after COUNT blocks)
-//	-j N           write: N goroutines at once on the one session, the
-//	               g-th writing blocks g, g+N, g+2N, ... (WriteAt), so
-//	               that up to N writes are in flight and arrive out of
-//	               order (default 1: one Write after the other)
+//	-j N           N goroutines at once on the one session, the g-th
+//	               writing (or reading) blocks g, g+N, g+2N, ... (WriteAt,
+//	               ReadAt), so that up to N requests are in flight and
+//	               arrive out of order (default 1: one after the other)
 //
 // write: creates (or truncates) PATH and writes COUNT blocks of BLOCK bytes
 // of the pattern; read: reads PATH in BLOCK-byte reads and checks every byte
@@ -193,15 +193,40 @@ func main() {
 		if err != nil {
 			fail("open %s: %v", path, err)
 		}
-		for i := 0; i < count; i++ {
-			if _, err := io.ReadFull(f, buf); err != nil {
-				fail("read %d at %d: %v", block, i*block, err)
-			}
-			pattern(*seed, int64(i)*int64(block), want)
-			for j := range buf {
-				if buf[j] != want[j] {
-					fail("byte %d differs: 0x%02x, want 0x%02x", i*block+j, buf[j], want[j])
+		check := func(b, w []byte, off int64) {
+			pattern(*seed, off, w)
+			for j := range b {
+				if b[j] != w[j] {
+					fail("byte %d differs: 0x%02x, want 0x%02x", off+int64(j), b[j], w[j])
 				}
+			}
+		}
+		if *jobs <= 1 {
+			for i := 0; i < count; i++ {
+				if _, err := io.ReadFull(f, buf); err != nil {
+					fail("read %d at %d: %v", block, i*block, err)
+				}
+				check(buf, want, int64(i)*int64(block))
+			}
+		} else {
+			var wg sync.WaitGroup
+			for g := 0; g < *jobs; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					b, w := make([]byte, block), make([]byte, block)
+					for i := g; i < count; i += *jobs {
+						off := int64(i) * int64(block)
+						if n, err := f.ReadAt(b, off); n != block {
+							fail("read %d at %d: %d bytes, %v", block, off, n, err)
+						}
+						check(b, w, off)
+					}
+				}(g)
+			}
+			wg.Wait()
+			if _, err := f.Seek(int64(count)*int64(block), io.SeekStart); err != nil {
+				fail("seek: %v", err)
 			}
 		}
 		if n, err := f.Read(buf[:1]); !*prefix && (n != 0 || err != io.EOF) {
