@@ -328,14 +328,22 @@ pol_errors_free(struct pol_errors *errs)
 }
 
 void
-pol_errors_print(const struct pol_errors *errs, FILE *fp)
+pol_errors_print_prefixed(const struct pol_errors *errs, FILE *fp,
+    const char *prefix)
 {
 	size_t i;
 
 	for (i = 0; i < errs->n; i++)
-		fprintf(fp, "%s\n", errs->msg[i]);
+		fprintf(fp, "%s%s\n", prefix, errs->msg[i]);
 	if (errs->dropped > 0)
-		fprintf(fp, "(%zu more errors not shown)\n", errs->dropped);
+		fprintf(fp, "%s(%zu more errors not shown)\n", prefix,
+		    errs->dropped);
+}
+
+void
+pol_errors_print(const struct pol_errors *errs, FILE *fp)
+{
+	pol_errors_print_prefixed(errs, fp, "");
 }
 
 /* ---- value syntax ----------------------------------------------------- */

@@ -155,6 +155,9 @@ void pol_free(struct pol_config *cfg);
 
 void pol_errors_free(struct pol_errors *errs);
 void pol_errors_print(const struct pol_errors *errs, FILE *fp);
+/* The same with prefix before each line (journald's "<3>"). */
+void pol_errors_print_prefixed(const struct pol_errors *errs, FILE *fp,
+    const char *prefix);
 
 const struct pol_global *pol_global(const struct pol_config *cfg);
 const char *pol_name(const struct pol_config *cfg);

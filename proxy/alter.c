@@ -165,7 +165,7 @@ may_answer(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 	if (!signed_rq && !s->signing_required)
 		return s->keyed ||
 		    co_may_alter(CO_ALTER_SYNTH, s->srv_signs, false);
-	if (signed_rq)
+	if (signed_rq && !s->signing_required && !s->client_signs)
 		px_keyed_client_signs(c, s);
 	if (!signed_rq || !s->keyed)
 		return false;   /* unsigned where required, or no key */

@@ -25,10 +25,11 @@
 #include "proxy/proxy.h"
 
 static int log_level = PX_LOG_INFO;
-static size_t safe_len(const char *s);
 static bool log_stderr = true;
 static int log_journal = -1;     /* stderr is journald's stream; -1: not
                                   * looked at yet */
+
+static size_t safe_len(const char *s);
 
 bool
 log_to_journal(void)
@@ -59,17 +60,7 @@ log_init(int level, bool to_stderr)
 void
 log_policy_errors(const struct pol_errors *errs)
 {
-	size_t i;
-
-	if (!log_to_journal()) {
-		pol_errors_print(errs, stderr);
-		return;
-	}
-	for (i = 0; i < errs->n; i++)
-		fprintf(stderr, SD_ERR "%s\n", errs->msg[i]);
-	if (errs->dropped > 0)
-		fprintf(stderr, SD_ERR "(%zu more errors not shown)\n",
-		    errs->dropped);
+	pol_errors_print_prefixed(errs, stderr, log_to_journal() ? SD_ERR : "");
 }
 
 void

@@ -643,49 +643,11 @@ test_str_safe(void)
 	    "abcd");
 }
 
-/* A log line is one line, whatever the names in it: a newline or an
- * escape in an argument comes out escaped, the line's own text as it is. */
+/* What emit logs at level info, into a temporary file standing for
+ * stderr, with $JOURNAL_STREAM set to js ("" for that file's device:inode,
+ * NULL for unset); out gets what was written. */
 static void
-test_log_one_line(void)
-{
-	char out[512], *nl;
-	FILE *tmp = tmpfile();
-	int saved = dup(STDERR_FILENO);
-	int level = log_get_level();
-	size_t n;
-
-	CU_ASSERT_PTR_NOT_NULL_FATAL(tmp);
-	CU_ASSERT_FATAL(saved >= 0);
-	log_init(PX_LOG_INFO, true);
-	fflush(stderr);
-	dup2(fileno(tmp), STDERR_FILENO);
-	log_info("share=%s file=%s done", "ev\n12:00:00.000 smbaccel[error] "
-	    "forged", "x\x1b[2J");
-	log_info("plain %s", "caf\xc3\xa9");
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
-	log_set_level(level);
-	rewind(tmp);
-	n = fread(out, 1, sizeof(out) - 1, tmp);
-	fclose(tmp);
-	out[n] = '\0';
-	/* two lines, the first with the names escaped */
-	nl = strchr(out, '\n');
-	CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "smbaccel[info] share=ev\\x0a12:00:00.000 "
-	    "smbaccel[error] forged file=x\\x1b[2J done\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(nl + 1, "smbaccel[info] plain caf\xc3\xa9\n"));
-	CU_ASSERT_PTR_NOT_NULL_FATAL(strchr(nl + 1, '\n'));
-	CU_ASSERT_PTR_NULL(strchr(strchr(nl + 1, '\n') + 1, '\n'));
-	CU_ASSERT_PTR_NULL(strchr(out, '\x1b'));
-}
-
-/* Log lines into a temporary file standing for stderr, with
- * $JOURNAL_STREAM set to js ("" for that file's device:inode, NULL for
- * unset); out gets what was written. */
-static void
-log_capture(const char *js, char *out, size_t len)
+log_capture(const char *js, void (*emit)(void), char *out, size_t len)
 {
 	FILE *tmp = tmpfile();
 	int saved = dup(STDERR_FILENO), level = log_get_level();
@@ -709,9 +671,7 @@ log_capture(const char *js, char *out, size_t len)
 	fflush(stderr);
 	dup2(fileno(tmp), STDERR_FILENO);
 	log_init(PX_LOG_INFO, true);
-	log_warnx("w %s", "a\nb");
-	log_info("i");
-	log_debug("d");
+	emit();
 	fflush(stderr);
 	dup2(saved, STDERR_FILENO);
 	close(saved);
@@ -723,6 +683,41 @@ log_capture(const char *js, char *out, size_t len)
 	out[n] = '\0';
 }
 
+static void
+emit_forged(void)
+{
+	log_info("share=%s file=%s done", "ev\n12:00:00.000 smbaccel[error] "
+	    "forged", "x\x1b[2J");
+	log_info("plain %s", "caf\xc3\xa9");
+}
+
+/* A log line is one line, whatever the names in it: a newline or an
+ * escape in an argument comes out escaped, the line's own text as it is. */
+static void
+test_log_one_line(void)
+{
+	char out[512], *nl;
+
+	log_capture(NULL, emit_forged, out, sizeof(out));
+	/* two lines, the first with the names escaped */
+	nl = strchr(out, '\n');
+	CU_ASSERT_PTR_NOT_NULL_FATAL(nl);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "smbaccel[info] share=ev\\x0a12:00:00.000 "
+	    "smbaccel[error] forged file=x\\x1b[2J done\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(nl + 1, "smbaccel[info] plain caf\xc3\xa9\n"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(strchr(nl + 1, '\n'));
+	CU_ASSERT_PTR_NULL(strchr(strchr(nl + 1, '\n') + 1, '\n'));
+	CU_ASSERT_PTR_NULL(strchr(out, '\x1b'));
+}
+
+static void
+emit_levels(void)
+{
+	log_warnx("w %s", "a\nb");
+	log_info("i");
+	log_debug("d");
+}
+
 /* Under journald (stderr is the stream $JOURNAL_STREAM names) a line is
  * its priority prefix and the message; anywhere else (not set, or naming
  * another stream, as for a child of a unit whose stderr was redirected)
@@ -732,14 +727,14 @@ test_log_journal(void)
 {
 	char out[512];
 
-	log_capture("", out, sizeof(out));
+	log_capture("", emit_levels, out, sizeof(out));
 	CU_ASSERT_STRING_EQUAL(out, "<4>w a\\x0ab\n<6>i\n");
-	log_capture("1:2", out, sizeof(out));
+	log_capture("1:2", emit_levels, out, sizeof(out));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[warn] w a\\x0ab\n"));
 	CU_ASSERT_PTR_NULL(strchr(out, '<'));
-	log_capture(NULL, out, sizeof(out));
+	log_capture(NULL, emit_levels, out, sizeof(out));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[info] i\n"));
-	log_capture("junk", out, sizeof(out));
+	log_capture("junk", emit_levels, out, sizeof(out));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, " smbaccel[info] i\n"));
 }
 
