@@ -55,6 +55,24 @@ func pattern(seed uint64, off int64, b []byte) {
 	}
 }
 
+// fanout runs do for blocks 0..count-1 from jobs goroutines at once, the
+// g-th taking blocks g, g+jobs, g+2*jobs, ..., each with two buffers of
+// block bytes of its own; it returns when all are done.
+func fanout(jobs, count, block int, do func(off int64, b, w []byte)) {
+	var wg sync.WaitGroup
+	for g := 0; g < jobs; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			b, w := make([]byte, block), make([]byte, block)
+			for i := g; i < count; i += jobs {
+				do(int64(i)*int64(block), b, w)
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
 func parseSize(s string) int {
 	mult := 1
 	switch {
@@ -168,22 +186,12 @@ func main() {
 				}
 			}
 		} else {
-			var wg sync.WaitGroup
-			for g := 0; g < *jobs; g++ {
-				wg.Add(1)
-				go func(g int) {
-					defer wg.Done()
-					b := make([]byte, block)
-					for i := g; i < count; i += *jobs {
-						off := int64(i) * int64(block)
-						pattern(*seed, off, b)
-						if n, err := f.WriteAt(b, off); err != nil || n != block {
-							fail("write %d at %d: %d bytes, %v", block, off, n, err)
-						}
-					}
-				}(g)
-			}
-			wg.Wait()
+			fanout(*jobs, count, block, func(off int64, b, _ []byte) {
+				pattern(*seed, off, b)
+				if n, err := f.WriteAt(b, off); err != nil || n != block {
+					fail("write %d at %d: %d bytes, %v", block, off, n, err)
+				}
+			})
 		}
 		if err := f.Close(); err != nil {
 			fail("close %s: %v", path, err)
@@ -209,22 +217,12 @@ func main() {
 				check(buf, want, int64(i)*int64(block))
 			}
 		} else {
-			var wg sync.WaitGroup
-			for g := 0; g < *jobs; g++ {
-				wg.Add(1)
-				go func(g int) {
-					defer wg.Done()
-					b, w := make([]byte, block), make([]byte, block)
-					for i := g; i < count; i += *jobs {
-						off := int64(i) * int64(block)
-						if n, err := f.ReadAt(b, off); n != block {
-							fail("read %d at %d: %d bytes, %v", block, off, n, err)
-						}
-						check(b, w, off)
-					}
-				}(g)
-			}
-			wg.Wait()
+			fanout(*jobs, count, block, func(off int64, b, w []byte) {
+				if n, err := f.ReadAt(b, off); n != block {
+					fail("read %d at %d: %d bytes, %v", block, off, n, err)
+				}
+				check(b, w, off)
+			})
 			if _, err := f.Seek(int64(count)*int64(block), io.SeekStart); err != nil {
 				fail("seek: %v", err)
 			}
