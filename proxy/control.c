@@ -257,6 +257,8 @@ static const struct {
 	    "Longest break to acknowledgement, milliseconds"),
 	C("proxy_lease_locked", pl_locked,
 	    "Opens of a locked file for which no lease was asked"),
+	C("proxy_lease_locked_joined", pl_locked_joined,
+	    "Opens of a locked file that joined smbaccel's lease with W"),
 	C("lock_conflicts", lock_conflicts,
 	    "Lock conflicts answered by smbaccel"),
 	C("locks_unchecked", locks_unchecked,
@@ -543,9 +545,10 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->reserve_aged,
 		    (unsigned long long)s->pl_starve_ended);
 		fprintf(f, "byte-range locks   %llu opens of a locked file not "
-		    "leased; %llu conflicts answered by smbaccel, %llu it could "
+		    "leased, %llu joined a lease with W; %llu conflicts answered by smbaccel, %llu it could "
 		    "not answer; %llu handles past the lock bound\n",
 		    (unsigned long long)s->pl_locked,
+		    (unsigned long long)s->pl_locked_joined,
 		    (unsigned long long)s->lock_conflicts,
 		    (unsigned long long)s->locks_unchecked,
 		    (unsigned long long)s->locks_overflow);

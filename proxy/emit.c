@@ -52,6 +52,27 @@ px_same_server(const struct px_conn *a, const struct px_conn *b)
 	    sizeof(struct sockaddr_in6)) == 0;
 }
 
+struct px_open *
+px_server_open_find(struct px_conn *c, bool (*match)(const struct px_conn *x,
+    const struct px_open *o, const void *arg), const void *arg,
+    struct px_conn **xp)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (match(x, o, arg)) {
+				if (xp != NULL)
+					*xp = x;
+				return o;
+			}
+	}
+	return NULL;
+}
+
 /* ---- proxy-originated requests ---------------------------------------------- */
 
 struct px_pending *
@@ -85,6 +106,7 @@ px_emit_read(struct px_conn *c, struct px_open *o, uint64_t lo,
 	h.message_id = lo;
 	h.tree_id = o->tree_id;
 	h.session_id = o->session_id;
+	h.status = o->csn;      /* ChannelSequence */
 	n = px_smb2_read_req_encode(msg, sizeof(msg), &h, &o->fid, off, len, 0);
 	prot = px_emit_prot(c, o->session_id, o->tree_id);
 	if (n == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, n) == -1 ||

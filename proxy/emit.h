@@ -32,6 +32,12 @@ const char *px_tree_share(struct px_conn *c, const struct px_open *o);
 /* Do a and b relay to the same server (address and port)?  Opens of one
  * file on different connections are one file only then. */
 bool px_same_server(const struct px_conn *a, const struct px_conn *b);
+/* The first open through this smbaccel to c's server (c's own or another
+ * live connection's) that `match` accepts, its connection in *xp (when
+ * not NULL); NULL if none. */
+struct px_open *px_server_open_find(struct px_conn *c,
+    bool (*match)(const struct px_conn *x, const struct px_open *o,
+    const void *arg), const void *arg, struct px_conn **xp);
 /* Send msg (a complete SMB2 message, not in an output buffer) to `to` as
  * prot says: signed (msg is signed in place), sealed, or as is (DESIGN.md
  * section 7). */

@@ -197,6 +197,27 @@ writes(uint32_t access)
 	    MAXIMUM_ALLOWED)) != 0;
 }
 
+/* An open of smbaccel's lease with this key (arg), caching writes and
+ * not breaking. */
+static bool
+lease_with_w(const struct px_conn *x, const struct px_open *o,
+    const void *key)
+{
+	(void)x;
+	return o->pl.kind == PX_PL_LEASE && !o->closed && !o->pl.breaking &&
+	    (o->pl.state & SMB2_LEASE_WRITE) && memcmp(o->pl.key, key, 16) == 0;
+}
+
+/* Does smbaccel's lease with this key cache writes, on an open of c's
+ * server (any connection of the client)?  Its state then, else 0. */
+static uint32_t
+held_with_w(struct px_conn *c, const uint8_t key[16])
+{
+	struct px_open *o = px_server_open_find(c, lease_with_w, key, NULL);
+
+	return o ? o->pl.state : 0;
+}
+
 void
 px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_create_edit *ed,
@@ -255,20 +276,41 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	 * asked for no lease expects the server to make.  No lease; opens
 	 * already holding one are checked by locks.c.
 	 */
-	if (px_coh_path_locked(c, t->share, cr->name)) {
-		px_stats.pl_locked++;
-		log_debug("conn=%llu share=%s file=%s byte-range locks on the "
-		    "file: no lease of smbaccel's for this open",
-		    (unsigned long long)c->id, t->share, cr->name);
-		goto out;
-	}
 	ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
 	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
 	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
 	    (c->led.capabilities & SMB2_GLOBAL_CAP_LEASING);
-	if (lease) {
-		if (lease_key(c, t, cr->name, ask->key) == -1)
+	if (lease && lease_key(c, t, cr->name, ask->key) == -1)
+		goto out;
+	/*
+	 * ... except where this client already holds smbaccel's lease of the
+	 * file with W (an open made before the lock): this open, lease-less,
+	 * would break it (smbd breaks W for any other open, RW to none for
+	 * an overwrite), and that break needs an acknowledgement no donated
+	 * id may be there to pay for while the client waits for this CREATE:
+	 * it would wait for the server's break timeout (smbtorture
+	 * smb2.create.brlocked: 35 s).  It joins the lease instead (same key,
+	 * same state: the server breaks no open of its own lease), and
+	 * locks.c checks its reads and writes as it checks the first open's.
+	 */
+	if (px_coh_path_locked(c, t->share, cr->name)) {
+		uint32_t held = lease ? held_with_w(c, ask->key) : 0;
+
+		if (held == 0) {
+			px_stats.pl_locked++;
+			log_debug("conn=%llu share=%s file=%s byte-range locks "
+			    "on the file: no lease of smbaccel's for this open",
+			    (unsigned long long)c->id, t->share, cr->name);
 			goto out;
+		}
+		px_stats.pl_locked_joined++;
+		ask->state = held & (SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+		log_debug("conn=%llu share=%s file=%s byte-range locks on the "
+		    "file, but smbaccel's lease of it caches writes: this open "
+		    "joins it rather than break it", (unsigned long long)c->id,
+		    t->share, cr->name);
+	}
+	if (lease) {
 		n = px_smb2_lease_ctx_encode(data, sizeof(data), ask->key,
 		    ask->state, c->led.dialect >= SMB2_DIALECT_0300);
 		if (n == 0 || px_create_edit_add(ed, "RqLs", data, n) == -1)

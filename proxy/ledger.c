@@ -272,6 +272,17 @@ px_open_find(struct px_ledger *l, const struct smb2_fileid *fid)
 }
 
 bool
+px_open_csn_seen(struct px_open *o, const struct smb2_hdr *h)
+{
+	uint16_t csn = (uint16_t)h->status;
+
+	if ((uint16_t)(csn - o->csn) > 0x7FFF)
+		return false;           /* older: the server refuses a WRITE */
+	o->csn = csn;
+	return true;
+}
+
+bool
 px_open_same_file(const struct px_open *x, const struct px_open *o)
 {
 	return x == o || (x->tree_id == o->tree_id && x->name != NULL &&
@@ -513,6 +524,7 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	p->in_compound = in_compound;
 	p->related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
 	p->signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
+	p->replay = (h->flags & SMB2_FLAGS_REPLAY_OPERATION) != 0;
 	px_ledger_req_ids(l, h, &p->session_id, &p->tree_id);
 	l->chain_session_id = p->session_id;
 	l->chain_tree_id = p->tree_id;
@@ -520,9 +532,16 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 		l->cr.client_next = h->message_id + charge;
 	l->cr.client_outstanding++;
 
-	if (px_smb2_req_file_id(e, h->command, &p->fid) == 0 &&
-	    px_fileid_is_related(&p->fid) && related_fid)
-		p->fid = *related_fid;
+	if (px_smb2_req_file_id(e, h->command, &p->fid) == 0) {
+		struct px_open *o;
+
+		if (px_fileid_is_related(&p->fid) && related_fid)
+			p->fid = *related_fid;
+		/* the server takes a newer ChannelSequence of any request
+		 * naming the open as the open's (3.3.5.2.10) */
+		if ((o = px_open_find(l, &p->fid)) != NULL)
+			px_open_csn_seen(o, h);
+	}
 
 	switch (h->command) {
 	case SMB2_NEGOTIATE: {
@@ -711,8 +730,13 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	if (last_create_fid)
 		*last_create_fid = cr.file_id;
 	if ((o = px_open_find(l, &cr.file_id)) != NULL) {
-		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CREATE returned a "
-		    "file id already open", (unsigned long long)l->conn_id);
+		/* a CREATE the client replayed (3.x, after a channel failed)
+		 * is answered with the open it made the first time
+		 * (MS-SMB2 3.3.5.9.10): the same open, not a second one */
+		if (!p->replay)
+			LEDGER_ERR(l, "conn=%llu ledger=inconsistent CREATE "
+			    "returned a file id already open",
+			    (unsigned long long)l->conn_id);
 		return;
 	}
 	if ((o = calloc(1, sizeof(*o))) == NULL)
@@ -991,6 +1015,21 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 	case SMB2_OPLOCK_BREAK:
 		on_break_ack(l, h, p);
 		break;
+	case SMB2_IOCTL: {
+		struct smb2_ioctl_rsp io;
+		struct px_open *o;
+
+		if (h->status == NT_STATUS_SUCCESS &&
+		    px_smb2_ioctl_rsp_decode(e, &io) == 0 &&
+		    io.ctl_code == FSCTL_SRV_REQUEST_RESUME_KEY &&
+		    io.out_len >= SMB2_RESUME_KEY_LEN &&
+		    (o = px_open_find(l, &io.file_id)) != NULL &&
+		    o->session_id == p->session_id) {
+			memcpy(o->resume_key, io.out, SMB2_RESUME_KEY_LEN);
+			o->has_resume_key = true;
+		}
+		break;
+	}
 	default:
 		break;
 	}

@@ -119,6 +119,7 @@ struct px_pending {
 	bool in_compound;
 	bool related;
 	bool signed_rq;             /* the request carried SMB2_FLAGS_SIGNED */
+	bool replay;                /* ... SMB2_FLAGS_REPLAY_OPERATION */
 	uint32_t expiry_gen;        /* the ledger's expiry_gen when sent */
 	uint64_t session_id;
 	uint32_t tree_id;
@@ -249,6 +250,16 @@ struct px_open {
 	bool is_dir;                /* a directory (attributes or options) */
 	bool locked;                /* a LOCK was seen on this file */
 	struct co_brl brl;          /* locks granted to it (locks.c) */
+	/* the key FSCTL_SRV_REQUEST_RESUME_KEY gave the client for it: a
+	 * copychunk names its source by it (locks.c) */
+	uint8_t resume_key[SMB2_RESUME_KEY_LEN];
+	bool has_resume_key;
+	/* the server's Open.ChannelSequence as the client's requests set it
+	 * (MS-SMB2 3.3.5.2.10; 0 for a new open, as smbd starts it):
+	 * smbaccel's own requests on the open carry it, since a WRITE with
+	 * an older one is failed FILE_NOT_AVAILABLE (a client raises it
+	 * after a reconnect) */
+	uint16_t csn;
 	struct px_plock pl;         /* smbaccel's lease on the client's behalf */
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */
@@ -317,6 +328,11 @@ struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);
 struct px_open *px_open_find(struct px_ledger *l,
     const struct smb2_fileid *fid);
 struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
+/* Request h names o: a ChannelSequence as new as o's or newer becomes
+ * o's (true); an older one (false) the server fails for a WRITE,
+ * SET_INFO or IOCTL with STATUS_FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.2.10;
+ * before 3.0 the field is 0 in every request). */
+bool px_open_csn_seen(struct px_open *o, const struct smb2_hdr *h);
 /* x is o, or an open of the same tree naming the same file (SMB names
  * compare without case). */
 bool px_open_same_file(const struct px_open *x, const struct px_open *o);

@@ -30,6 +30,16 @@ enum px_absorb px_locks_check(struct px_conn *c, const struct smb2_hdr *h,
  * a WRITE cut through as it arrives: such a one must be read whole. */
 bool px_locks_blocks(struct px_conn *c, const struct px_open *o,
     uint64_t off, uint64_t len, bool write);
+/*
+ * A standalone FSCTL_SRV_COPYCHUNK(_WRITE) about to be forwarded: the
+ * server reads its source through the open whose resume key it names
+ * and writes through the open it is sent on, each checked for locks by
+ * the server only if it holds no lease caching that I/O.  Where one holds
+ * smbaccel's and a chunk conflicts with a lock granted through smbaccel,
+ * answered FILE_LOCK_CONFLICT with nothing copied, as px_locks_check.
+ */
+enum px_absorb px_locks_copychunk(struct px_conn *c,
+    const struct smb2_hdr *h, const struct smb2_elem *e);
 /* A READ or WRITE element of a compound is forwarded: a conflict the
  * server may not see is counted and logged (compounds are never
  * answered by smbaccel). */

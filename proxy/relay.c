@@ -440,8 +440,14 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		if (first.command == SMB2_IOCTL) {
 			ar = px_coh_interfaces(c, &first, &e);
-			if (ar == PX_AB_DONE)
+			/* a server-side copy the server would not check */
+			if (ar == PX_AB_FORWARD)
+				ar = px_locks_copychunk(c, &first, &e);
+			if (ar == PX_AB_DONE) {
+				if (c->pl_owed)
+					px_lease_progress(c);
 				return PX_RC_DONE;
+			}
 			if (ar == PX_AB_FAIL)
 				return PX_RC_CLOSE;
 		}

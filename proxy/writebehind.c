@@ -197,6 +197,7 @@ wb_write_hdr(const struct px_conn *c, const struct px_open *o, uint64_t lo,
 	h->message_id = lo;
 	h->tree_id = o->tree_id;
 	h->session_id = o->session_id;
+	h->status = o->csn;     /* ChannelSequence */
 }
 
 /* A proxy WRITE of o (n bytes at off, ids from lo) is on its way: record
@@ -632,6 +633,12 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		return PX_AB_FORWARD;
 	/* a deferred error is reported on the next WRITE (DESIGN.md 4) */
 	if (o->failed_status && !px_wb_busy(o))
+		return PX_AB_FORWARD;
+	/* a replay, or a ChannelSequence older than the open's, which the
+	 * server fails FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.2.10): the
+	 * server's to answer.  A newer one becomes the open's, and
+	 * smbaccel's WRITEs carry it */
+	if ((h->flags & SMB2_FLAGS_REPLAY_OPERATION) || !px_open_csn_seen(o, h))
 		return PX_AB_FORWARD;
 
 	memset(&of, 0, sizeof(of));

@@ -486,11 +486,12 @@ fail:
 	return -1;
 }
 
-/* The fixed part of an IOCTL request (2.2.31); the buffers are not read. */
+/* An IOCTL request (2.2.31): the fixed part and where its input is. */
 int
 px_smb2_ioctl_req_decode(const struct smb2_elem *e, struct smb2_ioctl_req *out)
 {
 	struct px_rd r;
+	uint32_t in_off;
 
 	memset(out, 0, sizeof(*out));
 	if (body_open(e, 57, &r) == -1)
@@ -498,14 +499,68 @@ px_smb2_ioctl_req_decode(const struct smb2_elem *e, struct smb2_ioctl_req *out)
 	px_rd_skip(&r, 2);                      /* Reserved */
 	out->ctl_code = px_rd_u32(&r);
 	rd_fileid(&r, &out->file_id);
-	px_rd_skip(&r, 24);     /* input and output offsets, counts, maxima */
+	in_off = px_rd_u32(&r);
+	out->in_len = px_rd_u32(&r);
+	px_rd_skip(&r, 16);     /* MaxInputResponse, output offset, count, max */
 	out->flags = px_rd_u32(&r);
-	if (r.err)
+	if (r.err || elem_buf(e, 57, in_off, out->in_len, &out->in) == -1)
 		goto fail;
 	return 0;
 fail:
 	memset(out, 0, sizeof(*out));
 	return -1;
+}
+
+/* The output of an IOCTL response of status SUCCESS (2.2.32). */
+int
+px_smb2_ioctl_rsp_decode(const struct smb2_elem *e, struct smb2_ioctl_rsp *out)
+{
+	struct px_rd r;
+	uint32_t out_off;
+
+	memset(out, 0, sizeof(*out));
+	if (px_get_u32(e->hdr + 8) != 0 || body_open(e, 49, &r) == -1)
+		goto fail;
+	px_rd_skip(&r, 2);                      /* Reserved */
+	out->ctl_code = px_rd_u32(&r);
+	rd_fileid(&r, &out->file_id);
+	px_rd_skip(&r, 8);                      /* InputOffset, InputCount */
+	out_off = px_rd_u32(&r);
+	out->out_len = px_rd_u32(&r);
+	if (r.err || elem_buf(e, 49, out_off, out->out_len, &out->out) == -1)
+		goto fail;
+	return 0;
+fail:
+	memset(out, 0, sizeof(*out));
+	return -1;
+}
+
+int
+px_smb2_copychunk_decode(const uint8_t *in, uint32_t len,
+    struct smb2_copychunk *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (in == NULL || len < SMB2_RESUME_KEY_LEN + 8)
+		return -1;
+	out->key = in;
+	out->count = px_get_u32(in + SMB2_RESUME_KEY_LEN);
+	if (out->count > (len - SMB2_RESUME_KEY_LEN - 8) / 24) {
+		memset(out, 0, sizeof(*out));
+		return -1;
+	}
+	out->chunks = in + SMB2_RESUME_KEY_LEN + 8;
+	return 0;
+}
+
+void
+px_smb2_copychunk_chunk(const struct smb2_copychunk *cc, uint32_t i,
+    uint64_t *src, uint64_t *dst, uint32_t *len)
+{
+	const uint8_t *c = cc->chunks + (size_t)i * 24;
+
+	*src = px_get_u64(c);
+	*dst = px_get_u64(c + 8);
+	*len = px_get_u32(c + 16);
 }
 
 /*

@@ -207,6 +207,30 @@ px_smb2_close_req_encode(uint8_t *dst, size_t cap,
 	return total;
 }
 
+/* 2.2.32: the output right after the 48-byte fixed part, InputOffset
+ * there too with InputCount 0, as Samba sends it. */
+size_t
+px_smb2_ioctl_rsp_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, uint32_t ctl_code,
+    const struct smb2_fileid *fid, const uint8_t *out, uint32_t out_len)
+{
+	size_t total = SMB2_HDR_LEN + 48 + (size_t)out_len;
+	uint8_t *b;
+
+	if (fid == NULL || (out_len > 0 && out == NULL) ||
+	    !enc_begin(dst, cap, total, h, SMB2_IOCTL, true, 49))
+		return 0;
+	b = dst + SMB2_HDR_LEN;
+	px_put_u32(b + 4, ctl_code);
+	put_fileid(b + 8, fid);
+	px_put_u32(b + 24, SMB2_HDR_LEN + 48);  /* InputOffset */
+	px_put_u32(b + 32, SMB2_HDR_LEN + 48);  /* OutputOffset */
+	px_put_u32(b + 36, out_len);
+	if (out_len > 0)
+		memcpy(b + 48, out, out_len);
+	return total;
+}
+
 /*
  * 2.2.2: ErrorContextCount 0, ByteCount 0 and the one-byte ErrorData the
  * spec asks for when ByteCount is 0.  Command and status come from h.

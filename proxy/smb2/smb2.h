@@ -270,11 +270,41 @@ struct smb2_ioctl_req {
 	uint32_t ctl_code;
 	uint32_t flags;         /* SMB2_0_IOCTL_IS_FSCTL */
 	struct smb2_fileid file_id;
+	const uint8_t *in;      /* the input buffer, inside the element */
+	uint32_t in_len;
 };
 int px_smb2_ioctl_req_decode(const struct smb2_elem *e,
     struct smb2_ioctl_req *out) PX_MUSTCHECK;
+/* An IOCTL response (2.2.32) of status SUCCESS: its output buffer. */
+struct smb2_ioctl_rsp {
+	uint32_t ctl_code;
+	struct smb2_fileid file_id;
+	const uint8_t *out;     /* inside the element */
+	uint32_t out_len;
+};
+int px_smb2_ioctl_rsp_decode(const struct smb2_elem *e,
+    struct smb2_ioctl_rsp *out) PX_MUSTCHECK;
 #define SMB2_0_IOCTL_IS_FSCTL 0x00000001u
 #define FSCTL_QUERY_NETWORK_INTERFACE_INFO 0x001401FCu
+#define FSCTL_SRV_REQUEST_RESUME_KEY 0x00140078u
+#define FSCTL_SRV_COPYCHUNK 0x001440F2u
+#define FSCTL_SRV_COPYCHUNK_WRITE 0x001480F2u
+#define SMB2_RESUME_KEY_LEN 24
+
+/*
+ * SRV_COPYCHUNK_COPY (2.2.31.1): the source's resume key and ChunkCount
+ * chunks of 24 bytes, each SourceOffset, TargetOffset, Length.  -1 when
+ * the buffer is shorter than its count says.
+ */
+struct smb2_copychunk {
+	const uint8_t *key;     /* SMB2_RESUME_KEY_LEN bytes */
+	uint32_t count;
+	const uint8_t *chunks;  /* count x 24 bytes */
+};
+int px_smb2_copychunk_decode(const uint8_t *in, uint32_t len,
+    struct smb2_copychunk *out) PX_MUSTCHECK;
+void px_smb2_copychunk_chunk(const struct smb2_copychunk *cc, uint32_t i,
+    uint64_t *src, uint64_t *dst, uint32_t *len);
 
 struct smb2_session_setup_rsp {
 	uint16_t session_flags;
@@ -675,6 +705,11 @@ size_t px_smb2_flush_req_encode(uint8_t *dst, size_t cap,
 /* CLOSE request (2.2.15) with Flags 0: no attributes asked for. */
 size_t px_smb2_close_req_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h, const struct smb2_fileid *fid);
+/* IOCTL response (2.2.32) with no input and out_len bytes of output
+ * (an error status may carry one: SRV_COPYCHUNK_RESPONSE, 3.3.4.4). */
+size_t px_smb2_ioctl_rsp_encode(uint8_t *dst, size_t cap,
+    const struct smb2_hdr_out *h, uint32_t ctl_code,
+    const struct smb2_fileid *fid, const uint8_t *out, uint32_t out_len);
 /* Error response (StructureSize 9, empty ErrorData), status from h. */
 size_t px_smb2_error_rsp_encode(uint8_t *dst, size_t cap,
     const struct smb2_hdr_out *h);

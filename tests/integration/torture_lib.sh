@@ -84,6 +84,16 @@ summary() { awk '{ n[$2]++ } END { for (k in n) printf "%s=%d ", k, n[k] }' "$1"
 # suite_list TOKEN: where TOKEN's load-list is (suite_select writes it).
 suite_list() { echo "$T/select.$(printf '%s' "$1" | cksum | cut -d' ' -f1)"; }
 
+# suite_key TOKEN: the token, or for one too long to name a file (a long
+# NAME:only:A,B,...) NAME:only:CHECKSUM; used for result files and in the
+# log.
+suite_key() {
+	local how=except
+	[ ${#1} -le 60 ] && { echo "$1"; return; }
+	case $1 in *:only:*) how=only ;; esac
+	echo "${1%%:"$how":*}:$how:$(printf '%s' "$1" | cksum | cut -d' ' -f1)"
+}
+
 # suite_select TOKEN: for a NAME:only:A,B or NAME:except:A,B token, the
 # full names of the tests to run, one a line, into $(suite_list TOKEN).
 # smbtorture --list prints a test as NAME.CASE.TEST, and as NAME.TEST
@@ -133,15 +143,16 @@ lane() {
 		echo "$PROXY_PID" > "$dir/proxy.pid"
 	fi
 	for s in "$@"; do
-		local sh=share sdir=$SHARE_DIR name=$s list=
+		local sh=share sdir=$SHARE_DIR name=$s list= f
+		f=$(suite_key "$s")
 		case $s in dur:*) sh=dur sdir=$DUR_DIR name=${s#dur:} ;; esac
 		case $name in *:only:*|*:except:*)
 			list=$(suite_list "$s") name=${name%%:*} ;;
 		esac
 		find "$sdir" -mindepth 1 -delete 2>/dev/null
-		read -r rc secs < <(run_suite "$port" "$name" "$dir/$s.subunit" "$sh" "$list")
-		results "$dir/$s.subunit" > "$dir/$s.res"
-		echo "$rc $secs" > "$dir/$s.time"
+		read -r rc secs < <(run_suite "$port" "$name" "$dir/$f.subunit" "$sh" "$list")
+		results "$dir/$f.subunit" > "$dir/$f.res"
+		echo "$rc $secs" > "$dir/$f.time"
 		if [ "$cname" != direct ] && ! proxy_alive; then
 			echo "the proxy died during $s" >> "$dir/problems"
 			tail -n 20 "$PROXY_LOG" >> "$dir/problems"
@@ -222,6 +233,9 @@ torture_parity() {
 	echo "  $((${#pids[@]})) lanes in $(elapsed "$t0") s"
 	for i in "${!groups[@]}"; do
 		for s in ${groups[$i]}; do
+			[ "$s" = "$(suite_key "$s")" ] ||
+			    echo "$tag$(suite_key "$s") is $tag$s"
+			s=$(suite_key "$s")
 			d=$T/lane-${tag}direct-$i
 			printf '%-22s %-12s %s(rc %s s)\n' "$tag$s" "direct:" \
 			    "$(summary "$d/$s.res" 2>/dev/null)" "$(cat "$d/$s.time" 2>/dev/null)"

@@ -2443,6 +2443,105 @@ test_cctx_response_restore(void)
 	}
 }
 
+/* FSCTL_SRV_COPYCHUNK request: input at 120, the key (bytes 0xA0..),
+ * ChunkCount n, then n chunks [i * 4096 -> i * 4096 + 1, +4096). */
+static size_t
+mk_copychunk_req(uint8_t *b, uint32_t n, uint32_t count_said)
+{
+	uint8_t *p = b + 64, *in = b + 120;
+	uint32_t i, len = SMB2_RESUME_KEY_LEN + 8 + n * 24;
+
+	mk_ioctl_req(b);
+	px_put_u32(p + 4, FSCTL_SRV_COPYCHUNK);
+	put_fid(p + 8, &FID);
+	px_put_u32(p + 28, len);        /* InputCount */
+	px_put_u32(p + 36, 120 + len);  /* OutputOffset */
+	for (i = 0; i < SMB2_RESUME_KEY_LEN; i++)
+		in[i] = (uint8_t)(0xA0 + i);
+	px_put_u32(in + SMB2_RESUME_KEY_LEN, count_said);
+	for (i = 0; i < n; i++) {
+		uint8_t *c = in + SMB2_RESUME_KEY_LEN + 8 + i * 24;
+
+		px_put_u64(c, (uint64_t)i * 4096);
+		px_put_u64(c + 8, (uint64_t)i * 4096 + 1);
+		px_put_u32(c + 16, 4096);
+	}
+	return 120 + len;
+}
+
+static void
+test_copychunk(void)
+{
+	uint8_t b[BUFSZ], out[12] = { 1, 2, 3 };
+	struct smb2_elem e;
+	struct smb2_ioctl_req io;
+	struct smb2_ioctl_rsp rsp;
+	struct smb2_copychunk cc;
+	struct smb2_hdr_out h;
+	uint64_t so, to;
+	uint32_t len;
+	size_t n;
+
+	n = mk_copychunk_req(b, 2, 2);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_ioctl_req_decode(&e, &io), 0);
+	CU_ASSERT_EQUAL(io.ctl_code, FSCTL_SRV_COPYCHUNK);
+	CU_ASSERT_PTR_EQUAL(io.in, e.hdr + 120);
+	CU_ASSERT_EQUAL(io.in_len, SMB2_RESUME_KEY_LEN + 8 + 48);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_copychunk_decode(io.in, io.in_len, &cc),
+	    0);
+	CU_ASSERT_EQUAL(cc.count, 2);
+	CU_ASSERT_EQUAL(cc.key[0], 0xA0);
+	CU_ASSERT_EQUAL(cc.key[23], 0xA0 + 23);
+	px_smb2_copychunk_chunk(&cc, 1, &so, &to, &len);
+	CU_ASSERT_EQUAL(so, 4096);
+	CU_ASSERT_EQUAL(to, 4097);
+	CU_ASSERT_EQUAL(len, 4096);
+	/* a count the buffer does not hold; a buffer shorter than the key */
+	n = mk_copychunk_req(b, 2, 3);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_ioctl_req_decode(&e, &io), 0);
+	CU_ASSERT_EQUAL(px_smb2_copychunk_decode(io.in, io.in_len, &cc), -1);
+	CU_ASSERT_EQUAL(px_smb2_copychunk_decode(io.in, SMB2_RESUME_KEY_LEN + 7,
+	    &cc), -1);
+	memset(b, 0, 40);
+	CU_ASSERT_EQUAL(px_smb2_copychunk_decode(b, 40, &cc), 0);
+	CU_ASSERT_EQUAL(cc.count, 0);
+	px_put_u32(b + SMB2_RESUME_KEY_LEN, 0x80000000u);
+	CU_ASSERT_EQUAL(px_smb2_copychunk_decode(b, 40, &cc), -1);
+	/* an input buffer past the element: the request does not decode */
+	n = mk_copychunk_req(b, 1, 1);
+	elem_of(&e, b, n - 1);
+	CU_ASSERT_EQUAL(px_smb2_ioctl_req_decode(&e, &io), -1);
+
+	/* the answer smbaccel gives a copy it refuses, and its decoding */
+	memset(&h, 0, sizeof(h));
+	h.message_id = 9;
+	h.status = 0xC0000054u;
+	n = px_smb2_ioctl_rsp_encode(b, sizeof(b), &h, FSCTL_SRV_COPYCHUNK,
+	    &FID, out, sizeof(out));
+	CU_ASSERT_EQUAL_FATAL(n, 64 + 48 + 12);
+	CU_ASSERT_EQUAL(px_smb2_ioctl_rsp_encode(b, n - 1, &h,
+	    FSCTL_SRV_COPYCHUNK, &FID, out, sizeof(out)), 0);
+	CU_ASSERT_EQUAL(px_get_u16(b + 64), 49);
+	CU_ASSERT_EQUAL(px_get_u32(b + 64 + 32), 112);
+	CU_ASSERT_EQUAL(px_get_u32(b + 64 + 36), 12);
+	CU_ASSERT_EQUAL(memcmp(b + 112, out, 12), 0);
+	CU_ASSERT_NOT_EQUAL(px_get_u32(b + 16) & SMB2_FLAGS_SERVER_TO_REDIR, 0);
+	elem_of(&e, b, n);
+	/* only a SUCCESS answer is read */
+	CU_ASSERT_EQUAL(px_smb2_ioctl_rsp_decode(&e, &rsp), -1);
+	px_put_u32(b + 8, 0);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_ioctl_rsp_decode(&e, &rsp), 0);
+	CU_ASSERT_EQUAL(rsp.ctl_code, FSCTL_SRV_COPYCHUNK);
+	CU_ASSERT_TRUE(px_fileid_eq(&rsp.file_id, &FID));
+	CU_ASSERT_EQUAL(rsp.out_len, 12);
+	CU_ASSERT_PTR_EQUAL(rsp.out, e.hdr + 112);
+	/* an output count past the element */
+	px_put_u32(b + 64 + 36, 13);
+	CU_ASSERT_EQUAL(px_smb2_ioctl_rsp_decode(&e, &rsp), -1);
+}
+
 static void
 test_lease_ack_encode(void)
 {
@@ -2489,6 +2588,7 @@ ut_register_wire(void)
 	CU_add_test(s, "create valid", test_create_valid);
 	CU_add_test(s, "rename info", test_rename_info);
 	CU_add_test(s, "close/flush/read/write/set_info valid", test_io_valid);
+	CU_add_test(s, "copychunk request and answer", test_copychunk);
 	CU_add_test(s, "oplock break kinds", test_oplock_break_kinds);
 	CU_add_test(s, "lock request", test_lock_req);
 	CU_add_test(s, "truncated at every length",
