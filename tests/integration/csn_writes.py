@@ -1,6 +1,6 @@
 """csn_writes - writes of a client that raised its ChannelSequence.
 
-Usage: csn_writes.py PORT FILE SEED CSN COUNT
+Usage: csn_writes.py PORT FILE SEED CSN COUNT [--sign]
 
 A client that reconnects after a network failure raises the
 ChannelSequence of its session (MS-SMB2 3.2.4.1, 3.2.7.1; Windows, and
@@ -18,7 +18,8 @@ with CSN (older now: the server fails it), one at the same offset with
 CSN + 1, and closes.  Each step prints "STEP STATUS" (the NTSTATUS name answered), so
 a run directly against smbd and one through smbaccel can be compared
 line by line; the file on disk must then hold COUNT + 1 KiB of the
-pattern.
+pattern.  --sign: a signed session (the ChannelSequence is under the
+signature, so smbaccel, holding the key, signs its WRITEs with it).
 """
 import random
 import sys
@@ -46,6 +47,8 @@ def main():
     # impacket encrypts every 3.x session the server allows to be
     # encrypted; a real client encrypts only on demand
     smb._Connection["SupportsEncryption"] = False
+    if "--sign" in sys.argv[6:]:
+        smb._Connection["RequireSigning"] = True
     conn.login(USER, PASS)
     send = smb.sendSMB
     now = {"csn": 0}

@@ -21,16 +21,18 @@
 # coalesced, with no deferred error.  CSN 7, and 0x7FFF, whose successor
 # 0x8000 is past the middle of the 16-bit space (newer by the server's
 # serial arithmetic; smbaccel's old 0 was then older than the open's).
+# Then CSN 7 again in a keyed session: smbd requires signing, smbaccel
+# holds the user's secret and signs its coalesced WRITEs, the
+# ChannelSequence under the signature.
 . "$(dirname "$0")/lib.sh"
+. "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "ChannelSequence of smbaccel's own requests"
 CW=$TESTS_DIR/csn_writes.py
 N=256
-start_smbd
-start_proxy
 
-# run LABEL PORT CSN SEED: the transcript in $T/LABEL.out
+# run LABEL PORT CSN SEED [--sign]: the transcript in $T/LABEL.out
 run() {
-	timeout 120 "$PY" "$CW" "$2" "$1.dat" "$4" "$3" "$N" > "$T/$1.out" 2> "$T/$1.err" ||
+	timeout 120 "$PY" "$CW" "$2" "$1.dat" "$4" "$3" "$N" ${5:+"$5"} > "$T/$1.out" 2> "$T/$1.err" ||
 	    { cat "$T/$1.err" >&2; fail "$1: csn_writes.py failed"; }
 	sed "s/^/$1: /" "$T/$1.out" | while read -r l; do info "$l"; done
 }
@@ -38,25 +40,42 @@ run() {
 # the pattern csn_writes.py writes: N + 1 KiB of Python's generator
 pattern() { "$PY" -c "import random,sys; sys.stdout.buffer.write(random.Random($1).randbytes(1024 * ($N + 1)))"; }
 
-for csn in 7 32767; do
+# csn_case LABEL CSN [--sign]
+csn_case() {
+	local l=$1 csn=$2 seed want a u b v
 	seed=$((RANDOM * 32768 + RANDOM + 1))
 	want=$(pattern "$seed" | sha256sum | cut -d' ' -f1)
-	run "direct-$csn" "$SMBD_PORT" "$csn" "$seed"
+	run "direct-$l" "$SMBD_PORT" "$csn" "$seed" "${3:-}"
 	a=$(stat_get writes_absorbed); u=$(stat_get upstream_writes)
-	run "proxy-$csn" "$PROXY_PORT" "$csn" "$seed"
+	run "proxy-$l" "$PROXY_PORT" "$csn" "$seed" "${3:-}"
 	b=$(stat_get writes_absorbed); v=$(stat_get upstream_writes)
-	diff -u "$T/direct-$csn.out" "$T/proxy-$csn.out" >&2 ||
-	    fail "csn $csn: answers through smbaccel differ from smbd's"
-	grep -qx "write-older STATUS_FILE_NOT_AVAILABLE" "$T/direct-$csn.out" ||
-	    fail "csn $csn: smbd did not refuse the older ChannelSequence (the test proves nothing)"
-	assert_eq "$want" "$(sha256 "$SHARE_DIR/direct-$csn.dat")" "csn $csn: direct file on smbd's disk"
-	assert_eq "$want" "$(sha256 "$SHARE_DIR/proxy-$csn.dat")" "csn $csn: file written through smbaccel on smbd's disk"
-	info "csn $csn: absorbed $((b - a)) writes, $((v - u)) upstream WRITEs"
-	assert_ge $((N - 8)) $((b - a)) "csn $csn: writes absorbed"
-	[ $((v - u)) -le 16 ] || fail "csn $csn: $((v - u)) upstream WRITEs for $N writes (not coalesced)"
-done
-assert_eq 0 "$(stat_get deferred_errors)" "deferred write errors"
-assert_eq 0 "$(stat_get ledger_errors)" "ledger errors"
+	diff -u "$T/direct-$l.out" "$T/proxy-$l.out" >&2 ||
+	    fail "$l: answers through smbaccel differ from smbd's"
+	grep -qx "write-older STATUS_FILE_NOT_AVAILABLE" "$T/direct-$l.out" ||
+	    fail "$l: smbd did not refuse the older ChannelSequence (the test proves nothing)"
+	assert_eq "$want" "$(sha256 "$SHARE_DIR/direct-$l.dat")" "$l: direct file on smbd's disk"
+	assert_eq "$want" "$(sha256 "$SHARE_DIR/proxy-$l.dat")" "$l: file written through smbaccel on smbd's disk"
+	info "$l: absorbed $((b - a)) writes, $((v - u)) upstream WRITEs"
+	assert_ge $((N - 8)) $((b - a)) "$l: writes absorbed"
+	[ $((v - u)) -le 16 ] || fail "$l: $((v - u)) upstream WRITEs for $N writes (not coalesced)"
+	assert_eq 0 "$(stat_get deferred_errors)" "$l: deferred write errors"
+	assert_eq 0 "$(stat_get ledger_errors)" "$l: ledger errors"
+}
+
+start_smbd
+start_proxy
+csn_case csn7 7
+csn_case csn7fff 32767
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status"
+stop_smbd
+
+start_smbd "server signing = mandatory"
+write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
+PROXY_PORT= start_proxy "secrets = $T/secrets"
+csn_case signed7 7 --sign
+assert_ge 1 "$(stat_get sessions_keyed)" "signed: keyed sessions"
+assert_eq 0 "$(stat_get bad_signatures)" "signed: bad signatures"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status"
 info "PASS"
