@@ -257,8 +257,9 @@ static const struct {
 	    "Longest break to acknowledgement, milliseconds"),
 	C("proxy_lease_locked", pl_locked,
 	    "Opens of a locked file for which no lease was asked"),
-	C("proxy_lease_locked_joined", pl_locked_joined,
-	    "Opens of a locked file that joined smbaccel's lease with W"),
+	C("proxy_lease_joined", pl_joined,
+	    "Opens (locked file, no data access) that joined smbaccel's "
+	    "lease with W"),
 	C("lock_conflicts", lock_conflicts,
 	    "Lock conflicts answered by smbaccel"),
 	C("locks_unchecked", locks_unchecked,
@@ -545,10 +546,11 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->reserve_aged,
 		    (unsigned long long)s->pl_starve_ended);
 		fprintf(f, "byte-range locks   %llu opens of a locked file not "
-		    "leased, %llu joined a lease with W; %llu conflicts answered by smbaccel, %llu it could "
-		    "not answer; %llu handles past the lock bound\n",
+		    "leased; %llu opens joined a lease with W; %llu conflicts "
+		    "answered by smbaccel, %llu it could not answer; %llu "
+		    "handles past the lock bound\n",
 		    (unsigned long long)s->pl_locked,
-		    (unsigned long long)s->pl_locked_joined,
+		    (unsigned long long)s->pl_joined,
 		    (unsigned long long)s->lock_conflicts,
 		    (unsigned long long)s->locks_unchecked,
 		    (unsigned long long)s->locks_overflow);

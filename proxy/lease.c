@@ -226,7 +226,8 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	struct smb2_create_req *cr = NULL;
 	struct px_tree *t;
 	uint8_t data[SMB2_LEASE_V2_LEN];
-	bool want_r, want_w, lease;
+	bool want_r, want_w, lease, locked;
+	uint32_t held;
 	size_t n;
 
 	memset(ask, 0, sizeof(*ask));
@@ -267,7 +268,10 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	    cr->create_disposition == FILE_OVERWRITE_IF);
 	want_r = want_w || (t->policy.read_ahead == POL_GATE_LEASED &&
 	    reads(cr->desired_access));
-	if (!want_r)
+	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
+	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
+	    (c->led.capabilities & SMB2_GLOBAL_CAP_LEASING);
+	if (lease && lease_key(c, t, cr->name, ask->key) == -1)
 		goto out;
 	/*
 	 * A file with byte-range locks seen through smbaccel: with a lease
@@ -276,40 +280,40 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	 * asked for no lease expects the server to make.  No lease; opens
 	 * already holding one are checked by locks.c.
 	 */
-	ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
-	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
-	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
-	    (c->led.capabilities & SMB2_GLOBAL_CAP_LEASING);
-	if (lease && lease_key(c, t, cr->name, ask->key) == -1)
-		goto out;
+	locked = px_coh_path_locked(c, t->share, cr->name);
 	/*
-	 * ... except where this client already holds smbaccel's lease of the
-	 * file with W (an open made before the lock): this open, lease-less,
-	 * would break it (smbd breaks W for any other open, RW to none for
-	 * an overwrite), and that break needs an acknowledgement no donated
-	 * id may be there to pay for while the client waits for this CREATE:
-	 * it would wait for the server's break timeout (smbtorture
-	 * smb2.create.brlocked: 35 s).  It joins the lease instead (same key,
-	 * same state: the server breaks no open of its own lease), and
-	 * locks.c checks its reads and writes as it checks the first open's.
+	 * An open that would get no lease (a locked file, or no data access:
+	 * attributes, security, delete) where this client already holds
+	 * smbaccel's lease of the file with W: lease-less, it would break
+	 * that lease (smbd breaks W for any other open that is not a stat
+	 * open, RW to none for an overwrite), and the break needs an
+	 * acknowledgement that no donated id may be there to pay for while
+	 * the client waits for this CREATE, which would then wait for the
+	 * server's break timeout (smbtorture smb2.create.brlocked, and
+	 * smb2.getinfo's opens for each access mask in keyed sessions: 35 s
+	 * each).  It joins the lease instead (same key, same state: the
+	 * server breaks no open of its own lease); locks.c checks a joined
+	 * open's reads and writes as it checks the first open's.
 	 */
-	if (px_coh_path_locked(c, t->share, cr->name)) {
-		uint32_t held = lease ? held_with_w(c, ask->key) : 0;
-
-		if (held == 0) {
-			px_stats.pl_locked++;
-			log_debug("conn=%llu share=%s file=%s byte-range locks "
-			    "on the file: no lease of smbaccel's for this open",
-			    (unsigned long long)c->id, t->share, cr->name);
-			goto out;
-		}
-		px_stats.pl_locked_joined++;
+	held = lease && (locked || !want_r) ? held_with_w(c, ask->key) : 0;
+	if (held != 0) {
+		px_stats.pl_joined++;
 		ask->state = held & (SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+		log_debug("conn=%llu share=%s file=%s %s, but smbaccel's lease "
+		    "of it caches writes: this open joins it rather than break "
+		    "it", (unsigned long long)c->id, t->share, cr->name,
+		    locked ? "byte-range locks on the file" :
+		    "an open without data access");
+	} else if (!want_r) {
+		goto out;
+	} else if (locked) {
+		px_stats.pl_locked++;
 		log_debug("conn=%llu share=%s file=%s byte-range locks on the "
-		    "file, but smbaccel's lease of it caches writes: this open "
-		    "joins it rather than break it", (unsigned long long)c->id,
-		    t->share, cr->name);
-	}
+		    "file: no lease of smbaccel's for this open",
+		    (unsigned long long)c->id, t->share, cr->name);
+		goto out;
+	} else
+		ask->state = SMB2_LEASE_READ | (want_w ? SMB2_LEASE_WRITE : 0);
 	if (lease) {
 		n = px_smb2_lease_ctx_encode(data, sizeof(data), ask->key,
 		    ask->state, c->led.dialect >= SMB2_DIALECT_0300);

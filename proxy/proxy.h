@@ -303,9 +303,10 @@ struct px_stats {
 	uint64_t pl_ack_ms_max;
 	uint64_t pl_locked;             /* CREATEs of a file locked through
 	                                 * smbaccel: no lease asked */
-	uint64_t pl_locked_joined;      /* CREATEs of such a file that joined
-	                                 * the lease with W the client held
-	                                 * (lease.c) */
+	uint64_t pl_joined;             /* CREATEs that would get no lease
+	                                 * (a locked file, no data access)
+	                                 * joining the one with W the client
+	                                 * held (lease.c) */
 	uint64_t lock_conflicts;        /* FILE_LOCK_CONFLICT answered by
 	                                 * smbaccel (locks.c) */
 	uint64_t locks_unchecked;       /* ... it could not answer: forwarded */

@@ -29,7 +29,7 @@
 # conflicts itself (lock_conflicts), or the run proves nothing; an open
 # made after a lock must have got no lease of smbaccel's, or (the client
 # holding smbaccel's lease with W for the file: it created it) joined
-# that lease rather than break it (proxy_lease_locked_joined).
+# that lease rather than break it (proxy_lease_joined).
 #   4. more than 64 locks on one handle (the per-open bound; all exclusive):
 #      the other handle, which holds smbaccel's lease, gets
 #      FILE_LOCK_CONFLICT for I/O outside the locked ranges too (the
@@ -83,11 +83,11 @@ lk_case() {
 	diff "$T/$label-direct.disk" "$T/$label-proxy.disk" > /dev/null ||
 	    fail "$label: files on disk differ: $(diff "$T/$label-direct.disk" "$T/$label-proxy.disk" | head -n 6)"
 	deltas "$label-before" "$label-after"
-	info "$label: $(wc -l < "$T/$label-direct.out") steps alike, $(grep -c 'LOCK_CONFLICT' "$T/$label-direct.out") of them FILE_LOCK_CONFLICT; smbaccel: leases granted +$D_proxy_leases_granted, locked files not leased +$D_proxy_lease_locked, joining the lease with W +$D_proxy_lease_locked_joined, conflicts answered +$D_lock_conflicts, unchecked +$D_locks_unchecked, signed_out +$D_signed_out, encrypted_out +$D_encrypted_out"
+	info "$label: $(wc -l < "$T/$label-direct.out") steps alike, $(grep -c 'LOCK_CONFLICT' "$T/$label-direct.out") of them FILE_LOCK_CONFLICT; smbaccel: leases granted +$D_proxy_leases_granted, locked files not leased +$D_proxy_lease_locked, joining the lease with W +$D_proxy_lease_joined, conflicts answered +$D_lock_conflicts, unchecked +$D_locks_unchecked, signed_out +$D_signed_out, encrypted_out +$D_encrypted_out"
 	assert_ge 1 "$D_proxy_leases_granted" "$label: leases smbaccel held for the client"
 	# an open of a file the client locked after creating it (smbaccel
 	# holding W for it) joins that lease rather than break it (lease.c)
-	assert_ge "${LK_MIN_LOCKED:-1}" $((D_proxy_lease_locked + D_proxy_lease_locked_joined)) "$label: opens of a locked file given no lease or joining the lease with W"
+	assert_ge "${LK_MIN_LOCKED:-1}" $((D_proxy_lease_locked + D_proxy_lease_joined)) "$label: opens of a locked file given no lease or joining the lease with W"
 	assert_ge "${LK_MIN_CONFLICTS:-4}" "$D_lock_conflicts" "$label: conflicts smbaccel answered"
 	assert_eq 0 "$D_locks_unchecked" "$label: conflicts smbaccel could not answer"
 	assert_eq 0 "$D_bad_signatures" "$label: bad signatures"
