@@ -347,11 +347,12 @@ px_locks_copychunk(struct px_conn *c, const struct smb2_hdr *h,
 	struct px_tree *t;
 	struct px_open *dst, *src;
 	struct px_conn *sx = NULL;
-	uint8_t msg[SMB2_HDR_LEN + 48 + 12], *copy, none[12];
-	uint64_t so, to, total = 0, charge;
+	uint8_t msg[SMB2_HDR_LEN + 48 + 12], none[12];
+	uint64_t so, to, total = 0;
 	uint32_t i, len;
 	size_t n;
 	bool blocked = false;
+	enum px_absorb ab;
 
 	if (px_smb2_ioctl_req_decode(e, &io) == -1 ||
 	    (io.ctl_code != FSCTL_SRV_COPYCHUNK &&
@@ -405,15 +406,11 @@ px_locks_copychunk(struct px_conn *c, const struct smb2_hdr *h,
 	if ((n = px_smb2_ioctl_rsp_encode(msg, sizeof(msg), &ho, io.ctl_code,
 	    &io.file_id, none, sizeof(none))) == 0)
 		return PX_AB_FORWARD;
-	charge = px_large_mtu(c) && h->credit_charge ? h->credit_charge : 1;
-	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1) {
+	if ((ab = px_wb_absorb_msg(c, h, msg, n)) == PX_AB_FORWARD) {
 		unchecked(c, dst, "id pool full", to, len, true);
 		px_emit_spend_pool(c, false);
 		return PX_AB_FORWARD;
 	}
-	if (h->message_id + charge > c->led.cr.client_next)
-		c->led.cr.client_next = h->message_id + charge;
-	c->led.cr.client_outstanding++;
 	px_stats.requests[SMB2_IOCTL]++;
 	px_stats.lock_conflicts++;
 	log_debug("conn=%llu share=%s file=%s server-side copy of %u chunk(s) "
@@ -422,10 +419,7 @@ px_locks_copychunk(struct px_conn *c, const struct smb2_hdr *h,
 	    px_tree_share(c, dst), dst->name ? dst->name : "?", cc.count,
 	    src->name ? src->name : "?", i, (unsigned long long)so, len,
 	    (unsigned long long)to, len);
-	if ((copy = malloc(n)) == NULL)
-		return PX_AB_FAIL;
-	memcpy(copy, msg, n);
-	if (px_wb_answer(c, h->credit, copy, n) == -1)
+	if (ab == PX_AB_FAIL)
 		return PX_AB_FAIL;
 	if (co_pool_over_bound(&c->led.pool, c->led.cr.client_next,
 	    c->led.window))

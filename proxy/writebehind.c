@@ -556,19 +556,44 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	return px_wb_answer(c, rq->credit, copy, n);
 }
 
-enum px_absorb
-px_wb_absorb_status(struct px_conn *c, const struct smb2_hdr *h,
-    uint32_t status)
+/* h's whole CreditCharge to the id pool, h counted answered-to-be;
+ * false when the pool cannot take it. */
+static bool
+absorb_ids(struct px_conn *c, const struct smb2_hdr *h)
 {
 	uint64_t charge = px_large_mtu(c) && h->credit_charge ?
 	    h->credit_charge : 1;
 
 	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1)
-		return PX_AB_FORWARD;
+		return false;
 	if (h->message_id + charge > c->led.cr.client_next)
 		c->led.cr.client_next = h->message_id + charge;
 	c->led.cr.client_outstanding++;
+	return true;
+}
+
+enum px_absorb
+px_wb_absorb_status(struct px_conn *c, const struct smb2_hdr *h,
+    uint32_t status)
+{
+	if (!absorb_ids(c, h))
+		return PX_AB_FORWARD;
 	return px_wb_answer_status(c, h, status, 0) == 0 ? PX_AB_DONE :
+	    PX_AB_FAIL;
+}
+
+enum px_absorb
+px_wb_absorb_msg(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t n)
+{
+	uint8_t *copy;
+
+	if (!absorb_ids(c, h))
+		return PX_AB_FORWARD;
+	if ((copy = malloc(n)) == NULL)
+		return PX_AB_FAIL;
+	memcpy(copy, msg, n);
+	return px_wb_answer(c, h->credit, copy, n) == 0 ? PX_AB_DONE :
 	    PX_AB_FAIL;
 }
 

@@ -78,6 +78,10 @@ int px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
  * be sent. */
 enum px_absorb px_wb_absorb_status(struct px_conn *c,
     const struct smb2_hdr *h, uint32_t status);
+/* The same with the answer msg (n bytes, its header made by
+ * px_emit_rsp_hdr), copied. */
+enum px_absorb px_wb_absorb_msg(struct px_conn *c, const struct smb2_hdr *h,
+    const uint8_t *msg, size_t n);
 /* A READ served from smbaccel's data (its charge ids already pooled): n
  * bytes and status st, answered and counted as an answered request. */
 int px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
