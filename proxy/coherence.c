@@ -388,6 +388,58 @@ bind_wait(struct px_conn *c, uint64_t sid)
 }
 
 /*
+ * A durable reconnect (DHnC, DH2C) of a client whose previous connection
+ * to the server is still closing (its client gone, its server connection
+ * still open: writing buffered data, or the EOF passed on and the server
+ * not done with it).  The server gives the handle up only when it tears
+ * that connection down, which smbd does in that connection's own process:
+ * a reconnect that overtakes the teardown fails OBJECT_NAME_NOT_FOUND.  It
+ * waits for the close, at most connect_timeout (logged).  True while it
+ * must wait.
+ */
+static bool
+reopen_wait(struct px_conn *c)
+{
+	const struct px_conn *x;
+	double now = px_now_ms();
+
+	for (x = px_rt.conns; x; x = x->next)
+		if (x != c && x->client_gone && x->state != PX_CONN_CLOSED &&
+		    x->id != c->reopen_gave_up && px_same_server(c, x) &&
+		    px_same_host(&c->peer_addr, &x->peer_addr))
+			break;
+	if (x == NULL) {
+		c->reopen_until = 0;
+		return false;
+	}
+	if (c->reopen_until == 0) {
+		c->reopen_until = now + px_glob()->connect_timeout_ms;
+		px_stats.reopen_waits++;
+		log_info("conn=%llu durable reconnect waits for the close of "
+		    "this client's previous connection (conn=%llu)",
+		    (unsigned long long)c->id, (unsigned long long)x->id);
+		px_relay_ops->arm_timer(c);
+	} else if (now >= c->reopen_until) {
+		log_warnx("conn=%llu previous connection of this client "
+		    "(conn=%llu) still open after %u ms: durable reconnect "
+		    "sent anyway", (unsigned long long)c->id,
+		    (unsigned long long)x->id,
+		    (unsigned int)px_glob()->connect_timeout_ms);
+		c->reopen_gave_up = x->id;
+		c->reopen_until = 0;
+		return reopen_wait(c);
+	}
+	c->stall = PX_STALL_PEERS;
+	return true;
+}
+
+double
+px_coh_timer(const struct px_conn *c)
+{
+	return c->reopen_until;
+}
+
+/*
  * Before any binding: a client learns where it could open more channels
  * from FSCTL_QUERY_NETWORK_INTERFACE_INFO (its answer lists the server's
  * addresses, MS-SMB2 2.2.32.5), and Windows opens them to the addresses
@@ -462,6 +514,10 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 			return false;
 		if (px_smb2_create_req_decode(e, cr) == 0)
 			name = cr->name;
+		if (name && cr->has_reconnect && reopen_wait(c)) {
+			free(cr);
+			return true;
+		}
 	} else if ((h->command == SMB2_READ || h->command == SMB2_WRITE ||
 	    h->command == SMB2_QUERY_INFO || h->command == SMB2_LOCK ||
 	    h->command == SMB2_FLUSH) &&

@@ -33,5 +33,8 @@ enum px_absorb px_coh_interfaces(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e);
 /* Wake connections whose stalled frame waits on other connections. */
 void px_coh_kick_waiters(struct px_conn *c);
+/* When a durable reconnect stops waiting for the close of the client's
+ * previous connection (px_coh_must_wait); 0: none waits. */
+double px_coh_timer(const struct px_conn *c);
 
 #endif

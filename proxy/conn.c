@@ -385,21 +385,11 @@ draining_peer(const struct px_conn *c)
 {
 	const struct px_conn *x;
 
-	for (x = px_rt.conns; x; x = x->next) {
-		if (x == c || x->state != PX_CONN_DRAINING ||
-		    x->peer_addr.ss_family != c->peer_addr.ss_family ||
-		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) != 0)
-			continue;
-		if (c->peer_addr.ss_family == AF_INET &&
-		    ((const struct sockaddr_in *)&x->peer_addr)->sin_addr.s_addr ==
-		    ((const struct sockaddr_in *)&c->peer_addr)->sin_addr.s_addr)
+	for (x = px_rt.conns; x; x = x->next)
+		if (x != c && x->state == PX_CONN_DRAINING &&
+		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) == 0 &&
+		    px_same_host(&x->peer_addr, &c->peer_addr))
 			return true;
-		if (c->peer_addr.ss_family == AF_INET6 &&
-		    memcmp(&((const struct sockaddr_in6 *)&x->peer_addr)->sin6_addr,
-		    &((const struct sockaddr_in6 *)&c->peer_addr)->sin6_addr,
-		    16) == 0)
-			return true;
-	}
 	return false;
 }
 
@@ -855,6 +845,7 @@ on_client_eof(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
 
+	c->client_gone = true;
 	if (c->state == PX_CONN_DRAINING || c->state == PX_CONN_CLOSED)
 		return;
 	if (!px_relay_quiet(c) || px_buf_len(&l->cli.in) > 0) {

@@ -75,6 +75,8 @@ struct px_conn {
 	struct px_conn *prev;
 	uint64_t id;
 	enum px_conn_state state;            /* changed by conn.c only */
+	bool client_gone;                    /* the client closed or reset
+	                                      * its side (conn.c) */
 	struct sockaddr_storage peer_addr;   /* the client */
 	struct sockaddr_storage dst_addr;    /* the server */
 	char dst_str[64];                    /* px_addr_str(dst_addr), made
@@ -110,6 +112,12 @@ struct px_conn {
 	                                      * flight */
 	double dc_hold_until;                /* pooled ids held for the next
 	                                      * miss until then (doccache.c) */
+	double reopen_until;                 /* a durable reconnect waits for
+	                                      * the client's previous
+	                                      * connection to close until then
+	                                      * (coherence.c) */
+	uint64_t reopen_gave_up;             /* the one it stopped waiting
+	                                      * for */
 	/* smbaccel's leases on the client's behalf (lease.c) */
 	struct px_lease_owed *pl_owed;       /* breaks to acknowledge */
 	uint64_t pl_breaks;                  /* breaks handled */

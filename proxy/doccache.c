@@ -171,8 +171,12 @@ bool
 px_dc_wants_disk_id(struct px_conn *c, const struct px_session *s,
     const struct px_tree *t, const struct smb2_create_req *cr)
 {
+	/* a durable reconnect (MS-SMB2 3.3.5.9.7, 3.3.5.9.12) carries its
+	 * own context, a lease and for DHnC a DHnQ: smbd fails one with any
+	 * other OBJECT_NAME_NOT_FOUND (smb2_create.c) */
 	return dcache.nb != 0 && t->policy.read_cache &&
 	    t->policy.read_ahead != POL_GATE_OFF && !cr->has_qfid &&
+	    !cr->has_reconnect &&
 	    !(cr->create_options & FILE_DIRECTORY_FILE) &&
 	    px_may_rewrite(c, s);
 }

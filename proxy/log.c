@@ -307,3 +307,18 @@ px_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
 		snprintf(buf, len, "-");
 	return buf;
 }
+
+bool
+px_same_host(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	return false;
+}

@@ -283,6 +283,9 @@ struct px_stats {
 	                                 * answered the expiry here */
 	uint64_t sessions_multichannel; /* sessions left alone since a second
 	                                 * channel was bound to them */
+	uint64_t reopen_waits;          /* durable reconnects that waited for
+	                                 * the close of the client's previous
+	                                 * connection (coherence.c) */
 	uint64_t interface_queries_hidden; /* FSCTL_QUERY_NETWORK_INTERFACE_INFO
 	                                    * answered NOT_SUPPORTED */
 	/* CREATEs rewritten (create.c) and leases smbaccel holds on a
@@ -344,6 +347,9 @@ px_glob(void)
 /* address formatting helper: "1.2.3.4:445" / "[::1]:445" */
 const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,
     size_t len);
+/* Same host (address family and address; the ports may differ)? */
+bool px_same_host(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b);
 double px_now_ms(void);
 /*
  * s as it may be shown in a log line, a table or a label: control

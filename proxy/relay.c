@@ -643,7 +643,9 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	case PX_MAGIC_SMB2:
 		return server_smb2(c, msg, mlen, frame, len, NULL);
 	case PX_MAGIC_TRANSFORM:
-		if (c->state == PX_CONN_RELAY) {
+		/* also while draining: the answers to the write-behind data
+		 * written after the client left come sealed too */
+		if (c->state == PX_CONN_RELAY || c->state == PX_CONN_DRAINING) {
 			struct px_session *s;
 			size_t plen;
 			bool partial;
@@ -896,8 +898,10 @@ px_relay_timer(struct px_conn *c, double now_ms)
 {
 	double t = px_wb_timer(c, now_ms), d = px_dc_timer(c, now_ms);
 	double l = c->pl_owed ? px_lease_timer(c, now_ms) : 0;
+	double r = px_coh_timer(c);
 
 	t = t == 0 || (d != 0 && d < t) ? d : t;
+	t = t == 0 || (r != 0 && r < t) ? r : t;
 	return t == 0 || (l != 0 && l < t) ? l : t;
 }
 

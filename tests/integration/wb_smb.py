@@ -226,9 +226,10 @@ class Client(object):
     # ------------------------------------------------------------ requests
     def create_req(self, path, access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN_IF,
                    options=OPT_NON_DIRECTORY, oplock=OPLOCK_NONE, lease=None, share=SHARE_ALL,
-                   lease_v2=None, **kw):
+                   lease_v2=None, contexts=(), **kw):
+        """contexts: more create contexts, (4-byte tag, data) each."""
         name = path.replace("/", "\\").encode("utf-16le")
-        ctx = b""
+        items = list(contexts)
         if lease is not None:
             key, state = lease
             if lease_v2 is None:
@@ -237,8 +238,15 @@ class Client(object):
                 data = struct.pack("<16sIIQ16sHH", key, state, 0, 0, b"\0" * 16, 0, 0)
             else:
                 data = struct.pack("<16sIIQ", key, state, 0, 0)
-            ctx = struct.pack("<IHHHHI", 0, 16, 4, 0, 24, len(data)) + b"RqLs" + b"\0" * 4 + data
+            items.insert(0, (b"RqLs", data))
             oplock = OPLOCK_LEASE
+        ctx = b""
+        for i, (tag, data) in enumerate(items):   # 2.2.13.2, 8-byte aligned
+            one = struct.pack("<IHHHHI", 0, 16, 4, 0, 24 if data else 0, len(data)) + tag + b"\0" * 4 + data
+            one += b"\0" * ((-len(one)) % 8 if i + 1 < len(items) else 0)
+            if i + 1 < len(items):
+                one = struct.pack("<I", len(one)) + one[4:]
+            ctx += one
         buf = name if name else b"\0"
         ctxoff = 0
         if ctx:
@@ -261,11 +269,13 @@ class Client(object):
         fid = b[64:80]
         ctxoff, ctxlen = struct.unpack_from("<II", b, 80)
         res["lease"] = None
+        res["tags"] = []        # the answer's create contexts
         if ctxlen:
             ctx = r.raw[ctxoff:ctxoff + ctxlen]
             p = 0
             while True:
                 nxt, noff, nlen, _, doff, dlen = struct.unpack_from("<IHHHHI", ctx, p)
+                res["tags"].append(ctx[p + noff:p + noff + nlen].decode("latin-1"))
                 if ctx[p + noff:p + noff + nlen] == b"RqLs":
                     res["lease"] = struct.unpack_from("<I", ctx, p + doff + 16)[0]
                 if not nxt:
