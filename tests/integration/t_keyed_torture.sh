@@ -1,8 +1,9 @@
 #!/bin/bash
 # exclusive: smbtorture lanes of its own (direct and proxied at once); timing-dependent results (smb2.lock) must equal the direct run's
-# test-timeout: 400
+# test-timeout: 600
 # Issue 5 test 5: smbtorture suites (KT_SUITES; default smb2.connect
-# smb2.read smb2.lock smb2.compound; smb2.ioctl; the durable-handle suites) with signing required by the client
+# smb2.read smb2.lock smb2.compound; smb2.ioctl; the durable-handle suites;
+# smb2.lease but for its three tests that only wait for timers) with signing required by the client
 # (--option=clientsigning=required) and, separately, with encryption
 # required by the client (--option=clientsmbencrypt=required), each suite
 # directly against smbd and then through the proxy, which has the user's
@@ -21,14 +22,22 @@
 # share) reconnect handles, which smbaccel must pass on as sent (its
 # document cache asks for on-disk ids in CREATEs, which smbd refuses in a
 # reconnect), and close connections with write-behind data whose sealed
-# answers come after the client left.
+# answers come after the client left.  smb2.lease (90 s, mostly smbd's
+# break timers) exercises smbaccel's leases on the clients' behalf with
+# the rewritten CREATEs and their answers signed or sealed by smbaccel.
+# Run once and at parity but not here (2026-12-06, keyed, both modes):
+# smb2.oplock, smb2.replay, smb2.session, smb2.rw, getinfo, setinfo,
+# credits, create, dir, rename, streams, sharemode, deny, fileid, mkdir,
+# tcon, compound_find, compound_async, timestamps, winattr, openattr
+# (smb2.rw, getinfo and create 35 s slower: docs/design.md, Known
+# limits); smb2.notify's valid-req and tree differ between direct runs.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "keyed sessions"
 
 . "$TESTS_DIR/torture_lib.sh"
 
-SUITES=${KT_SUITES:-smb2.connect smb2.read smb2.lock smb2.compound / smb2.ioctl / dur:smb2.durable-open dur:smb2.durable-v2-open}
+SUITES=${KT_SUITES:-smb2.connect smb2.read smb2.lock smb2.compound / smb2.ioctl / dur:smb2.durable-open dur:smb2.durable-v2-open / smb2.lease:except:timeout,oplock,break}
 write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
 # one line of the proxies' [global] each (write_proxy_conf)
 TORTURE_PROXY_GLOBAL="secrets = $T/secrets
