@@ -12,10 +12,11 @@
 #    progress line (MB, rounded: less 0.05 MB) must be on disk.
 #  term-py / term-smbdd: SIGTERM to smbaccel during the transfer: it exits
 #    0 after draining; every acknowledged byte is on disk.
-#  kill-sealed: kill-smbdd at 3.1.1 with smbd requiring encryption and
-#    smbaccel holding the user's secret: the server's answers to what is
-#    written after the client left come sealed, and must be read (the
-#    drain ends at once, no connection goes opaque, no bad signature).
+#  kill-signed / kill-sealed: kill-smbdd at 3.1.1 with smbd requiring
+#    signing, then encryption, and smbaccel holding the user's secret: the
+#    server's answers to what is written after the client left come
+#    signed or sealed, and must be read (the drain ends at once, no
+#    connection goes opaque, no bad signature).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
@@ -120,28 +121,36 @@ out=$(prefix_ok term-smbdd "$pb" 2>&1) ||
 info "term-smbdd: $pb acknowledged bytes verified, file $(stat -c %s "$SHARE_DIR/term-smbdd") bytes"
 grep -E 'stopp|drain|shutdown' "$PROXY_LOG" | tail -n 3 | sed 's/^/    log: /'
 
-# smbdd killed with SIGKILL in a sealed session smbaccel holds the key of
-stop_smbd
-start_smbd "server smb encrypt = required"
+# kill_keyed NAME SMBD_LINE COUNTERS: smbdd killed with SIGKILL in a
+# keyed session (smbaccel holds the user's secret); COUNTERS must grow
+kill_keyed() {
+	local n=$1 pb size out k
+	[ -n "$PROXY_PID" ] && stop_proxy
+	stop_smbd
+	start_smbd "$2"
+	PROXY_SHARE_SECTION=no start_proxy "secrets = $T/secrets" "${PCONF[@]}"
+	HOME=$(client_home smbdd) "$SMBDD" write "$(smb_url "$PROXY_PORT" "$n")" 1K 1000000 \
+	    -U "$SMB_USER%$SMB_PASS" -m SMB3_11 -s "$seed" -P 2> "$T/$n.progress" > /dev/null &
+	w=$!; BG_PIDS="$BG_PIDS $w"
+	sleep 2.5
+	kill -KILL "$w"; wait "$w" 2>/dev/null
+	pb=$(progress_bytes "$T/$n.progress")
+	[ "$pb" -gt 0 ] || fail "$n: no progress before the kill: $(tr '\r' '\n' < "$T/$n.progress" | tail -n 3)"
+	drained || fail "$n: the proxy did not drain within 20 s ($(stats_line connections_active buffered_bytes)); log: $(grep -E 'opaque|cannot read|draining' "$PROXY_LOG" | tail -n 3)"
+	size=$(stat -c %s "$SHARE_DIR/$n")
+	[ "$size" -ge "$pb" ] || fail "$n: smbdd reported $pb bytes written, the file has $size"
+	out=$(prefix_ok "$n" "$pb" 2>&1) ||
+	    fail "$n: the first $pb acknowledged bytes do not verify on the server: $out"
+	for k in sessions_keyed writes_absorbed $3; do
+		assert_ge 1 "$(stat_get "$k")" "$n: $k"
+	done
+	assert_eq 0 "$(stat_get bad_signatures)" "$n: bad_signatures"
+	! grep -E 'opaque reason|cannot read|acknowledged data lost' "$PROXY_LOG" ||
+	    fail "$n: a connection went opaque or lost data (log above)"
+	info "$n: $pb acknowledged bytes (progress) verified, file $size bytes, $(stats_line writes_absorbed $3)"
+}
 write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
-PROXY_SHARE_SECTION=no start_proxy "secrets = $T/secrets" "${PCONF[@]}"
-HOME=$(client_home smbdd) "$SMBDD" write "$(smb_url "$PROXY_PORT" kill-sealed)" 1K 1000000 \
-    -U "$SMB_USER%$SMB_PASS" -m SMB3_11 -s "$seed" -P 2> "$T/kill-sealed.progress" > /dev/null &
-w=$!; BG_PIDS="$BG_PIDS $w"
-sleep 2.5
-kill -KILL "$w"; wait "$w" 2>/dev/null
-pb=$(progress_bytes "$T/kill-sealed.progress")
-[ "$pb" -gt 0 ] || fail "kill-sealed: no progress before the kill: $(tr '\r' '\n' < "$T/kill-sealed.progress" | tail -n 3)"
-drained || fail "kill-sealed: the proxy did not drain within 20 s ($(stats_line connections_active buffered_bytes)); log: $(grep -E 'opaque|cannot read|draining' "$PROXY_LOG" | tail -n 3)"
-size=$(stat -c %s "$SHARE_DIR/kill-sealed")
-[ "$size" -ge "$pb" ] || fail "kill-sealed: smbdd reported $pb bytes written, the file has $size"
-out=$(prefix_ok kill-sealed "$pb" 2>&1) ||
-    fail "kill-sealed: the first $pb acknowledged bytes do not verify on the server: $out"
-for k in sessions_keyed decrypted_in encrypted_out writes_absorbed; do
-	assert_ge 1 "$(stat_get $k)" "kill-sealed: $k"
-done
-assert_eq 0 "$(stat_get bad_signatures)" "kill-sealed: bad_signatures"
-! grep -E 'opaque reason|cannot read|acknowledged data lost' "$PROXY_LOG" ||
-    fail "kill-sealed: a connection went opaque or lost data (log above)"
-info "kill-sealed: $pb acknowledged bytes (progress) verified, file $size bytes, $(stats_line decrypted_in encrypted_out writes_absorbed)"
+kill_keyed kill-signed "server signing = mandatory" signed_out
+kill_keyed kill-sealed "server smb encrypt = required" "decrypted_in encrypted_out"
+stop_proxy
 info "PASS"
