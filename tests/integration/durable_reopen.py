@@ -14,7 +14,18 @@ reaches it then fails OBJECT_NAME_NOT_FOUND.
 
 Prints "open <tags of the answer>", then "reconnect STATUS" (SUCCESS or
 the NTSTATUS in hex) and "waited S" (seconds from the close of the first
-connection to the reconnect's answer, one decimal)."""
+connection to the reconnect's answer, one decimal).
+
+durable_reopen.py --resume PORT NAME N [SMBD_PID HOLD]
+A client whose connection failed in the middle of writing NAME (on
+[dur], batch oplock, durable handle): N writes of 1 KiB, the connection
+dropped at once, a new connection, the reconnect, then N more writes of
+1 KiB after the first N, and the CLOSE.  With SMBD_PID, the smbd process
+of the first connection is stopped before the drop and resumed HOLD
+seconds after it (what smbaccel still had to write of the first N waits
+in that process's socket meanwhile).  Prints "reconnect STATUS",
+"waited S" and "sha256 HEX" of the 2N KiB it wrote (what the file must
+hold)."""
 import os
 import signal
 import sys
@@ -39,24 +50,84 @@ def children(pid):
     return out
 
 
+def connect(port, master):
+    """A client on [dur], and the smbd process that serves it (None
+    without master)."""
+    before = children(master) if master else set()
+    c = Client(port, "3.0", share="dur")
+    if not master:
+        return c, None
+    new = children(master) - before
+    if len(new) != 1:
+        sys.exit("cannot tell the smbd process of the first connection: %r" % sorted(new))
+    return c, new.pop()
+
+
+def stop(child, hold):
+    """Stop child now, resume it hold seconds from now (a timer)."""
+    if child is None:
+        return None
+    os.kill(child, signal.SIGSTOP)
+    t = threading.Timer(hold, os.kill, (child, signal.SIGCONT))
+    t.start()
+    return t
+
+
+def cont(child, timer):
+    if timer is not None:
+        timer.cancel()
+    try:
+        if child is not None:
+            os.kill(child, signal.SIGCONT)
+    except ProcessLookupError:      # resumed, and gone with its connection
+        pass
+
+
+def resume(port, name, n, master=0, hold=0.0):
+    import hashlib
+    import random
+    data = random.Random(name).randbytes(2 * n * 1024)
+    c1, child = connect(port, master)
+    fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
+                         contexts=[(b"DHnQ", b"\0" * 16)])
+    if "DHnQ" not in res["tags"]:
+        sys.exit("smbd granted no durable handle")
+    for i in range(n):
+        c1.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
+    timer = stop(child, hold)
+    try:
+        c1.drop()
+        t0 = time.monotonic()
+        c2 = Client(port, "3.0", share="dur")
+        f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
+                            contexts=[(b"DHnC", fid)])
+        print("reconnect", "SUCCESS" if f2 is not None else "0x%08x" % res["status"])
+        print("waited %.1f" % (time.monotonic() - t0))
+        if f2 is not None:
+            for i in range(n, 2 * n):
+                c2.write(f2, i * 1024, data[i * 1024:(i + 1) * 1024])
+            c2.close(f2)
+        c2.logoff()
+    finally:
+        cont(child, timer)
+    print("sha256", hashlib.sha256(data).hexdigest())
+
+
+if sys.argv[1] == "--resume":
+    a = sys.argv[2:]
+    resume(int(a[0]), a[1], int(a[2]), *([int(a[3]), float(a[4])] if len(a) > 3 else []))
+    sys.exit(0)
 port, master, hold, name = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-before = children(master)
-c1 = Client(port, "3.0", share="dur")
-new = children(master) - before
-if len(new) != 1:
-    sys.exit("cannot tell the smbd process of the first connection: %r" % sorted(new))
-child = new.pop()
+c1, child = connect(port, master)
 fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
                      contexts=[(b"DHnQ", b"\0" * 16)])
 print("open", " ".join(res["tags"]) or "-")
 if "DHnQ" not in res["tags"]:
     sys.exit("smbd granted no durable handle")
-os.kill(child, signal.SIGSTOP)
-timer = threading.Timer(hold, os.kill, (child, signal.SIGCONT))
+timer = stop(child, hold)
 try:
     c1.drop()
     t0 = time.monotonic()
-    timer.start()
     c2 = Client(port, "3.0", share="dur")
     f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
                         contexts=[(b"DHnC", fid)])
@@ -67,8 +138,4 @@ try:
         c2.close(f2)
     c2.logoff()
 finally:
-    timer.cancel()
-    try:
-        os.kill(child, signal.SIGCONT)
-    except ProcessLookupError:      # resumed, and gone with its connection
-        pass
+    cont(child, timer)

@@ -22,6 +22,14 @@
 #    reconnect carries no create context of smbaccel's (the document
 #    cache's on-disk id query, which smbd refuses in a reconnect: before
 #    the fix it failed so even without the stop);
+#  resume (durable_reopen.py --resume), directly and through smbaccel
+#    (write_behind as configured for [dur]): 512 writes of 1 KiB, the
+#    connection dropped at once (smbaccel still holds the data), the
+#    reconnect, 512 more and the CLOSE: the reconnect succeeds and the
+#    file on smbd's disk holds all 1 MiB; again through smbaccel with the
+#    old connection's smbd process stopped for 1.5 s from the drop (the
+#    drain cannot end, the reconnect must wait for it: on a WAN the
+#    drain takes longer than the new connection's set-up);
 #  through smbaccel with connect_timeout = 1s, HOLD 4 s: the wait ends
 #    after 1 s, logged, and the reconnect gets the server's answer.
 . "$(dirname "$0")/lib.sh"
@@ -50,6 +58,27 @@ assert_ge 13 "$(waited proxy)" "proxy: tenths of a second the reconnect waited"
 assert_eq 1 "$(stat_get reopen_waits)" "proxy: reopen_waits"
 grep -q "durable reconnect waits for the close of this client's previous connection" "$PROXY_LOG" ||
     fail "proxy: no log line for the wait"
+
+# resume LABEL PORT [SMBD_PID HOLD]: a client's connection fails while
+# it writes
+resume() {
+	timeout 120 "$PY" "$DR" --resume "$2" "$1.dat" 512 ${3:+"$3" "$4"} > "$T/$1.out" 2> "$T/$1.err" ||
+	    { cat "$T/$1.err" >&2; fail "$1: durable_reopen.py --resume failed"; }
+	info "$1: $(tr '\n' ' ' < "$T/$1.out")"
+	grep -qx "reconnect SUCCESS" "$T/$1.out" || fail "$1: the reconnect failed"
+	assert_eq "$(awk '$1 == "sha256" { print $2 }' "$T/$1.out")" \
+	    "$(sha256 "$DUR_DIR/$1.dat")" "$1: the file on smbd's disk"
+}
+resume resume-direct "$SMBD_PORT"
+a=$(stat_get writes_absorbed)
+resume resume-proxy "$PROXY_PORT"
+assert_ge 500 $(($(stat_get writes_absorbed) - a)) "resume-proxy: writes absorbed"
+assert_eq 0 "$(stat_get deferred_errors)" "resume-proxy: deferred write errors"
+a=$(stat_get writes_absorbed)
+resume resume-stopped "$PROXY_PORT" "$SMBD_PID" 1.5
+assert_ge 500 $(($(stat_get writes_absorbed) - a)) "resume-stopped: writes absorbed"
+assert_ge 13 "$(waited resume-stopped)" "resume-stopped: tenths of a second the reconnect waited"
+assert_eq 0 "$(stat_get deferred_errors)" "resume-stopped: deferred write errors"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status"
 
