@@ -556,4 +556,6 @@ px_coh_opened(struct px_conn *c, struct px_open *o)
 		o->locked = path_locked(c, px_tree_share(c, o), o->name, o);
 	/* a cached copy of the file: valid for this open? */
 	px_dc_opened(c, o);
+	/* a reconnect of a durable open that lost data */
+	px_wb_opened(c, o);
 }

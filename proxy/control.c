@@ -233,6 +233,8 @@ static const struct {
 	    "CLOSEs or LOCKs answered with the session's expiry"),
 	C("sessions_multichannel", sessions_multichannel,
 	    "Sessions left alone after a second channel bound"),
+	C("lost_reconnected", lost_reconnected,
+	    "Reconnected durable opens told of data lost with the old one"),
 	C("reopen_waits", reopen_waits,
 	    "Durable reconnects that waited for the previous connection's close"),
 	C("interface_queries_hidden", interface_queries_hidden,

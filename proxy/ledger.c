@@ -580,6 +580,9 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 			p->u.create.disposition = cr->create_disposition;
 			p->u.create.oplock = cr->requested_oplock;
 			p->u.create.name = strdup(cr->name);
+			p->u.create.reconnect = cr->has_reconnect;
+			p->u.create.reconnect_persistent =
+			    cr->reconnect_fid.persistent;
 		}
 		free(cr);
 		break;
@@ -792,6 +795,9 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 		o->pl.state = cr.oplock_level == SMB2_OPLOCK_LEVEL_II ?
 		    SMB2_LEASE_READ : SMB2_LEASE_READ | SMB2_LEASE_WRITE;
 	}
+	o->durable = cr.durable || p->u.create.reconnect;
+	o->reopened = p->u.create.reconnect;
+	o->reopened_persistent = p->u.create.reconnect_persistent;
 	o->size_hint = cr.end_of_file;
 	o->dcv.creation = cr.creation_time;
 	o->dcv.last_write = cr.last_write_time;

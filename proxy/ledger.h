@@ -144,6 +144,10 @@ struct px_pending {
 			uint8_t pl_kind;
 			uint8_t pl_key[16];
 			uint32_t pl_state;
+			/* a durable reconnect, of the open with this
+			 * persistent FileId */
+			bool reconnect;
+			uint64_t reconnect_persistent;
 		} create;
 		struct {
 			char *path;      /* malloc'd \\server\share */
@@ -260,6 +264,12 @@ struct px_open {
 	 * an older one is failed FILE_NOT_AVAILABLE (a client raises it
 	 * after a reconnect) */
 	uint16_t csn;
+	/* durable (granted, or reconnected), and the open a reconnect made
+	 * it again (by the FileId the client named): what smbaccel lost of
+	 * that one is reported on this one (writebehind.c) */
+	bool durable;
+	bool reopened;
+	uint64_t reopened_persistent;
 	struct px_plock pl;         /* smbaccel's lease on the client's behalf */
 	bool breaking;
 	bool closed;                /* CLOSE forwarded; drop on response */

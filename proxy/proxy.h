@@ -192,6 +192,9 @@ struct px_stats {
 	                                   * (upstream.c, px_upstream_pace) */
 	uint64_t flushes[CO_FLUSH_NCAUSES];
 	uint64_t deferred_errors;
+	uint64_t lost_reconnected;  /* durable opens that lost data, whose
+	                             * reconnect carries the error
+	                             * (writebehind.c) */
 	uint64_t lost_bytes;        /* acknowledged, never confirmed written:
 	                             * failed, or in flight or buffered when
 	                             * the connection went */

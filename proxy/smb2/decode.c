@@ -704,8 +704,16 @@ cctx_req(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 		out->has_mxac = true;
 	else if (tag_is(name, nlen, "DHnQ") || tag_is(name, nlen, "DH2Q"))
 		out->has_durable = true;
-	else if (tag_is(name, nlen, "DHnC") || tag_is(name, nlen, "DH2C"))
+	else if (tag_is(name, nlen, "DHnC") || tag_is(name, nlen, "DH2C")) {
+		/* 2.2.13.2.4: the FileId; 2.2.13.2.12: FileId, CreateGuid,
+		 * Flags */
+		if (!out->has_reconnect &&
+		    dlen == (tag_is(name, nlen, "DHnC") ? 16 : 36)) {
+			out->reconnect_fid.persistent = px_get_u64(data);
+			out->reconnect_fid.volatile_ = px_get_u64(data + 8);
+		}
 		out->has_reconnect = true;
+	}
 	else if (tag_is(name, nlen, "QFid"))
 		out->has_qfid = true;
 	return 0;
@@ -734,6 +742,8 @@ cctx_rsp(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 			out->mxac_status = px_get_u32(data);
 			out->maximal_access = px_get_u32(data + 4);
 		}
+	} else if (tag_is(name, nlen, "DHnQ") || tag_is(name, nlen, "DH2Q")) {
+		out->durable = true;
 	} else if (tag_is(name, nlen, "QFid")) {
 		/* 2.2.14.2.9: DiskFileId, VolumeId, Reserved (32 bytes) */
 		if (dlen != 32)

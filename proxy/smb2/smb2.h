@@ -393,6 +393,9 @@ struct smb2_create_req {
 	bool has_mxac;            /* MxAc context present */
 	bool has_durable;         /* DHnQ or DH2Q present */
 	bool has_reconnect;       /* DHnC or DH2C present */
+	struct smb2_fileid reconnect_fid; /* the open it reconnects (its
+	                                   * FileId; 0 if the context was
+	                                   * not of its size) */
 	bool has_qfid;            /* QFid present (2.2.13.2.9) */
 };
 int px_smb2_create_req_decode(const struct smb2_elem *e,
@@ -417,6 +420,8 @@ struct smb2_create_rsp {
 	uint32_t maximal_access;
 	bool has_disk_id;         /* QFid response context (2.2.14.2.9) */
 	uint8_t disk_id[32];      /* DiskFileId, VolumeId, Reserved */
+	bool durable;             /* DHnQ or DH2Q response context: the
+	                           * open is durable (2.2.14.2.3, .12) */
 };
 int px_smb2_create_rsp_decode(const struct smb2_elem *e,
     struct smb2_create_rsp *out) PX_MUSTCHECK;

@@ -25,7 +25,15 @@ of the first connection is stopped before the drop and resumed HOLD
 seconds after it (what smbaccel still had to write of the first N waits
 in that process's socket meanwhile).  Prints "reconnect STATUS",
 "waited S" and "sha256 HEX" of the 2N KiB it wrote (what the file must
-hold)."""
+hold).
+
+durable_reopen.py --lost1 PORT NAME N
+durable_reopen.py --lost2 PORT NAME FILEID
+A client that loses its connection after N writes of 1 KiB to NAME (on
+[dur], batch oplock, durable handle): --lost1 writes them, prints
+"fileid HEX" and drops the connection; --lost2 reconnects that FileId on
+a new connection, writes 1 KiB at offset 0 and closes, printing
+"reconnect STATUS", "write STATUS" and "close STATUS"."""
 import os
 import signal
 import sys
@@ -113,6 +121,34 @@ def resume(port, name, n, master=0, hold=0.0):
     print("sha256", hashlib.sha256(data).hexdigest())
 
 
+def status(r):
+    return "SUCCESS" if r == 0 else "0x%08x" % r
+
+
+if sys.argv[1] == "--lost1":
+    port, name, n = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    c1 = Client(port, "3.0", share="dur")
+    fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
+                         contexts=[(b"DHnQ", b"\0" * 16)])
+    if "DHnQ" not in res["tags"]:
+        sys.exit("smbd granted no durable handle")
+    for i in range(n):
+        c1.write(fid, i * 1024, bytes([i & 0xFF]) * 1024)
+    print("fileid", fid.hex())
+    c1.drop()
+    sys.exit(0)
+if sys.argv[1] == "--lost2":
+    port, name, fid = int(sys.argv[2]), sys.argv[3], bytes.fromhex(sys.argv[4])
+    c2 = Client(port, "3.0", share="dur")
+    f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
+                        contexts=[(b"DHnC", fid)])
+    print("reconnect", status(res["status"]))
+    if f2 is not None:
+        st, _ = c2.write(f2, 0, b"x" * 1024, check=False)
+        print("write", status(st))
+        print("close", status(c2.close(f2)))
+    c2.logoff()
+    sys.exit(0)
 if sys.argv[1] == "--resume":
     a = sys.argv[2:]
     resume(int(a[0]), a[1], int(a[2]), *([int(a[3]), float(a[4])] if len(a) > 3 else []))

@@ -31,10 +31,23 @@
 #    drain cannot end, the reconnect must wait for it: on a WAN the
 #    drain takes longer than the new connection's set-up);
 #  through smbaccel with connect_timeout = 1s, HOLD 4 s: the wait ends
-#    after 1 s, logged, and the reconnect gets the server's answer.
+#    after 1 s, logged, and the reconnect gets the server's answer;
+#  lost: [dur] nearly full (an 8 MiB tmpfs), 256 writes of 1 KiB
+#    acknowledged by smbaccel (flush timers of 30 s), the connection
+#    dropped: smbd fails the drain DISK_FULL and smbaccel logs the loss;
+#    the space freed, the client reconnects its durable handle: the
+#    reconnect succeeds, its first WRITE gets DISK_FULL (the error of
+#    what was lost; before, the client never heard of it), the CLOSE
+#    succeeds, lost_reconnected 1, logged.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "durable reconnects"
 DR=$TESTS_DIR/durable_reopen.py
+
+# [dur] on an 8 MiB tmpfs that the last part fills; unmounted (lazily:
+# smbd may still have its cwd there) before lib.sh's cleanup
+mkdir -p "$DUR_DIR"
+mount -t tmpfs -o size=8m,mode=0755 tmpfs "$DUR_DIR" || skip "cannot mount a tmpfs"
+trap 'dr_rc=$?; umount -l "$DUR_DIR" 2>/dev/null; (exit $dr_rc); cleanup' EXIT
 
 # run LABEL PORT HOLD: the transcript in $T/LABEL.out
 run() {
@@ -90,6 +103,33 @@ w=$(waited bounded)
 [ "$w" -ge 9 ] && [ "$w" -le 35 ] || fail "bounded: the reconnect took $w tenths of a second (want 1 s of wait)"
 grep -q "still open after 1000 ms: durable reconnect sent anyway" "$PROXY_LOG" ||
     fail "bounded: no log line for the end of the wait"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status"
+
+# lost: what smbaccel acknowledged and could not write is reported on the
+# reconnected open
+PROXY_PORT= PROXY_SHARE_SECTION=no start_proxy "" "[share dur]" "write_behind = always" \
+    "flush_idle = 30s" "flush_max_age = 60s"
+rm -f "$DUR_DIR"/*.dat
+avail=$(df -k --output=avail "$DUR_DIR" | tail -n 1)
+head -c $(( (avail - 64) * 1024 )) /dev/zero > "$DUR_DIR/filler" 2>/dev/null; sync
+timeout 60 "$PY" "$DR" --lost1 "$PROXY_PORT" lost.dat 256 > "$T/lost1.out" 2> "$T/lost1.err" ||
+    { cat "$T/lost1.err" >&2; fail "lost: durable_reopen.py --lost1 failed"; }
+fid=$(awk '$1 == "fileid" { print $2 }' "$T/lost1.out")
+n=200
+while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+[ $n -gt 0 ] || fail "lost: the dropped connection did not close within 20 s"
+grep -q "file=lost.dat durable open closed with [0-9]* acknowledged bytes not written (error 0xc000007f)" "$PROXY_LOG" ||
+    fail "lost: no log line for the data the old open lost: $(grep lost.dat "$PROXY_LOG" | tail -n 3)"
+rm -f "$DUR_DIR/filler"
+timeout 60 "$PY" "$DR" --lost2 "$PROXY_PORT" lost.dat "$fid" > "$T/lost2.out" 2> "$T/lost2.err" ||
+    { cat "$T/lost2.err" >&2; fail "lost: durable_reopen.py --lost2 failed"; }
+info "lost: $(grep -h . "$T/lost1.out" "$T/lost2.out" | tr '\n' ' ')"
+assert_eq "reconnect SUCCESS write 0xc000007f close SUCCESS" "$(tr '\n' ' ' < "$T/lost2.out" | sed 's/ $//')" \
+    "lost: the reconnected open's answers"
+assert_eq 1 "$(stat_get lost_reconnected)" "lost: lost_reconnected"
+grep -q "file=lost.dat durable reconnect of the open that lost" "$PROXY_LOG" ||
+    fail "lost: no log line for the error carried to the reconnect"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status"
 info "PASS"

@@ -1079,6 +1079,19 @@ test_create_valid(void)
 	CU_ASSERT_FALSE(q.has_lease);
 	CU_ASSERT_FALSE(q.has_durable);
 	CU_ASSERT_TRUE(q.has_reconnect);
+	/* ... of the wrong size (32 bytes, DH2C has 36): no FileId */
+	CU_ASSERT_EQUAL(q.reconnect_fid.persistent, 0);
+	/* DHnC with its 16-byte FileId */
+	n = mk_create_req(b);
+	memcpy(b + 264, "DHnC", 4);
+	px_put_u32(b + 260, 16);
+	px_put_u64(b + 272, 0x1122334455667788ULL);
+	px_put_u64(b + 280, 0x99);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_req_decode(&e, &q), 0);
+	CU_ASSERT_TRUE(q.has_reconnect);
+	CU_ASSERT_EQUAL(q.reconnect_fid.persistent, 0x1122334455667788ULL);
+	CU_ASSERT_EQUAL(q.reconnect_fid.volatile_, 0x99);
 	/* a 16-byte name (e.g. an AppInstanceId GUID) is skipped */
 	n = mk_create_req(b);
 	px_put_u16(b + 150, 16);                /* RqLs name now 16 bytes */
@@ -1114,6 +1127,15 @@ test_create_valid(void)
 	CU_ASSERT_EQUAL(r.last_write_time, 0x01D9000000000003ULL);
 	CU_ASSERT_EQUAL(r.change_time, 0x01D9000000000004ULL);
 	CU_ASSERT_FALSE(r.has_disk_id);
+	CU_ASSERT_FALSE(r.durable);
+	/* MxAc renamed DHnQ (8 reserved bytes): a durable open */
+	n = mk_create_rsp(b);
+	memcpy(b + 168, "DHnQ", 4);
+	elem_of(&e, b, n);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_create_rsp_decode(&e, &r), 0);
+	CU_ASSERT_TRUE(r.durable);
+	CU_ASSERT_FALSE(r.has_mxac);
+	CU_ASSERT_TRUE(r.has_lease);
 
 	/* QFid instead of RqLs: the on-disk id; a wrong length is refused */
 	n = mk_create_rsp(b);
