@@ -9,10 +9,14 @@
  * changes (write, SET_INFO, overwriting CREATE, delete-on-close) and of
  * the document cache's copy of it (doccache.c: also a rename's target,
  * and what lies below a directory renamed or deleted), and byte-range
- * locks, which stop write absorption on every open of the file; and
- * multichannel sessions (bind_wait).  Only clients that bypass this
- * smbaccel can see stale data.
+ * locks, which stop write absorption on every open of the file;
+ * multichannel sessions (bind_wait); and a client's durable reconnect
+ * against its previous connection: it waits for that one's close
+ * (reopen_wait) and gets the error of the data lost with it
+ * (lost_keep, lost_reopened).  Only clients that bypass this smbaccel can
+ * see stale data.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -548,6 +552,100 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 	return busy;
 }
 
+/*
+ * Acknowledged data lost with a durable open, kept for its reconnect
+ * (px_coh_closing, before writebehind.c counts the loss).  A
+ * client whose connection failed reopens its durable handles on a new
+ * connection (MS-SMB2 3.2.4.4) and goes on as if nothing had happened:
+ * what smbaccel acknowledged on the old one and could not write would be
+ * lost without the client hearing of it.  The reconnected open carries
+ * the error instead (its next WRITE or FLUSH is failed with it, or its
+ * CLOSE, as on the old open), matched by server and persistent FileId.
+ * Bounded: LOST_MAX entries, the oldest replaced, each kept LOST_KEEP_MS
+ * (a durable handle outlives its connection by about a minute on smbd
+ * and Windows).
+ */
+#define LOST_MAX      256
+#define LOST_KEEP_MS  (15.0 * 60 * 1000)
+static struct lost_open {
+	double at;                 /* 0: free */
+	char server[64];           /* px_conn.dst_str */
+	uint64_t persistent;
+	uint64_t conn_id;
+	uint64_t bytes;
+	uint32_t status;
+} lost_opens[LOST_MAX];
+static unsigned int lost_next;
+
+static void
+lost_keep(struct px_conn *c, const struct px_open *o, uint64_t bytes)
+{
+	struct lost_open *l = &lost_opens[lost_next];
+
+	lost_next = (lost_next + 1) % LOST_MAX;
+	if (l->at != 0)
+		log_warnx("server=%s file id 0x%llx: no longer kept for its "
+		    "reconnect (%u kept)", l->server,
+		    (unsigned long long)l->persistent, LOST_MAX);
+	l->at = px_now_ms();
+	snprintf(l->server, sizeof(l->server), "%s", c->dst_str);
+	l->persistent = o->fid.persistent;
+	l->conn_id = c->id;
+	l->bytes = bytes;
+	l->status = o->failed_status ? o->failed_status :
+	    NT_STATUS_LOST_WRITEBEHIND_DATA;
+	log_warnx("conn=%llu share=%s file=%s durable open closed with %llu "
+	    "acknowledged bytes not written (error 0x%08x): a reconnect of "
+	    "it within %u s gets the error", (unsigned long long)c->id,
+	    px_tree_share(c, o), o->name, (unsigned long long)bytes,
+	    l->status, (unsigned int)(LOST_KEEP_MS / 1000));
+}
+
+static void
+lost_reopened(struct px_conn *c, struct px_open *o)
+{
+	double now = px_now_ms();
+	unsigned int i;
+
+	if (!o->reopened)
+		return;
+	for (i = 0; i < LOST_MAX; i++) {
+		struct lost_open *l = &lost_opens[i];
+
+		if (l->at == 0 || l->persistent != o->reopened_persistent ||
+		    strcmp(l->server, c->dst_str) != 0)
+			continue;
+		if (now - l->at > LOST_KEEP_MS) {
+			l->at = 0;      /* expired */
+			continue;
+		}
+		l->at = 0;
+		if (!o->failed_status)
+			o->failed_status = l->status;
+		px_stats.lost_reconnected++;
+		log_warnx("conn=%llu share=%s file=%s durable reconnect of the "
+		    "open that lost %llu acknowledged bytes on conn=%llu: error "
+		    "0x%08x deferred to its next WRITE, FLUSH or CLOSE",
+		    (unsigned long long)c->id, px_tree_share(c, o), o->name,
+		    (unsigned long long)l->bytes, (unsigned long long)l->conn_id,
+		    o->failed_status);
+	}
+}
+
+void
+px_coh_closing(struct px_conn *c)
+{
+	const struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next) {
+		uint64_t lost = o->wb_inflight_bytes + o->refused.len +
+		    o->wb.len;
+
+		if (o->durable && !o->closed && (lost || o->failed_status))
+			lost_keep(c, o, lost);
+	}
+}
+
 void
 px_coh_opened(struct px_conn *c, struct px_open *o)
 {
@@ -557,5 +655,5 @@ px_coh_opened(struct px_conn *c, struct px_open *o)
 	/* a cached copy of the file: valid for this open? */
 	px_dc_opened(c, o);
 	/* a reconnect of a durable open that lost data */
-	px_wb_opened(c, o);
+	lost_reopened(c, o);
 }

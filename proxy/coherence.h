@@ -33,6 +33,10 @@ enum px_absorb px_coh_interfaces(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e);
 /* Wake connections whose stalled frame waits on other connections. */
 void px_coh_kick_waiters(struct px_conn *c);
+/* c is closing: its durable opens that lost acknowledged data (or hold
+ * an error not yet reported) are kept for their reconnect, which then
+ * gets the error (px_coh_opened).  Before writebehind.c lets go. */
+void px_coh_closing(struct px_conn *c);
 /* When a durable reconnect stops waiting for the close of the client's
  * previous connection (px_coh_must_wait); 0: none waits. */
 double px_coh_timer(const struct px_conn *c);

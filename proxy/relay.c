@@ -910,6 +910,7 @@ px_relay_free(struct px_conn *c)
 {
 	px_cmp_free(c);
 	px_dc_free(c);
+	px_coh_closing(c);
 	px_wb_free(c);
 	px_emit_free(c);
 	px_lease_free(c);

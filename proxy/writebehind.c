@@ -11,7 +11,6 @@
  * read-ahead cache are answered through px_wb_answer too: it is where the
  * zero-credit rule lives.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1213,96 +1212,12 @@ px_wb_timer(struct px_conn *c, double now_ms)
 	return next;
 }
 
-/*
- * Acknowledged data lost with a durable open, kept for its reconnect.  A
- * client whose connection failed reopens its durable handles on a new
- * connection (MS-SMB2 3.2.4.4) and goes on as if nothing had happened:
- * what smbaccel acknowledged on the old one and could not write would be
- * lost without the client hearing of it.  The reconnected open carries
- * the error instead (its next WRITE or FLUSH is failed with it, or its
- * CLOSE, as on the old open), matched by server and persistent FileId.
- * Bounded: LOST_MAX entries, the oldest replaced, each kept LOST_KEEP_MS
- * (a durable handle outlives its connection by about a minute on smbd
- * and Windows).
- */
-#define LOST_MAX      256
-#define LOST_KEEP_MS  (15.0 * 60 * 1000)
-static struct lost_open {
-	double at;                 /* 0: free */
-	char server[64];           /* px_conn.dst_str */
-	uint64_t persistent;
-	uint64_t conn_id;
-	uint64_t bytes;
-	uint32_t status;
-} lost_opens[LOST_MAX];
-static unsigned int lost_next;
-
-static void
-lost_keep(struct px_conn *c, struct px_open *o, uint64_t bytes)
-{
-	struct lost_open *l = &lost_opens[lost_next];
-
-	lost_next = (lost_next + 1) % LOST_MAX;
-	if (l->at != 0)
-		log_warnx("server=%s file id 0x%llx: no longer kept for its "
-		    "reconnect (%u kept)", l->server,
-		    (unsigned long long)l->persistent, LOST_MAX);
-	l->at = px_now_ms();
-	snprintf(l->server, sizeof(l->server), "%s", c->dst_str);
-	l->persistent = o->fid.persistent;
-	l->conn_id = c->id;
-	l->bytes = bytes;
-	l->status = o->failed_status ? o->failed_status :
-	    NT_STATUS_LOST_WRITEBEHIND_DATA;
-	log_warnx("conn=%llu share=%s file=%s durable open closed with %llu "
-	    "acknowledged bytes not written (error 0x%08x): a reconnect of "
-	    "it within %u s gets the error", (unsigned long long)c->id,
-	    px_tree_share(c, o), o->name, (unsigned long long)bytes,
-	    l->status, (unsigned int)(LOST_KEEP_MS / 1000));
-}
-
-void
-px_wb_opened(struct px_conn *c, struct px_open *o)
-{
-	double now = px_now_ms();
-	unsigned int i;
-
-	if (!o->reopened)
-		return;
-	for (i = 0; i < LOST_MAX; i++) {
-		struct lost_open *l = &lost_opens[i];
-
-		if (l->at == 0 || l->persistent != o->reopened_persistent ||
-		    strcmp(l->server, c->dst_str) != 0)
-			continue;
-		if (now - l->at > LOST_KEEP_MS) {
-			l->at = 0;      /* expired */
-			continue;
-		}
-		l->at = 0;
-		if (!o->failed_status)
-			o->failed_status = l->status;
-		px_stats.lost_reconnected++;
-		log_warnx("conn=%llu share=%s file=%s durable reconnect of the "
-		    "open that lost %llu acknowledged bytes on conn=%llu: error "
-		    "0x%08x deferred to its next WRITE, FLUSH or CLOSE",
-		    (unsigned long long)c->id, px_tree_share(c, o), o->name,
-		    (unsigned long long)l->bytes, (unsigned long long)l->conn_id,
-		    o->failed_status);
-	}
-}
-
 void
 px_wb_free(struct px_conn *c)
 {
 	struct px_open *o;
 
 	for (o = c->led.opens; o; o = o->next) {
-		uint64_t lost = o->wb_inflight_bytes + o->refused.len +
-		    o->wb.len;
-
-		if (o->durable && !o->closed && (lost || o->failed_status))
-			lost_keep(c, o, lost);
 		/* name exactly what was acknowledged to the client and never
 		 * acknowledged by the server: writes in flight, then the
 		 * buffer not yet sent */

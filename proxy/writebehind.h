@@ -119,8 +119,5 @@ void px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 double px_wb_timer(struct px_conn *c, double now_ms);
 /* Log what a closed connection loses and give its memory back. */
 void px_wb_free(struct px_conn *c);
-/* A new open (a CREATE answered): a durable reconnect of an open that
- * lost acknowledged data gets its error (px_wb_free). */
-void px_wb_opened(struct px_conn *c, struct px_open *o);
 
 #endif
