@@ -266,7 +266,7 @@ struct px_open {
 	uint16_t csn;
 	/* durable (granted, or reconnected), and the open a reconnect made
 	 * it again (by the FileId the client named): what smbaccel lost of
-	 * that one is reported on this one (writebehind.c) */
+	 * that one is reported on this one (coherence.c) */
 	bool durable;
 	bool reopened;
 	uint64_t reopened_persistent;

@@ -713,8 +713,7 @@ cctx_req(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 			out->reconnect_fid.volatile_ = px_get_u64(data + 8);
 		}
 		out->has_reconnect = true;
-	}
-	else if (tag_is(name, nlen, "QFid"))
+	} else if (tag_is(name, nlen, "QFid"))
 		out->has_qfid = true;
 	return 0;
 }
