@@ -25,6 +25,18 @@
 #                    --option=clientsigning=required)
 #   TORTURE_TAG      prefix of the result files (several modes in one test)
 #   TORTURE_PROXY_GLOBAL  extra [global] line of the proxies (e.g. secrets)
+#   TORTURE_DIRECT_RACY  tests (shell patterns; default the durable-handle
+#                    suites') whose direct run may fail where smbaccel's
+#                    succeeds: a difference of that kind alone is reported
+#                    and accepted.  smbtorture's durable tests drop a
+#                    connection and reconnect its handles at once; smbd
+#                    gives a handle up only when the old connection's
+#                    process has torn it down, which under load comes
+#                    after the reconnect (OBJECT_NAME_NOT_FOUND: seen
+#                    directly in a CI run, 2026-12-06).  smbaccel holds a
+#                    reconnect until the old connection has closed
+#                    (t_durable_reopen), so through it they succeed.  A
+#                    proxied failure still counts.
 #
 # After a call, $T/TAG-NAME.stats.json holds the stats of configuration
 # NAME's proxies at the end of their lanes (numbers summed over groups).
@@ -171,6 +183,31 @@ lane() {
 	return 0
 }
 
+TORTURE_DIRECT_RACY=${TORTURE_DIRECT_RACY-smb2.durable-open.* smb2.durable-v2-open.*}
+
+# racy_only DIFF: the diff holds only direct failures of racy tests that
+# succeeded through smbaccel; prints their names.
+racy_only() {
+	local t st pat seen=
+	while read -r t st; do
+		case $t in
+		-*) [ "$st" = failure ] || [ "$st" = error ] || return 1
+		    t=${t#-}
+		    grep -qx "+$t success" "$1" || return 1 ;;
+		+*) [ "$st" = success ] || return 1
+		    t=${t#+}
+		    grep -Eqx -- "-$t (failure|error)" "$1" || return 1
+		    continue ;;
+		esac
+		for pat in $TORTURE_DIRECT_RACY; do
+			# shellcheck disable=SC2053
+			[[ $t == $pat ]] && { seen="$seen $t"; continue 2; }
+		done
+		return 1
+	done < <(grep '^[-+][^-+]' "$1")
+	[ -n "$seen" ] && echo "$seen"
+}
+
 # lane_details DIR SUITE DIFF CNAME: the subunit text of the tests that
 # differ (from CNAME's lane DIR), for the log.
 lane_details() {
@@ -200,7 +237,7 @@ EXTRA_CLEANUP=torture_cleanup
 
 torture_parity() {
 	local tag=${TORTURE_TAG:+$TORTURE_TAG-} groups=() g= a cfg cname wb ra
-	local i pids=() dirs=() bad=0 s d dd t0
+	local i pids=() dirs=() bad=0 s d dd t0 racy
 	for a in "$@"; do
 		if [ "$a" = / ]; then
 			[ -n "$g" ] && groups+=("$g"); g=
@@ -249,7 +286,10 @@ torture_parity() {
 				dd=$T/lane-$tag$cname-$i
 				printf '%-22s %-12s %s(rc %s s)\n' "$tag$s" "$cname:" \
 				    "$(summary "$dd/$s.res" 2>/dev/null)" "$(cat "$dd/$s.time" 2>/dev/null)"
-				if ! diff -u "$d/$s.res" "$dd/$s.res" > "$T/$tag$s.$cname.diff" 2>&1; then
+				if ! diff -u "$d/$s.res" "$dd/$s.res" > "$T/$tag$s.$cname.diff" 2>&1 &&
+				    racy=$(racy_only "$T/$tag$s.$cname.diff"); then
+					echo "  failed directly, succeeded through smbaccel ($cname), accepted (TORTURE_DIRECT_RACY):$racy"
+				elif [ -s "$T/$tag$s.$cname.diff" ]; then
 					echo "  DIFFERENCES $tag$s (- direct, + $cname):"
 					grep '^[-+][^-+]' "$T/$tag$s.$cname.diff" | sed 's/^/    /'
 					lane_details "$dd" "$s" "$T/$tag$s.$cname.diff" "$cname"
