@@ -651,11 +651,13 @@ client_home() {
 smbc() {
 	local port=$1 proto=$2 cmds=$3; shift 3
 	local home=${SMBC_HOME:-$(client_home default)}
+	# CMDS "-": the commands come on standard input, as they are written
+	[ "$cmds" = - ] || set -- -c "$cmds" "$@"
 	HOME=$home smbclient "//127.0.0.1/${SMBC_SHARE:-share}" -p "$port" \
 	    -s "$home/.smb/smb.conf" -U "$SMB_USER%$SMB_PASS" -m "$proto" \
 	    --option="client min protocol=$proto" \
 	    --option="client max protocol=$proto" \
-	    -c "$cmds" "$@"
+	    "$@"
 }
 
 # smb_url PORT PATH: URL for smbdd (libsmbclient).

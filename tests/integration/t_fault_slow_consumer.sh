@@ -92,17 +92,19 @@ assert_eq "$want" "$(sha256 "$T/out1")" "1: sha256 read through the stalled clie
 check_growth "1" "$base"
 
 info "2. server stops reading during smbclient put (large WRITEs), ${STALL}s"
-# smbclient connects (ls), then waits for $T/go2 before the put (its "!"
-# runs a shell command): smbd's child for the connection is found and
-# stopped first, so the whole put meets a server that does not read (a
-# put of 128 MiB can take 0.1 s here: stopping smbd once part of it had
-# landed missed it in 3 tries of 3 in a CI run, 2026-12-06)
-# (a script: smbclient splits its commands at ";")
+# smbclient reads its commands from standard input: it connects (ls),
+# and is given the put only once $T/go2 exists, after smbd's child for
+# the connection has been found and stopped, so the whole put meets a
+# server that does not read (a put of 128 MiB can take 0.1 s here:
+# stopping smbd once part of it had landed missed it in 3 tries of 3 in a
+# CI run, 2026-12-06)
 before=$(smbd_children)
 rm -f "$SHARE_DIR/put2" "$T/go2"
-printf 'while [ ! -e %s ]\ndo sleep 0.05\ndone\n' "$T/go2" > "$T/wait-go2.sh"
-SMBC_HOME=$home smbc "$PROXY_PORT" SMB3_11 \
-    "ls; ! sh $T/wait-go2.sh; put $T/big put2" > "$T/put.out" 2>&1 &
+{
+	echo ls
+	while [ ! -e "$T/go2" ]; do sleep 0.05; done
+	echo "put $T/big put2"
+} | SMBC_HOME=$home smbc "$PROXY_PORT" SMB3_11 - > "$T/put.out" 2>&1 &
 client=$!
 BG_PIDS="$BG_PIDS $client"
 child=$(new_child "$before") || { touch "$T/go2"; fail "2: no smbd child for the put"; }
