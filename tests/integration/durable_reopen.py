@@ -23,8 +23,11 @@ dropped at once, a new connection, the reconnect, then N more writes of
 1 KiB after the first N, and the CLOSE.  With SMBD_PID, the smbd process
 of the first connection is stopped before the drop and resumed HOLD
 seconds after it (what smbaccel still had to write of the first N waits
-in that process's socket meanwhile).  Prints "reconnect STATUS",
-"waited S" and "sha256 HEX" of the 2N KiB it wrote (what the file must
+in that process's socket meanwhile).  A reconnect refused
+OBJECT_NAME_NOT_FOUND is tried again after 0.5 s, 3 tries in all, as a
+client retries it (smbd may still be tearing the old connection down
+when its socket has closed).  Prints "reconnect STATUS", "waited S",
+"tries N" and "sha256 HEX" of the 2N KiB it wrote (what the file must
 hold).
 
 durable_reopen.py --lost1 PORT NAME N
@@ -56,6 +59,21 @@ def children(pid):
             if int(st[st.rindex(")") + 2:].split()[1]) == pid:
                 out.add(int(d))
     return out
+
+
+def open_durable(c, name):
+    """NAME opened (created) with a batch oplock and a durable handle."""
+    fid, res = c.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
+                        contexts=[(b"DHnQ", b"\0" * 16)])
+    if "DHnQ" not in res["tags"]:
+        sys.exit("smbd granted no durable handle")
+    return fid, res
+
+
+def reconnect(c, name, fid):
+    """The durable reconnect of FileId fid: (FileId or None, info)."""
+    return c.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
+                    contexts=[(b"DHnC", fid)])
 
 
 def connect(port, master):
@@ -96,10 +114,7 @@ def resume(port, name, n, master=0, hold=0.0):
     import random
     data = random.Random(name).randbytes(2 * n * 1024)
     c1, child = connect(port, master)
-    fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
-                         contexts=[(b"DHnQ", b"\0" * 16)])
-    if "DHnQ" not in res["tags"]:
-        sys.exit("smbd granted no durable handle")
+    fid, res = open_durable(c1, name)
     for i in range(n):
         c1.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
     timer = stop(child, hold)
@@ -107,10 +122,16 @@ def resume(port, name, n, master=0, hold=0.0):
         c1.drop()
         t0 = time.monotonic()
         c2 = Client(port, "3.0", share="dur")
-        f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
-                            contexts=[(b"DHnC", fid)])
+        # a client retries a reconnect the server refused (smbd may still
+        # be tearing the old connection down after its socket closed)
+        for tries in range(1, 4):
+            f2, res = reconnect(c2, name, fid)
+            if f2 is not None or res["status"] != 0xC0000034:
+                break
+            time.sleep(0.5)
         print("reconnect", "SUCCESS" if f2 is not None else "0x%08x" % res["status"])
         print("waited %.1f" % (time.monotonic() - t0))
+        print("tries", tries)
         if f2 is not None:
             for i in range(n, 2 * n):
                 c2.write(f2, i * 1024, data[i * 1024:(i + 1) * 1024])
@@ -128,10 +149,7 @@ def status(r):
 if sys.argv[1] == "--lost1":
     port, name, n = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     c1 = Client(port, "3.0", share="dur")
-    fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
-                         contexts=[(b"DHnQ", b"\0" * 16)])
-    if "DHnQ" not in res["tags"]:
-        sys.exit("smbd granted no durable handle")
+    fid, res = open_durable(c1, name)
     for i in range(n):
         c1.write(fid, i * 1024, bytes([i & 0xFF]) * 1024)
     print("fileid", fid.hex())
@@ -140,8 +158,7 @@ if sys.argv[1] == "--lost1":
 if sys.argv[1] == "--lost2":
     port, name, fid = int(sys.argv[2]), sys.argv[3], bytes.fromhex(sys.argv[4])
     c2 = Client(port, "3.0", share="dur")
-    f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
-                        contexts=[(b"DHnC", fid)])
+    f2, res = reconnect(c2, name, fid)
     print("reconnect", status(res["status"]))
     if f2 is not None:
         st, _ = c2.write(f2, 0, b"x" * 1024, check=False)
@@ -155,18 +172,14 @@ if sys.argv[1] == "--resume":
     sys.exit(0)
 port, master, hold, name = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 c1, child = connect(port, master)
-fid, res = c1.create(name, disposition=FILE_OPEN_IF, oplock=OPLOCK_BATCH,
-                     contexts=[(b"DHnQ", b"\0" * 16)])
+fid, res = open_durable(c1, name)
 print("open", " ".join(res["tags"]) or "-")
-if "DHnQ" not in res["tags"]:
-    sys.exit("smbd granted no durable handle")
 timer = stop(child, hold)
 try:
     c1.drop()
     t0 = time.monotonic()
     c2 = Client(port, "3.0", share="dur")
-    f2, res = c2.create(name, disposition=FILE_OPEN, oplock=OPLOCK_BATCH, check=False,
-                        contexts=[(b"DHnC", fid)])
+    f2, res = reconnect(c2, name, fid)
     waited = time.monotonic() - t0
     print("reconnect", "SUCCESS" if f2 is not None else "0x%08x" % res["status"])
     print("waited %.1f" % waited)

@@ -29,7 +29,10 @@
 #    file on smbd's disk holds all 1 MiB; again through smbaccel with the
 #    old connection's smbd process stopped for 1.5 s from the drop (the
 #    drain cannot end, the reconnect must wait for it: on a WAN the
-#    drain takes longer than the new connection's set-up);
+#    drain takes longer than the new connection's set-up; the client
+#    tries a refused reconnect 3 times, 0.5 s apart, as clients do: smbd
+#    may still be tearing the old connection down after its socket
+#    closed, seen once with two test runs at once);
 #  through smbaccel with connect_timeout = 1s, HOLD 4 s: the wait ends
 #    after 1 s, logged, and the reconnect gets the server's answer;
 #  lost: [dur] nearly full (an 8 MiB tmpfs), 256 writes of 1 KiB
