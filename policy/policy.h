@@ -77,6 +77,8 @@ struct pol_global {
 	uint32_t connect_timeout_ms;
 	uint32_t idle_timeout_ms;         /* 0: no idle timeout */
 	uint32_t server_timeout_ms;       /* 0: never give up on a server */
+	uint32_t client_keepalive_ms;     /* silence before a client's TCP is
+	                                   * probed; 0: never (side.c) */
 	uint32_t max_connections;
 	uint32_t max_connecting;          /* per server; 0: no limit */
 	uint64_t queue_limit;             /* per side of a connection */

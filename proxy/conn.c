@@ -45,6 +45,8 @@ static void conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
     const char *detail);
 static void conn_arm_timer(struct px_conn *c);
 static void conn_kick(struct px_conn *c);
+static void on_client_eof(struct px_conn *c);
+static bool conn_check_done(struct px_conn *c);
 
 static const char *const state_names[] = {
 	"connecting", "waiting", "relay", "opaque", "draining", "closed",
@@ -349,6 +351,9 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		log_warn("conn=%llu fcntl", (unsigned long long)c->id);
 	px_side_init(l, &l->cli, &l->srv, cfd, "client", side_read_cb,
 	    side_write_cb);
+	if (px_side_keepalive(&l->cli, glob()->client_keepalive_ms) == -1)
+		log_warn("conn=%llu client_keepalive on the client's socket",
+		    (unsigned long long)c->id);
 	px_side_init(l, &l->srv, &l->cli, -1, "server", side_read_cb,
 	    side_write_cb);
 	ev_init(&l->timer, conn_timer_cb);
@@ -619,7 +624,17 @@ opening_done(struct px_conn *c)
 void
 px_conn_reloaded(void)
 {
+	struct px_conn *c;
+
 	queue_kick();
+	/* client_keepalive applies to the connections already open too */
+	for (c = px_rt.conns; c; c = c->next) {
+		if (px_side_keepalive(&px_link_of(c)->cli,
+		    glob()->client_keepalive_ms) == -1)
+			log_warn("conn=%llu client_keepalive on the client's "
+			    "socket", (unsigned long long)c->id);
+		conn_arm_timer(c);
+	}
 }
 
 /* ---- timers ------------------------------------------------------------------ */
@@ -718,6 +733,15 @@ conn_arm_timer(struct px_conn *c)
 			if (next == 0 || t < next)
 				next = t;
 		}
+		/* client_keepalive: is a client that has data waiting gone? */
+		if (glob()->client_keepalive_ms && (c->state == PX_CONN_RELAY ||
+		    c->state == PX_CONN_OPAQUE)) {
+			if (l->cli_check_ms == 0)
+				l->cli_check_ms = now + (double)glob()->
+				    client_keepalive_ms / 2;
+			if (next == 0 || l->cli_check_ms < next)
+				next = l->cli_check_ms;
+		}
 	}
 	ev_timer_stop(px_rt.loop, &l->timer);
 	if (next > 0) {
@@ -795,6 +819,20 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 		    (unsigned int)glob()->idle_timeout_ms);
 		px_conn_close(c, PX_CLOSE_IDLE);
 		return;
+	} else if (l->cli_check_ms && now >= l->cli_check_ms - 1) {
+		const char *why = c->state != PX_CONN_RELAY &&
+		    c->state != PX_CONN_OPAQUE ? NULL :
+		    px_side_unanswered(&l->cli,
+		    px_keepalive_gone_ms(glob()->client_keepalive_ms));
+
+		l->cli_check_ms = 0;
+		if (why != NULL) {
+			px_client_timed_out(c, why);
+			px_side_lost(&l->cli);
+			on_client_eof(c);
+			if (c->state == PX_CONN_CLOSED || conn_check_done(c))
+				return;
+		}
 	}
 	conn_arm_timer(c);
 	conn_kick(c);
@@ -1103,7 +1141,9 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
-		if (errno != ECONNRESET)
+		if (errno == ETIMEDOUT && s == &l->cli)
+			px_client_timed_out(c, KA_WHY);
+		else if (errno != ECONNRESET)
 			log_warn("conn=%llu read from %s",
 			    (unsigned long long)c->id, s->name);
 		s->rd_eof = true;
@@ -1149,15 +1189,12 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		if (n == -1) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			if (errno != EPIPE && errno != ECONNRESET)
+			if (errno == ETIMEDOUT && s == &l->cli)
+				px_client_timed_out(c, KA_WHY);
+			else if (errno != EPIPE && errno != ECONNRESET)
 				log_warn("conn=%llu write to %s",
 				    (unsigned long long)c->id, s->name);
-			/* the side is gone; drop what it would have got */
-			px_buf_consume(&s->out, px_buf_len(&s->out));
-			s->wr_shut = true;
-			s->rd_eof = true;
-			if (s == &l->cli)
-				s->rd_reset = true;
+			px_side_lost(s);
 			break;
 		}
 		px_buf_consume(&s->out, (size_t)n);

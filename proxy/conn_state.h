@@ -77,6 +77,8 @@ struct px_conn {
 	enum px_conn_state state;            /* changed by conn.c only */
 	bool client_gone;                    /* the client closed or reset
 	                                      * its side (conn.c) */
+	bool client_timed_out;               /* ... its socket timed out
+	                                      * (client_keepalive), logged */
 	struct sockaddr_storage peer_addr;   /* the client */
 	struct sockaddr_storage dst_addr;    /* the server */
 	char dst_str[64];                    /* px_addr_str(dst_addr), made

@@ -286,6 +286,8 @@ struct px_stats {
 	                                 * answered the expiry here */
 	uint64_t sessions_multichannel; /* sessions left alone since a second
 	                                 * channel was bound to them */
+	uint64_t clients_timed_out;     /* client sockets that timed out
+	                                 * (client_keepalive, conn.c) */
 	uint64_t reopen_waits;          /* durable reconnects that waited for
 	                                 * the close of the client's previous
 	                                 * connection (coherence.c) */

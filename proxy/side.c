@@ -5,8 +5,12 @@
  * under queue_limit, relayd relay_read).  Used by conn.c only; it calls
  * nothing above it.
  */
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -210,6 +214,121 @@ px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
 	ev_io_init(&s->wio, wcb, fd, EV_WRITE);
 	s->rio.data = s;
 	s->wio.data = s;
+}
+
+/*
+ * TCP keepalive on a client's socket (client_keepalive).  A client whose
+ * machine lost power or its network sends no FIN: without probes the
+ * connection, the server connection behind it and the server's handles
+ * (share modes, byte-range locks) would stay for as long as smbaccel
+ * runs, since the server's own keepalives reach smbaccel, which answers
+ * them.  After ms of silence the kernel probes every ms/4 (at least 1 s);
+ * four probes unanswered and reads fail ETIMEDOUT.  The kernel sends no
+ * keepalive while data to the peer is in flight: px_side_unanswered covers
+ * that case.  No TCP_USER_TIMEOUT: it would also cut a client that is alive
+ * but not reading (its kernel answers the zero-window probes, and Linux
+ * aborts on the user timeout regardless).  0 turns it off.  Returns -1 with
+ * errno set if the socket refuses an option.
+ */
+#define KA_PROBES 4
+
+static int
+ka_interval(int idle)
+{
+	return idle / KA_PROBES > 0 ? idle / KA_PROBES : 1;
+}
+
+uint32_t
+px_keepalive_gone_ms(uint32_t ms)
+{
+	int idle = (int)((ms + 999) / 1000);
+
+	return ms ? (uint32_t)(idle + KA_PROBES * ka_interval(idle)) * 1000 : 0;
+}
+
+int
+px_side_keepalive(const struct px_side *s, uint32_t ms)
+{
+	int on = ms > 0, idle = (int)((ms + 999) / 1000), cnt = KA_PROBES;
+	int intvl = ka_interval(idle);
+
+	if (s->fd == -1)
+		return 0;
+	if (setsockopt(s->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) == -1)
+		return -1;
+	if (on && (setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+	    sizeof(idle)) == -1 || setsockopt(s->fd, IPPROTO_TCP,
+	    TCP_KEEPINTVL, &intvl, sizeof(intvl)) == -1 ||
+	    setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
+	    sizeof(cnt)) == -1))
+		return -1;
+	return 0;
+}
+
+/*
+ * Why the peer counts as gone, or NULL: its kernel has acknowledged nothing
+ * for ms while smbaccel waits for it to, with data in flight retransmitted
+ * at least twice, or at least two window or keepalive probes in a row
+ * unanswered (TCP_INFO; the kernel would end a keepalive failure itself,
+ * after all four).  A live peer that does not read answers the window
+ * probes, so it is never taken for gone.
+ */
+const char *
+px_side_unanswered(const struct px_side *s, uint32_t ms)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int queued = 0;
+
+	if (s->fd == -1 || ms == 0 ||
+	    getsockopt(s->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1 ||
+	    ti.tcpi_last_ack_recv < ms)
+		return NULL;
+	if (ti.tcpi_retransmits >= 2)
+		return "acknowledged none of the data sent to it";
+	if (ti.tcpi_probes < 2)
+		return NULL;
+	/* probes: of a closed window while data waits, else keepalives */
+	if (ioctl(s->fd, SIOCOUTQ, &queued) == 0 && queued > 0)
+		return "answered no window probe (it had stopped reading)";
+	return KA_WHY;
+}
+
+/*
+ * The client's socket failed ETIMEDOUT (its kernel answered none of the
+ * keepalive probes), or px_side_unanswered found it gone: about twice
+ * client_keepalive after it fell silent.  Its machine is off or off the
+ * network; conn.c handles it as a reset (what it wrote is written, then the
+ * server connection is closed, and the server lets go of its handles).
+ * Logged and counted once per connection.
+ */
+void
+px_client_timed_out(struct px_conn *c, const char *why)
+{
+	struct px_link *l = px_link_of(c);
+	char a[64];
+
+	if (c->client_timed_out)
+		return;
+	c->client_timed_out = true;
+	px_stats.clients_timed_out++;
+	log_warnx("conn=%llu client %s %s for %.0f s (client_keepalive "
+	    "%u ms): taken as gone", (unsigned long long)c->id,
+	    px_addr_str(&c->peer_addr, a, sizeof(a)), why,
+	    (px_now_ms() - l->last_ms) / 1000,
+	    (unsigned int)pol_global(px_rt.cfg)->client_keepalive_ms);
+}
+
+/* s is gone: what it would have got is dropped (a write failed, or the
+ * client was found gone) */
+void
+px_side_lost(struct px_side *s)
+{
+	px_buf_consume(&s->out, px_buf_len(&s->out));
+	s->wr_shut = true;
+	s->rd_eof = true;
+	if (s == &s->link->cli)
+		s->rd_reset = true;
 }
 
 void

@@ -284,6 +284,19 @@ make_netns() {
 	ip netns exec "$NETNS" ip link set lo up || fail "cannot bring up lo in $NETNS"
 }
 
+# in_netns_with_iptables: run this test again inside a namespace of
+# make_netns (only lo: smbd, the proxy and the clients all run in it, so
+# firewall rules touch nothing else) and exit with its status; in that run
+# (NETNS_INNER set) return at once.  Skips without a working iptables.
+in_netns_with_iptables() {
+	[ -n "${NETNS_INNER:-}" ] && return 0
+	command -v iptables >/dev/null || skip "iptables not installed"
+	make_netns
+	ip netns exec "$NETNS" iptables -S >/dev/null 2>&1 || skip "iptables does not work in a network namespace"
+	ip netns exec "$NETNS" env NETNS_INNER=1 RESULTS_DIR= bash "$0"
+	exit $?
+}
+
 # ---------------------------------------------------------------- Samba isolation
 #
 # A test's Samba programs must never meet a Samba daemon of the host (an AD

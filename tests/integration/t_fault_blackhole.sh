@@ -21,14 +21,7 @@
 #     past the timeout.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's connect_timeout and log"
-command -v iptables >/dev/null || skip "iptables not installed"
-
-if [ -z "${BH_INNER:-}" ]; then
-	make_netns
-	ip netns exec "$NETNS" iptables -S >/dev/null 2>&1 || skip "iptables does not work in a network namespace"
-	ip netns exec "$NETNS" env BH_INNER=1 RESULTS_DIR= bash "$0"
-	exit $?
-fi
+in_netns_with_iptables
 
 CT=1
 IPT="iptables -w"

@@ -141,6 +141,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_STRING_EQUAL(g->control_socket, "/run/smbaccel/control.sock");
 	CU_ASSERT_EQUAL(g->connect_timeout_ms, 15000);
 	CU_ASSERT_EQUAL(g->idle_timeout_ms, 0);
+	CU_ASSERT_EQUAL(g->client_keepalive_ms, 120000);
 	CU_ASSERT_EQUAL(g->max_connections, 1024);
 	CU_ASSERT_EQUAL(g->max_connecting, 32);
 	CU_ASSERT_EQUAL(g->queue_limit, 4 * 1024 * 1024);
@@ -405,6 +406,7 @@ test_modes_and_addresses(void)
 	    "tproxy_table = 252\n"
 	    "max_connections = 0x10\n"
 	    "idle_timeout = 5m\n"
+	    "client_keepalive = 0\n"
 	    "drain_timeout = 1h\n"
 	    "secrets = /etc/smbaccel/secrets\n"
 	    "log_level = debug\nmultichannel = relay\n");
@@ -426,6 +428,7 @@ test_modes_and_addresses(void)
 	CU_ASSERT_EQUAL(g->tproxy_table, 252);
 	CU_ASSERT_EQUAL(g->max_connections, 16);
 	CU_ASSERT_EQUAL(g->idle_timeout_ms, 300000);
+	CU_ASSERT_EQUAL(g->client_keepalive_ms, 0);
 	CU_ASSERT_EQUAL(g->drain_timeout_ms, 3600000);
 	CU_ASSERT_STRING_EQUAL(g->secrets, "/etc/smbaccel/secrets");
 	CU_ASSERT_EQUAL(g->log_level, POL_LOG_DEBUG);
@@ -529,6 +532,8 @@ test_bad_values(void)
 		{ "connect_timeout = 50ms",
 		  "'50ms' is below the minimum 100ms" },
 		{ "idle_timeout = 169h", "'169h' is above the maximum 168h" },
+		{ "client_keepalive = 3h", "'3h' is above the maximum 2h" },
+		{ "client_keepalive = soon", "'soon' is not a duration" },
 		{ "flush_idle = 0", "below the minimum 1ms" },
 		{ "coalesce_size = 16M", "'16M' is above the maximum 8M" },
 		{ "coalesce_size = 32K", "'32K' is below the minimum 64K" },

@@ -1,0 +1,155 @@
+#!/bin/bash
+# test-timeout: 240
+# waits: TCP keepalive timers of a few seconds run out; little CPU
+# Clients that vanish without a FIN (their machine lost power or its
+# network), and client_keepalive (smbaccel.conf(5)), inside a private
+# network namespace (only lo; smbd, smbaccel and the clients all run in it,
+# so the firewall rules touch nothing else).  A client vanishes when every
+# packet of its connection is dropped (iptables) and it is killed: its FIN
+# never arrives.  Three ways, one client each (vanish.py):
+#   idle:   an open with no sharing, 256 KiB written in 1 KiB writes that
+#           smbaccel absorbed (flush_idle 60s keeps them buffered), nothing
+#           in flight: only keepalive probes can find it gone;
+#   echo:   the same with 64 KiB, then an ECHO whose answer is dropped on
+#           its way: data in flight, which the kernel retransmits (no
+#           keepalive probes are sent then);
+#   window: 24 MiB of READs asked and not read: the client's window is
+#           closed, smbaccel's zero-window probes go unanswered.
+#  1. client_keepalive = 0 (off): 9 s after the three vanished their
+#     connections are still up, and a direct exclusive open of the idle and
+#     echo clients' files fails SHARING_VIOLATION: smbd still has their
+#     handles (the server's own keepalives reach smbaccel, which answers).
+#  2. client_keepalive = 2s given by a reload, which applies to the open
+#     connections: within 20 s each is logged gone with its reason ("no
+#     keepalive probe", "none of the data sent to it", "no window probe"),
+#     clients_timed_out is 3, the connections drain and close, the files on
+#     smbd's disk have the sha256 of what the clients were told was written,
+#     and the exclusive opens succeed.
+#  3. client_keepalive = 2s, a client that is alive but silent: stopped
+#     (SIGSTOP) for 10 s, five times the keepalive idle time, first with
+#     nothing queued to it (its kernel answers the probes), then with
+#     24 MiB of READ answers queued to it (its kernel keeps answering the
+#     window probes): neither is dropped; once resumed each reads all its
+#     answers, writes and closes.  clients_timed_out stays 3.
+# Fails without client_keepalive (part 2 never sees the connections go),
+# and with a keepalive that drops a live client (part 3; TCP_USER_TIMEOUT
+# did: Linux ends a zero window after it even while the peer answers).
+. "$(dirname "$0")/lib.sh"
+require_smbaccel "client_keepalive"
+in_netns_with_iptables
+
+IPT="iptables -w"
+export TESTS_DIR
+vanish() { "$PY" "$TESTS_DIR/vanish.py" "$@"; }
+FLUSH="flush_idle = 60s"
+AGE="flush_max_age = 10m"
+
+start_smbd
+start_proxy "client_keepalive = 0" "$FLUSH" "$AGE"
+
+# wait_ready FILE PID WHAT
+wait_ready() {
+	local n=300
+	while [ ! -e "$1" ] && [ $n -gt 0 ] && kill -0 "$2" 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	[ -e "$1" ] || { cat "$T/$3.err"; fail "the $3 client did not get ready"; }
+}
+# drop DIR PORT: drop packets to (to) or from (from) the client port
+drop() {
+	case $1 in to) $IPT -I INPUT -p tcp --dport "$2" -j DROP ;; from) $IPT -I INPUT -p tcp --sport "$2" -j DROP ;; esac ||
+	    fail "iptables"
+}
+client_port() { awk '$1 == "port" { print $2 }' "$T/$1.out"; }
+client_sum() { awk '$1 == "sha256" { print $2 }' "$T/$1.out"; }
+
+info "1. client_keepalive = 0: three clients vanish"
+"$PY" "$TESTS_DIR/vanish.py" hold "$PROXY_PORT" cv1.bin 256 "$T/r1" > "$T/idle.out" 2> "$T/idle.err" &
+p1=$!
+"$PY" "$TESTS_DIR/vanish.py" hold "$PROXY_PORT" cv2.bin 64 "$T/r2" "$T/go2" "$T/sent2" > "$T/echo.out" 2> "$T/echo.err" &
+p2=$!
+head -c $((24 << 20)) /dev/urandom > "$SHARE_DIR/big.bin"
+chown "$SMB_USER" "$SHARE_DIR/big.bin"
+"$PY" "$TESTS_DIR/vanish.py" pause "$PROXY_PORT" big.bin 24 "$T/r3" "$T/go3" > "$T/window.out" 2> "$T/window.err" &
+p3=$!
+BG_PIDS="$BG_PIDS $p1 $p2 $p3"
+wait_ready "$T/r1" $p1 idle
+wait_ready "$T/r2" $p2 echo
+wait_ready "$T/r3" $p3 window
+info "  write-behind bytes held: $(stat_get buffered_bytes)"
+# the idle client: once its kernel has acknowledged everything (a delayed
+# ACK could otherwise leave the last answer in flight)
+sleep 0.5
+c1=$(client_port idle)
+drop to "$c1"; drop from "$c1"
+# the echo client: its ECHO reaches smbaccel, the answer does not reach it
+c2=$(client_port echo)
+drop to "$c2"
+touch "$T/go2"
+wait_ready "$T/sent2" $p2 echo
+sleep 0.3
+drop from "$c2"
+# the window client: the answers it does not read have filled its window
+c3=$(client_port window)
+sleep 0.5
+drop to "$c3"; drop from "$c3"
+info "  client ports: idle $c1, echo $c2, window $c3"
+kill -KILL $p1 $p2 $p3
+wait $p1 $p2 $p3 2>/dev/null
+sleep 9
+assert_eq 3 "$(stat_get connections_active)" "1: connections_active 9 s after the clients vanished"
+for f in cv1.bin cv2.bin; do
+	out=$(vanish excl "$SMBD_PORT" $f) || fail "1: direct exclusive open of $f: $out"
+	info "  direct exclusive open of $f: $out"
+	assert_eq "open 0xc0000043" "$out" "1: the server still holds the vanished client's open of $f"
+done
+assert_eq 0 "$(stat_get clients_timed_out)" "1: clients_timed_out"
+
+info "2. client_keepalive = 2s by a reload: the vanished clients are found gone"
+write_proxy_conf "$PROXY_CONF" "client_keepalive = 2s" "$FLUSH" "$AGE"
+ctl reload > "$T/reload.out" 2>&1 || { cat "$T/reload.out"; fail "reload"; }
+t0=$(now)
+for w in "$c1:answered no keepalive probe" "$c2:acknowledged none of the data sent to it" \
+    "$c3:answered no window probe \(it had stopped reading\)"; do
+	wait_log "client 127\.0\.0\.1:${w%%:*} ${w#*:} for [0-9]+ s \(client_keepalive 2000 ms\): taken as gone" 20 ||
+	    fail "2: no log line 'client 127.0.0.1:${w%%:*} ${w#*:}' within 20 s"
+done
+info "  all found gone after $(elapsed "$t0") s:"
+grep -o 'client 127[^ ]* [a-z].*taken as gone' "$PROXY_LOG" | sed 's/^/    /'
+n=100
+while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+assert_eq 0 "$(stat_get connections_active)" "2: connections_active after the timeouts"
+assert_eq 3 "$(stat_get clients_timed_out)" "2: clients_timed_out"
+assert_eq 0 "$(stat_get lost_bytes)" "2: lost_bytes"
+assert_eq "$(client_sum idle)" "$(sha256sum < "$SHARE_DIR/cv1.bin" | cut -d' ' -f1)" "2: sha256 on smbd's disk of the idle client's 256 KiB"
+assert_eq "$(client_sum echo)" "$(sha256sum < "$SHARE_DIR/cv2.bin" | cut -d' ' -f1)" "2: sha256 on smbd's disk of the echo client's 64 KiB"
+for f in cv1.bin cv2.bin; do
+	out=$(vanish excl "$SMBD_PORT" $f) || fail "2: direct exclusive open of $f: $out"
+	info "  direct exclusive open of $f: $out"
+	assert_eq "open SUCCESS" "$out" "2: the server let go of the vanished client's open of $f"
+done
+for c in $c1 $c2 $c3; do
+	$IPT -D INPUT -p tcp --dport "$c" -j DROP
+	$IPT -D INPUT -p tcp --sport "$c" -j DROP 2>/dev/null
+done
+
+info "3. client_keepalive = 2s: live clients stopped for 10 s are kept"
+for mib in 0 24; do
+	rm -f "$T/ready" "$T/go"
+	"$PY" "$TESTS_DIR/vanish.py" pause "$PROXY_PORT" big.bin $mib "$T/ready" "$T/go" > "$T/pause.out" 2>&1 &
+	ppid=$!
+	BG_PIDS="$BG_PIDS $ppid"
+	n=300
+	while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ppid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	[ -e "$T/ready" ] || { cat "$T/pause.out"; fail "3: pausing client ($mib MiB) did not start"; }
+	kill -STOP $ppid
+	sleep 10
+	kill -CONT $ppid
+	touch "$T/go"
+	wait $ppid || { cat "$T/pause.out"; fail "3: the client stopped with $mib MiB queued was dropped"; }
+	info "  $mib MiB queued: $(tr '\n' ' ' < "$T/pause.out")"
+	grep -qx "read $mib MiB" "$T/pause.out" || fail "3: answers lost ($mib MiB queued)"
+	grep -qx done "$T/pause.out" || fail "3: the client did not finish"
+done
+assert_eq 3 "$(stat_get clients_timed_out)" "3: clients_timed_out after the live clients"
+proxy_alive || fail "proxy died"
+stop_proxy
+info "PASS"
