@@ -222,8 +222,9 @@ px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
  * connection, the server connection behind it and the server's handles
  * (share modes, byte-range locks) would stay for as long as smbaccel
  * runs, since the server's own keepalives reach smbaccel, which answers
- * them.  After ms of silence the kernel probes every ms/4 (at least 1 s);
- * four probes unanswered and reads fail ETIMEDOUT.  The kernel sends no
+ * them.  After ms of silence the kernel probes every ms/4 (at least 1 s, at
+ * most 75 s as Linux's default); four probes unanswered and reads fail
+ * ETIMEDOUT.  The kernel sends no
  * keepalive while data to the peer is in flight: px_side_unanswered covers
  * that case.  No TCP_USER_TIMEOUT: it would also cut a client that is alive
  * but not reading (its kernel answers the zero-window probes, and Linux
@@ -235,7 +236,9 @@ px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
 static int
 ka_interval(int idle)
 {
-	return idle / KA_PROBES > 0 ? idle / KA_PROBES : 1;
+	int i = idle / KA_PROBES;
+
+	return i < 1 ? 1 : i > 75 ? 75 : i;
 }
 
 uint32_t
@@ -296,8 +299,8 @@ px_side_unanswered(const struct px_side *s, uint32_t ms)
 
 /*
  * The client's socket failed ETIMEDOUT (its kernel answered none of the
- * keepalive probes), or px_side_unanswered found it gone: about twice
- * client_keepalive after it fell silent.  Its machine is off or off the
+ * keepalive probes), or px_side_unanswered found it gone: client_keepalive
+ * and four probe intervals after it fell silent.  Its machine is off or off the
  * network; conn.c handles it as a reset (what it wrote is written, then the
  * server connection is closed, and the server lets go of its handles).
  * Logged and counted once per connection.

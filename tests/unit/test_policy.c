@@ -141,7 +141,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_STRING_EQUAL(g->control_socket, "/run/smbaccel/control.sock");
 	CU_ASSERT_EQUAL(g->connect_timeout_ms, 15000);
 	CU_ASSERT_EQUAL(g->idle_timeout_ms, 0);
-	CU_ASSERT_EQUAL(g->client_keepalive_ms, 120000);
+	CU_ASSERT_EQUAL(g->client_keepalive_ms, 7200000);
 	CU_ASSERT_EQUAL(g->max_connections, 1024);
 	CU_ASSERT_EQUAL(g->max_connecting, 32);
 	CU_ASSERT_EQUAL(g->queue_limit, 4 * 1024 * 1024);
@@ -532,7 +532,7 @@ test_bad_values(void)
 		{ "connect_timeout = 50ms",
 		  "'50ms' is below the minimum 100ms" },
 		{ "idle_timeout = 169h", "'169h' is above the maximum 168h" },
-		{ "client_keepalive = 3h", "'3h' is above the maximum 2h" },
+		{ "client_keepalive = 25h", "'25h' is above the maximum 24h" },
 		{ "client_keepalive = soon", "'soon' is not a duration" },
 		{ "flush_idle = 0", "below the minimum 1ms" },
 		{ "coalesce_size = 16M", "'16M' is above the maximum 8M" },
