@@ -189,6 +189,9 @@ static const struct setting settings[] = {
 	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
 	{ .name = "upstream_rcvbuf", .type = T_SIZE, SERVER(upstream_rcvbuf),
 	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
+	{ .name = "upstream_keepalive", .type = T_DURATION,
+	  SERVER(upstream_keepalive_ms), .flags = F_RELOAD, .def = "5m",
+	  .min = 0, .max = 24 * HOUR },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))

@@ -129,6 +129,7 @@ struct pol_server {
 	                                            * algorithm name */
 	uint64_t upstream_sndbuf;   /* bytes; 0: the kernel's autotuning */
 	uint64_t upstream_rcvbuf;
+	uint32_t upstream_keepalive_ms;  /* TCP keepalive idle time, 0: none */
 };
 
 /*

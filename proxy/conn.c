@@ -351,7 +351,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		log_warn("conn=%llu fcntl", (unsigned long long)c->id);
 	px_side_init(l, &l->cli, &l->srv, cfd, "client", side_read_cb,
 	    side_write_cb);
-	if (px_side_keepalive(&l->cli, glob()->client_keepalive_ms) == -1)
+	if (px_tcp_keepalive(cfd, glob()->client_keepalive_ms) == -1)
 		log_warn("conn=%llu client_keepalive on the client's socket",
 		    (unsigned long long)c->id);
 	px_side_init(l, &l->srv, &l->cli, -1, "server", side_read_cb,
@@ -627,12 +627,16 @@ px_conn_reloaded(void)
 	struct px_conn *c;
 
 	queue_kick();
-	/* client_keepalive applies to the connections already open too */
+	/* client_keepalive and upstream_keepalive apply to the connections
+	 * already open too */
 	for (c = px_rt.conns; c; c = c->next) {
-		if (px_side_keepalive(&px_link_of(c)->cli,
+		struct px_link *l = px_link_of(c);
+
+		if (px_tcp_keepalive(l->cli.fd,
 		    glob()->client_keepalive_ms) == -1)
 			log_warn("conn=%llu client_keepalive on the client's "
 			    "socket", (unsigned long long)c->id);
+		px_upstream_reloaded(&l->up, l->srv.fd, &c->dst_addr, c->id);
 		conn_arm_timer(c);
 	}
 }
@@ -1143,6 +1147,8 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		if (errno == ETIMEDOUT && s == &l->cli)
 			px_client_timed_out(c, KA_WHY);
+		else if (errno == ETIMEDOUT)
+			px_server_timed_out(c);
 		else if (errno != ECONNRESET)
 			log_warn("conn=%llu read from %s",
 			    (unsigned long long)c->id, s->name);

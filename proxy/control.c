@@ -237,6 +237,8 @@ static const struct {
 	    "Reconnected durable opens told of data lost with the old one"),
 	C("clients_timed_out", clients_timed_out,
 	    "Client connections whose machine stopped answering (keepalive)"),
+	C("servers_timed_out", servers_timed_out,
+	    "Server connections whose server or path stopped answering (keepalive)"),
 	C("reopen_waits", reopen_waits,
 	    "Durable reconnects that waited for the previous connection's close"),
 	C("interface_queries_hidden", interface_queries_hidden,

@@ -288,6 +288,8 @@ struct px_stats {
 	                                 * channel was bound to them */
 	uint64_t clients_timed_out;     /* client sockets that timed out
 	                                 * (client_keepalive, conn.c) */
+	uint64_t servers_timed_out;     /* server sockets that timed out
+	                                 * (upstream_keepalive) */
 	uint64_t reopen_waits;          /* durable reconnects that waited for
 	                                 * the close of the client's previous
 	                                 * connection (coherence.c) */

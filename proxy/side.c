@@ -217,58 +217,6 @@ px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
 }
 
 /*
- * TCP keepalive on a client's socket (client_keepalive).  A client whose
- * machine lost power or its network sends no FIN: without probes the
- * connection, the server connection behind it and the server's handles
- * (share modes, byte-range locks) would stay for as long as smbaccel
- * runs, since the server's own keepalives reach smbaccel, which answers
- * them.  After ms of silence the kernel probes every ms/4 (at least 1 s, at
- * most 75 s as Linux's default); four probes unanswered and reads fail
- * ETIMEDOUT.  The kernel sends no
- * keepalive while data to the peer is in flight: px_side_unanswered covers
- * that case.  No TCP_USER_TIMEOUT: it would also cut a client that is alive
- * but not reading (its kernel answers the zero-window probes, and Linux
- * aborts on the user timeout regardless).  0 turns it off.  Returns -1 with
- * errno set if the socket refuses an option.
- */
-#define KA_PROBES 4
-
-static int
-ka_interval(int idle)
-{
-	int i = idle / KA_PROBES;
-
-	return i < 1 ? 1 : i > 75 ? 75 : i;
-}
-
-uint32_t
-px_keepalive_gone_ms(uint32_t ms)
-{
-	int idle = (int)((ms + 999) / 1000);
-
-	return ms ? (uint32_t)(idle + KA_PROBES * ka_interval(idle)) * 1000 : 0;
-}
-
-int
-px_side_keepalive(const struct px_side *s, uint32_t ms)
-{
-	int on = ms > 0, idle = (int)((ms + 999) / 1000), cnt = KA_PROBES;
-	int intvl = ka_interval(idle);
-
-	if (s->fd == -1)
-		return 0;
-	if (setsockopt(s->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) == -1)
-		return -1;
-	if (on && (setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
-	    sizeof(idle)) == -1 || setsockopt(s->fd, IPPROTO_TCP,
-	    TCP_KEEPINTVL, &intvl, sizeof(intvl)) == -1 ||
-	    setsockopt(s->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt,
-	    sizeof(cnt)) == -1))
-		return -1;
-	return 0;
-}
-
-/*
  * Why the peer counts as gone, or NULL: its kernel has acknowledged nothing
  * for ms while smbaccel waits for it to, with data in flight retransmitted
  * at least twice, or at least two window or keepalive probes in a row
@@ -320,6 +268,25 @@ px_client_timed_out(struct px_conn *c, const char *why)
 	    px_addr_str(&c->peer_addr, a, sizeof(a)), why,
 	    (px_now_ms() - l->last_ms) / 1000,
 	    (unsigned int)pol_global(px_rt.cfg)->client_keepalive_ms);
+}
+
+/*
+ * The server's socket failed ETIMEDOUT: no answer to the keepalive probes
+ * of upstream_keepalive (a dead path or server while the connection was
+ * idle; with requests outstanding server_timeout usually comes first), or
+ * TCP gave up retransmitting.  The connection closes as for any server
+ * that went away.
+ */
+void
+px_server_timed_out(struct px_conn *c)
+{
+	struct px_link *l = px_link_of(c);
+
+	px_stats.servers_timed_out++;
+	log_warnx("conn=%llu server %s answered no keepalive probe for %.0f s "
+	    "(upstream_keepalive %u ms): taken as gone", (unsigned long long)
+	    c->id, c->dst_str, (px_now_ms() - l->srv_rx_ms) / 1000,
+	    (unsigned int)l->up.keepalive_ms);
 }
 
 /* s is gone: what it would have got is dropped (a write failed, or the

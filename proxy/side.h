@@ -96,16 +96,14 @@ void px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
     void (*wcb)(struct ev_loop *, ev_io *, int));
 /* Close the socket (reset: with an RST); the buffers stay. */
 void px_side_close(struct px_side *s, bool reset);
-/* TCP keepalive probes after ms of silence on the socket, 0: none;
- * px_keepalive_gone_ms: when its unanswered probes end the connection. */
-int px_side_keepalive(const struct px_side *s, uint32_t ms);
-uint32_t px_keepalive_gone_ms(uint32_t ms);
 /* Why the peer counts as gone (its kernel acknowledged nothing for ms,
  * with data or window probes waiting), or NULL. */
 const char *px_side_unanswered(const struct px_side *s, uint32_t ms);
 /* c's client was found gone by client_keepalive (why): logged, counted
  * once. */
 void px_client_timed_out(struct px_conn *c, const char *why);
+/* c's server socket timed out (upstream_keepalive): logged, counted. */
+void px_server_timed_out(struct px_conn *c);
 /* why, when the client's socket failed ETIMEDOUT */
 #define KA_WHY "answered no keepalive probe"
 /* s is gone: what it would have got is dropped, its reads are over. */

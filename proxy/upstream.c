@@ -179,6 +179,60 @@ fmt_buf(char *buf, size_t len, uint64_t want, int got)
 		    got / 2);
 }
 
+/*
+ * TCP keepalive on a socket: a client's (client_keepalive) or a server's
+ * (upstream_keepalive).  A client whose machine lost power or its network
+ * sends no FIN: without probes the connection, the server connection
+ * behind it and the server's handles (share modes, byte-range locks) would
+ * stay for as long as smbaccel runs, since the server's own keepalives
+ * reach smbaccel, which answers them.  Upstream, the probes keep the state
+ * of the firewalls and NATs on the way (which forget an idle connection,
+ * often after an hour) and find a dead path or server while the connection
+ * is idle.  After ms of silence the kernel probes every ms/4 (at least 1 s, at
+ * most 75 s as Linux's default); four probes unanswered and reads fail
+ * ETIMEDOUT.  The kernel sends no
+ * keepalive while data to the peer is in flight: px_side_unanswered (side.c)
+ * covers that case for clients; server_timeout for servers.  No TCP_USER_TIMEOUT: it would also cut a client that is alive
+ * but not reading (its kernel answers the zero-window probes, and Linux
+ * aborts on the user timeout regardless).  0 turns it off.  Returns -1 with
+ * errno set if the socket refuses an option.
+ */
+#define KA_PROBES 4
+
+static int
+ka_interval(int idle)
+{
+	int i = idle / KA_PROBES;
+
+	return i < 1 ? 1 : i > 75 ? 75 : i;
+}
+
+uint32_t
+px_keepalive_gone_ms(uint32_t ms)
+{
+	int idle = (int)((ms + 999) / 1000);
+
+	return ms ? (uint32_t)(idle + KA_PROBES * ka_interval(idle)) * 1000 : 0;
+}
+
+int
+px_tcp_keepalive(int fd, uint32_t ms)
+{
+	int on = ms > 0, idle = (int)((ms + 999) / 1000), cnt = KA_PROBES;
+	int intvl = ka_interval(idle);
+
+	if (fd == -1)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) == -1)
+		return -1;
+	if (on && (setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle,
+	    sizeof(idle)) == -1 || setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL,
+	    &intvl, sizeof(intvl)) == -1 || setsockopt(fd, IPPROTO_TCP,
+	    TCP_KEEPCNT, &cnt, sizeof(cnt)) == -1))
+		return -1;
+	return 0;
+}
+
 void
 px_upstream_prepare(struct px_upstream *u, int fd,
     const struct sockaddr_storage *dst, uint64_t conn_id)
@@ -197,6 +251,10 @@ px_upstream_prepare(struct px_upstream *u, int fd,
 	snprintf(u->want, sizeof(u->want), "%s", cc);
 	u->sndbuf_want = ps.upstream_sndbuf;
 	u->rcvbuf_want = ps.upstream_rcvbuf;
+	u->keepalive_ms = ps.upstream_keepalive_ms;
+	if (px_tcp_keepalive(fd, u->keepalive_ms) == -1)
+		log_warn("conn=%llu upstream_keepalive", (unsigned long long)
+		    conn_id);
 	if (strcmp(ps.upstream_congestion, "auto") == 0 && cc[0] == '\0') {
 		static bool said;
 
@@ -222,6 +280,22 @@ px_upstream_prepare(struct px_upstream *u, int fd,
 		if (u->rcvbuf_got < 0)
 			u->rcvbuf_errno = errno;
 	}
+}
+
+/* A reload: upstream_keepalive of the server, applied to the open socket. */
+void
+px_upstream_reloaded(struct px_upstream *u, int fd,
+    const struct sockaddr_storage *dst, uint64_t conn_id)
+{
+	struct pol_server ps;
+
+	if (u->setting[0] == '\0' || fd == -1)
+		return;		/* not a TCP socket, or not opened yet */
+	lookup(dst, &ps);
+	u->keepalive_ms = ps.upstream_keepalive_ms;
+	if (px_tcp_keepalive(fd, u->keepalive_ms) == -1)
+		log_warn("conn=%llu upstream_keepalive", (unsigned long long)
+		    conn_id);
 }
 
 void
@@ -428,6 +502,10 @@ check_one(const char *file, const char *name, const char *section, int line,
 	int fd, got, rc = 0;
 	bool snd;
 
+	if (strcmp(name, "upstream_congestion") != 0 &&
+	    strcmp(name, "upstream_sndbuf") != 0 &&
+	    strcmp(name, "upstream_rcvbuf") != 0)
+		return 0;	/* nothing the kernel could refuse */
 	read_sysctl(CC_AVAILABLE, avail, sizeof(avail));
 	if (strcmp(name, "upstream_congestion") == 0) {
 		read_sysctl(CC_ALLOWED, allowed, sizeof(allowed));

@@ -1,6 +1,7 @@
 /*
  * upstream.h - the upstream socket (upstream.c): the per-server settings
- * upstream_congestion, upstream_sndbuf and upstream_rcvbuf applied before
+ * upstream_congestion, upstream_sndbuf, upstream_rcvbuf and
+ * upstream_keepalive applied before
  * the connect and checked once connected (what the kernel gave is logged
  * and kept), TCP_INFO for smbaccelctl conns, and the kernel check of
  * smbaccel -t.  For conn.c and the layers above it; no libev.
@@ -37,10 +38,19 @@ struct px_upstream {
 	                             * the last refresh): any other means bbr
 	                             * has set it from its measurements */
 	unsigned int pace_refreshes;
+	uint32_t keepalive_ms;      /* upstream_keepalive in force */
 };
+/* TCP keepalive probes after ms of silence on fd, 0: none (-1 with errno
+ * if the socket refuses an option); px_keepalive_gone_ms: when unanswered
+ * probes end the connection. */
+int px_tcp_keepalive(int fd, uint32_t ms);
+uint32_t px_keepalive_gone_ms(uint32_t ms);
 void px_upstream_prepare(struct px_upstream *u, int fd,
     const struct sockaddr_storage *dst, uint64_t conn_id);
 void px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id);
+/* A reload: the server's upstream_keepalive applied to the open socket. */
+void px_upstream_reloaded(struct px_upstream *u, int fd,
+    const struct sockaddr_storage *dst, uint64_t conn_id);
 /*
  * Called before len bytes are written to the upstream socket fd while
  * nothing is queued in user space: on a bbr socket that is idle, still in

@@ -13,6 +13,12 @@
         test black-holes the server meanwhile), then sends FLUSH: that
         FLUSH must not succeed.  Prints "flush: STATUS" or "closed after
         N s: ..."; exit 0 when the flush did not report success.
+
+    server_silent.py idle PORT READYFILE SECONDS
+        Logs on, writes READYFILE, sends nothing more and waits up to
+        SECONDS for the connection to close (upstream_keepalive: the test
+        black-holes the server).  Prints "closed after N s" (from
+        READYFILE) or "still open after N s".
 """
 import os
 import struct
@@ -72,7 +78,23 @@ def flush(port, name, ready):
     return 0 if st != 0 else 1
 
 
+def idle(port, ready, secs):
+    c = wb_smb.Client(port, "3.0", timeout=secs)
+    open(ready, "w").close()
+    t0 = time.time()
+    try:
+        c._recv_one(timeout=secs)
+    except Exception as e:  # closed (or the wait ran out)
+        if "timed out" not in str(e) and "imeout" not in type(e).__name__:
+            print("closed after %.1f s" % (time.time() - t0))
+            return 0
+    print("still open after %.0f s" % (time.time() - t0))
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "idle":
+        sys.exit(idle(int(sys.argv[2]), sys.argv[3], float(sys.argv[4])))
     if sys.argv[1] == "notify":
         sys.exit(notify(int(sys.argv[2]), float(sys.argv[3])))
     sys.exit(flush(int(sys.argv[2]), sys.argv[3], sys.argv[4]))

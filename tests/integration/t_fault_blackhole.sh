@@ -19,6 +19,10 @@
 #     log names the lost range; (c) a connection whose only outstanding
 #     request is async (CHANGE_NOTIFY, interim STATUS_PENDING) stays up
 #     past the timeout.
+#  6. black hole under an idle connection (nothing outstanding): with
+#     upstream_keepalive = 0 it stays up; a reload to 2s applies to it,
+#     and within 20 s the log says the server "answered no keepalive
+#     probe", the client's connection is closed, servers_timed_out is 1.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's connect_timeout and log"
 in_netns_with_iptables
@@ -173,5 +177,33 @@ grep "file=wd-file .*not acknowledged" "$PROXY_LOG" | sed 's/^/  log: /'
 "$PY" "$TESTS_DIR/server_silent.py" notify "$PROXY_PORT" $((ST * 2 + 2)) > "$T/notify.out" 2>&1 ||
     { cat "$T/notify.out"; fail "5c: a connection with only a CHANGE_NOTIFY pending was closed"; }
 sed 's/^/  /' "$T/notify.out"
+proxy_alive || fail "proxy died"
+
+# 6. upstream_keepalive: the path dies under an idle connection (nothing
+# outstanding, so server_timeout has nothing to time)
+info "6. black hole under an idle connection: upstream_keepalive = 0, then 2s by a reload"
+stop_proxy
+start_proxy "upstream_keepalive = 0"
+rm -f "$T/ready"
+"$PY" "$TESTS_DIR/server_silent.py" idle "$PROXY_PORT" "$T/ready" 60 > "$T/idle.out" 2>&1 &
+ipid=$!
+BG_PIDS="$BG_PIDS $ipid"
+n=200
+while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ipid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+[ -e "$T/ready" ] || { cat "$T/idle.out"; fail "6: the idle client did not log on"; }
+blackhole -I || fail "iptables DROP"
+sleep 8
+assert_eq 1 "$(stat_get connections_active)" "6: connections_active 8 s into the black hole, upstream_keepalive = 0"
+write_proxy_conf "$PROXY_CONF" "upstream_keepalive = 2s"
+ctl reload > "$T/reload.out" 2>&1 || { cat "$T/reload.out"; fail "6: reload"; }
+t0=$(now)
+wait_log "server 127\.0\.0\.1:$SMBD_PORT answered no keepalive probe for [0-9]+ s \(upstream_keepalive 2000 ms\): taken as gone" 20 ||
+    fail "6: no 'answered no keepalive probe' log line within 20 s of the reload"
+info "  found gone $(elapsed "$t0") s after the reload: $(grep -o 'server 127[^ ]* answered.*' "$PROXY_LOG" | tail -n 1)"
+wait $ipid
+info "  client: $(cat "$T/idle.out")"
+grep -q "^closed after" "$T/idle.out" || fail "6: the idle client's connection was not closed"
+assert_eq 1 "$(stat_get servers_timed_out)" "6: servers_timed_out"
+blackhole -D
 proxy_alive || fail "proxy died"
 info "PASS"
