@@ -19,6 +19,12 @@
         SECONDS for the connection to close (upstream_keepalive: the test
         black-holes the server).  Prints "closed after N s" (from
         READYFILE) or "still open after N s".
+
+    server_silent.py quiet PORT SECONDS
+        Logs on, stays silent for SECONDS, then sends an ECHO and waits 5 s
+        for its answer (the test's firewall forgets idle connections).
+        Prints "echo answered after N s quiet" or "echo unanswered after N
+        s quiet".
 """
 import os
 import struct
@@ -92,7 +98,21 @@ def idle(port, ready, secs):
     return 0
 
 
+def quiet(port, secs):
+    c = wb_smb.Client(port, "3.0", timeout=5)
+    time.sleep(secs)
+    try:
+        c.echo()
+        what = "answered"
+    except Exception:  # no answer within 5 s, or the connection closed
+        what = "unanswered"
+    print("echo %s after %.0f s quiet" % (what, secs))
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "quiet":
+        sys.exit(quiet(int(sys.argv[2]), float(sys.argv[3])))
     if sys.argv[1] == "idle":
         sys.exit(idle(int(sys.argv[2]), sys.argv[3], float(sys.argv[4])))
     if sys.argv[1] == "notify":

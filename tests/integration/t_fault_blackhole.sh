@@ -23,6 +23,11 @@
 #     upstream_keepalive = 0 it stays up; a reload to 2s applies to it,
 #     and within 20 s the log says the server "answered no keepalive
 #     probe", the client's connection is closed, servers_timed_out is 1.
+#  7. a stateful firewall (conntrack, established timeout 4 s, no
+#     mid-stream pickup) between smbaccel and smbd: a client quiet for 9 s
+#     then sends an ECHO.  Directly and with upstream_keepalive = 0 the
+#     firewall has forgotten the connection and the ECHO goes unanswered;
+#     with upstream_keepalive = 2s the probes keep it, and it is answered.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccel's connect_timeout and log"
 in_netns_with_iptables
@@ -205,5 +210,33 @@ info "  client: $(cat "$T/idle.out")"
 grep -q "^closed after" "$T/idle.out" || fail "6: the idle client's connection was not closed"
 assert_eq 1 "$(stat_get servers_timed_out)" "6: servers_timed_out"
 blackhole -D
+proxy_alive || fail "proxy died"
+
+# 7. a stateful firewall that forgets idle connections after 4 s (conntrack
+# of this namespace: a packet of a connection it forgot is INVALID, as no
+# mid-stream pickup is allowed, and dropped)
+info "7. a firewall that forgets idle connections after 4 s: directly, upstream_keepalive = 0, then 2s"
+sysctl -qw net.netfilter.nf_conntrack_tcp_timeout_established=4 net.netfilter.nf_conntrack_tcp_loose=0 ||
+    fail "7: cannot set the conntrack timeouts of this namespace"
+for d in --dport --sport; do
+	$IPT -A INPUT -p tcp $d "$SMBD_PORT" -m conntrack --ctstate ESTABLISHED -j ACCEPT &&
+	    $IPT -A INPUT -p tcp $d "$SMBD_PORT" --syn -m conntrack --ctstate NEW -j ACCEPT &&
+	    $IPT -A INPUT -p tcp $d "$SMBD_PORT" -j DROP || fail "iptables conntrack rules"
+done
+out=$("$PY" "$TESTS_DIR/server_silent.py" quiet "$SMBD_PORT" 9) || fail "7: quiet client: $out"
+info "  directly: $out"
+[ "$out" = "echo unanswered after 9 s quiet" ] || fail "7: the emulated firewall did not forget the direct connection"
+for ka in 0 2s; do
+	stop_proxy
+	start_proxy "upstream_keepalive = $ka" "server_timeout = 20s"
+	out=$("$PY" "$TESTS_DIR/server_silent.py" quiet "$PROXY_PORT" 9) || fail "7: quiet client: $out"
+	info "  upstream_keepalive = $ka: $out"
+	case $ka in
+	0) [ "$out" = "echo unanswered after 9 s quiet" ] ||
+	    fail "7: the emulated firewall did not forget the idle connection" ;;
+	*) [ "$out" = "echo answered after 9 s quiet" ] ||
+	    fail "7: upstream_keepalive = $ka did not keep the connection through the firewall" ;;
+	esac
+done
 proxy_alive || fail "proxy died"
 info "PASS"
