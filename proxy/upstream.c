@@ -219,9 +219,12 @@ int
 px_tcp_keepalive(int fd, uint32_t ms)
 {
 	int on = ms > 0, idle = (int)((ms + 999) / 1000), cnt = KA_PROBES;
-	int intvl = ka_interval(idle);
+	int intvl = ka_interval(idle), proto = 0;
+	socklen_t len = sizeof(proto);
 
-	if (fd == -1)
+	/* not a TCP socket: the fuzz drivers' socketpairs */
+	if (fd == -1 || getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto,
+	    &len) == -1 || proto != IPPROTO_TCP)
 		return 0;
 	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)) == -1)
 		return -1;
