@@ -821,9 +821,9 @@ conns_dump(FILE *f, bool json)
 		fprintf(f, "{\"conns\":[");
 	else
 		fprintf(f, "%-5s %-22s %-22s %-10s %-6s %-16s %12s %12s %9s %7s "
-		    "%8s%s %s\n", "ID", "CLIENT", "SERVER", "STATE", "DIALECT",
-		    "OPAQUE", "C2S", "S2C", "ABSORBED", "PXLEASE", "AGE(s)",
-		    PX_UPSTREAM_HDR, "NOTE");
+		    "%8s %8s%s %s\n", "ID", "CLIENT", "SERVER", "STATE",
+		    "DIALECT", "OPAQUE", "C2S", "S2C", "ABSORBED", "PXLEASE",
+		    "AGE(s)", "IDLE(s)", PX_UPSTREAM_HDR, "NOTE");
 	for (c = px_conn_first(); c; c = c->next) {
 		/* a connection waiting for max_connecting says so */
 		const char *st = px_conn_queued(c) ? "queued" :
@@ -837,13 +837,15 @@ conns_dump(FILE *f, bool json)
 			/* opens with smbaccel's lease: all/with write caching */
 			snprintf(plbuf, sizeof(plbuf), "%u/%u", pln, plw);
 			fprintf(f, "%-5llu %-22s %-22s %-10s %-6s %-16s %12llu "
-			    "%12llu %9llu %7s %8.0f", (unsigned long long)c->id,
+			    "%12llu %9llu %7s %8.0f %8.0f",
+			    (unsigned long long)c->id,
 			    a, b, st, px_dialect_name(c->led.dialect),
 			    c->opaque ? px_opaque_reason_name(c->opaque) : "-",
 			    (unsigned long long)px_link_of(c)->cli.bytes_in,
 			    (unsigned long long)px_link_of(c)->srv.bytes_in,
 			    (unsigned long long)c->absorbed, plbuf,
-			    (now - px_link_of(c)->started_ms) / 1e3);
+			    (now - px_link_of(c)->started_ms) / 1e3,
+			    (now - px_link_of(c)->last_ms) / 1e3);
 			px_upstream_dump(f, &px_link_of(c)->up,
 			    px_link_of(c)->srv.fd, false);
 			fprintf(f, " %s\n", conn_note(c));
@@ -860,6 +862,9 @@ conns_dump(FILE *f, bool json)
 			json_str(f, px_opaque_reason_name(c->opaque));
 		else
 			fprintf(f, "null");
+		fprintf(f, ",\"age_s\":%.0f,\"idle_s\":%.0f",
+		    (now - px_link_of(c)->started_ms) / 1e3,
+		    (now - px_link_of(c)->last_ms) / 1e3);
 		fprintf(f, ",\"bytes_c2s\":%llu,\"bytes_s2c\":%llu,"
 		    "\"writes_absorbed\":%llu,\"upstream_writes\":%llu,"
 		    "\"upstream_write_bytes\":%llu,\"buffered_bytes\":%llu,"

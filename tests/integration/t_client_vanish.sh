@@ -16,7 +16,7 @@
 #   window: 24 MiB of READs asked and not read: the client's window is
 #           closed, smbaccel's zero-window probes go unanswered.
 #  1. client_keepalive = 0 (off): 9 s after the three vanished their
-#     connections are still up, and a direct exclusive open of the idle and
+#     connections are still up (smbaccelctl conns: idle_s >= 8), and a direct exclusive open of the idle and
 #     echo clients' files fails SHARING_VIOLATION: smbd still has their
 #     handles (the server's own keepalives reach smbaccel, which answers).
 #  2. client_keepalive = 2s given by a reload, which applies to the open
@@ -96,6 +96,9 @@ kill -KILL $p1 $p2 $p3
 wait $p1 $p2 $p3 2>/dev/null
 sleep 9
 assert_eq 3 "$(stat_get connections_active)" "1: connections_active 9 s after the clients vanished"
+idle=$(ctl conns --json | "$PY" -c 'import json, sys; print(min(c["idle_s"] for c in json.load(sys.stdin)["conns"]))')
+info "  smbaccelctl conns: idle for at least $idle s"
+assert_ge 8 "$idle" "1: idle_s of the vanished clients' connections"
 for f in cv1.bin cv2.bin; do
 	out=$(vanish excl "$SMBD_PORT" $f) || fail "1: direct exclusive open of $f: $out"
 	info "  direct exclusive open of $f: $out"
