@@ -219,10 +219,12 @@ px_side_init(struct px_link *l, struct px_side *s, struct px_side *peer,
 /*
  * Why the peer counts as gone, or NULL: its kernel has acknowledged nothing
  * for ms while smbaccel waits for it to, with data in flight retransmitted
- * at least twice, or at least two window or keepalive probes in a row
- * unanswered (TCP_INFO; the kernel would end a keepalive failure itself,
- * after all four).  A live peer that does not read answers the window
- * probes, so it is never taken for gone.
+ * at least twice, or at least two window probes in a row unanswered
+ * (TCP_INFO).  The kernel sends no keepalive probe in either case and
+ * would give up on retransmitting only after tcp_retries2 (15 minutes or
+ * more), on window probes never while it could send them.  A live peer
+ * that does not read answers the window probes, so it is never taken for
+ * gone.
  */
 const char *
 px_side_unanswered(const struct px_side *s, uint32_t ms)
@@ -237,12 +239,12 @@ px_side_unanswered(const struct px_side *s, uint32_t ms)
 		return NULL;
 	if (ti.tcpi_retransmits >= 2)
 		return "acknowledged none of the data sent to it";
-	if (ti.tcpi_probes < 2)
-		return NULL;
-	/* probes: of a closed window while data waits, else keepalives */
-	if (ioctl(s->fd, SIOCOUTQ, &queued) == 0 && queued > 0)
+	/* probes of a closed window while data waits; keepalive probes (no
+	 * data queued) are the kernel's to count: it fails the socket */
+	if (ti.tcpi_probes >= 2 && ioctl(s->fd, SIOCOUTQ, &queued) == 0 &&
+	    queued > 0)
 		return "answered no window probe (it had stopped reading)";
-	return KA_WHY;
+	return NULL;
 }
 
 /*
@@ -283,7 +285,7 @@ px_server_timed_out(struct px_conn *c)
 	struct px_link *l = px_link_of(c);
 
 	px_stats.servers_timed_out++;
-	log_warnx("conn=%llu server %s answered no keepalive probe for %.0f s "
+	log_warnx("conn=%llu server %s " KA_WHY " for %.0f s "
 	    "(upstream_keepalive %u ms): taken as gone", (unsigned long long)
 	    c->id, c->dst_str, (px_now_ms() - l->srv_rx_ms) / 1000,
 	    (unsigned int)l->up.keepalive_ms);

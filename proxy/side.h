@@ -104,8 +104,9 @@ const char *px_side_unanswered(const struct px_side *s, uint32_t ms);
 void px_client_timed_out(struct px_conn *c, const char *why);
 /* c's server socket timed out (upstream_keepalive): logged, counted. */
 void px_server_timed_out(struct px_conn *c);
-/* why, when the client's socket failed ETIMEDOUT */
-#define KA_WHY "answered no keepalive probe"
+/* why, when the client's socket failed ETIMEDOUT: the kernel gave up on
+ * its keepalive probes, or on retransmitting (tcp_retries2) */
+#define KA_WHY "stopped answering TCP (keepalive probes or retransmissions)"
 /* s is gone: what it would have got is dropped, its reads are over. */
 void px_side_lost(struct px_side *s);
 /* Start or stop s's watchers for what it may do now. */

@@ -20,8 +20,9 @@
 #     echo clients' files fails SHARING_VIOLATION: smbd still has their
 #     handles (the server's own keepalives reach smbaccel, which answers).
 #  2. client_keepalive = 2s given by a reload, which applies to the open
-#     connections: within 20 s each is logged gone with its reason ("no
-#     keepalive probe", "none of the data sent to it", "no window probe"),
+#     connections: within 20 s each is logged gone with its reason
+#     ("stopped answering TCP (keepalive probes ...)", "acknowledged none of
+#     the data sent to it", "answered no window probe"),
 #     clients_timed_out is 3, the connections drain and close, the files on
 #     smbd's disk have the sha256 of what the clients were told was written,
 #     and the exclusive opens succeed.
@@ -110,7 +111,7 @@ info "2. client_keepalive = 2s by a reload: the vanished clients are found gone"
 write_proxy_conf "$PROXY_CONF" "client_keepalive = 2s" "$FLUSH" "$AGE"
 ctl reload > "$T/reload.out" 2>&1 || { cat "$T/reload.out"; fail "reload"; }
 t0=$(now)
-for w in "$c1:answered no keepalive probe" "$c2:acknowledged none of the data sent to it" \
+for w in "$c1:stopped answering TCP \(keepalive probes or retransmissions\)" "$c2:acknowledged none of the data sent to it" \
     "$c3:answered no window probe \(it had stopped reading\)"; do
 	wait_log "client 127\.0\.0\.1:${w%%:*} ${w#*:} for [0-9]+ s \(client_keepalive 2000 ms\): taken as gone" 20 ||
 	    fail "2: no log line 'client 127.0.0.1:${w%%:*} ${w#*:}' within 20 s"
