@@ -351,7 +351,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		log_warn("conn=%llu fcntl", (unsigned long long)c->id);
 	px_side_init(l, &l->cli, &l->srv, cfd, "client", side_read_cb,
 	    side_write_cb);
-	if (px_tcp_keepalive(cfd, glob()->client_keepalive_ms) == -1)
+	if (px_tcp_keepalive(cfd, glob()->client_keepalive_ms, false) == -1)
 		log_warn("conn=%llu client_keepalive on the client's socket",
 		    (unsigned long long)c->id);
 	px_side_init(l, &l->srv, &l->cli, -1, "server", side_read_cb,
@@ -633,7 +633,7 @@ px_conn_reloaded(void)
 		struct px_link *l = px_link_of(c);
 
 		if (px_tcp_keepalive(l->cli.fd,
-		    glob()->client_keepalive_ms) == -1)
+		    glob()->client_keepalive_ms, false) == -1)
 			log_warn("conn=%llu client_keepalive on the client's "
 			    "socket", (unsigned long long)c->id);
 		px_upstream_reloaded(&l->up, l->srv.fd, &c->dst_addr, c->id);

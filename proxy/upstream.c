@@ -181,23 +181,30 @@ fmt_buf(char *buf, size_t len, uint64_t want, int got)
 
 /*
  * TCP keepalive on a socket: a client's (client_keepalive) or a server's
- * (upstream_keepalive).  A client whose machine lost power or its network
- * sends no FIN: without probes the connection, the server connection
- * behind it and the server's handles (share modes, byte-range locks) would
- * stay for as long as smbaccel runs, since the server's own keepalives
- * reach smbaccel, which answers them.  Upstream, the probes keep the state
- * of the firewalls and NATs on the way (which forget an idle connection,
- * often after an hour) and find a dead path or server while the connection
- * is idle.  After ms of silence the kernel probes every ms/4 (at least 1 s, at
- * most 75 s as Linux's default); four probes unanswered and reads fail
- * ETIMEDOUT.  The kernel sends no
- * keepalive while data to the peer is in flight: px_side_unanswered (side.c)
- * covers that case for clients; server_timeout for servers.  No TCP_USER_TIMEOUT: it would also cut a client that is alive
- * but not reading (its kernel answers the zero-window probes, and Linux
- * aborts on the user timeout regardless).  0 turns it off.  Returns -1 with
- * errno set if the socket refuses an option.
+ * (upstream_keepalive).  After ms of silence the kernel probes every ms/4
+ * (at least 1 s, at most 75 s as Linux's default).
+ *
+ * A client whose machine lost power or its network sends no FIN: without
+ * probes the connection, the server connection behind it and the server's
+ * handles (share modes, byte-range locks) would stay for as long as
+ * smbaccel runs, since the server's own keepalives reach smbaccel, which
+ * answers them.  Four probes unanswered and reads fail ETIMEDOUT.  The
+ * kernel sends no keepalive while data to the peer is in flight:
+ * px_side_unanswered (side.c) covers that case.  No TCP_USER_TIMEOUT: it
+ * would also cut a client that is alive but not reading (its kernel answers
+ * the zero-window probes, and Linux aborts on the user timeout regardless).
+ *
+ * Upstream (patient) the probes are there to keep the connection in the
+ * tables of the firewalls and NATs on the way, which forget an idle one
+ * (often after an hour): an outage of the path while the connection is
+ * idle must not end it, as it would not directly.  So up to 127 probes go
+ * unanswered (2 h 44 min with 5 minutes) before the kernel gives up.
+ *
+ * 0 turns it off.  Returns -1 with errno set if the socket refuses an
+ * option.
  */
 #define KA_PROBES 4
+#define KA_PROBES_PATIENT 127       /* TCP_KEEPCNT's maximum */
 
 static int
 ka_interval(int idle)
@@ -216,9 +223,10 @@ px_keepalive_gone_ms(uint32_t ms)
 }
 
 int
-px_tcp_keepalive(int fd, uint32_t ms)
+px_tcp_keepalive(int fd, uint32_t ms, bool patient)
 {
-	int on = ms > 0, idle = (int)((ms + 999) / 1000), cnt = KA_PROBES;
+	int on = ms > 0, idle = (int)((ms + 999) / 1000);
+	int cnt = patient ? KA_PROBES_PATIENT : KA_PROBES;
 	int intvl = ka_interval(idle), proto = 0;
 	socklen_t len = sizeof(proto);
 
@@ -255,7 +263,7 @@ px_upstream_prepare(struct px_upstream *u, int fd,
 	u->sndbuf_want = ps.upstream_sndbuf;
 	u->rcvbuf_want = ps.upstream_rcvbuf;
 	u->keepalive_ms = ps.upstream_keepalive_ms;
-	if (px_tcp_keepalive(fd, u->keepalive_ms) == -1)
+	if (px_tcp_keepalive(fd, u->keepalive_ms, true) == -1)
 		log_warn("conn=%llu upstream_keepalive", (unsigned long long)
 		    conn_id);
 	if (strcmp(ps.upstream_congestion, "auto") == 0 && cc[0] == '\0') {
@@ -296,7 +304,7 @@ px_upstream_reloaded(struct px_upstream *u, int fd,
 		return;		/* not a TCP socket, or not opened yet */
 	lookup(dst, &ps);
 	u->keepalive_ms = ps.upstream_keepalive_ms;
-	if (px_tcp_keepalive(fd, u->keepalive_ms) == -1)
+	if (px_tcp_keepalive(fd, u->keepalive_ms, true) == -1)
 		log_warn("conn=%llu upstream_keepalive", (unsigned long long)
 		    conn_id);
 }

@@ -41,9 +41,9 @@ struct px_upstream {
 	uint32_t keepalive_ms;      /* upstream_keepalive in force */
 };
 /* TCP keepalive probes after ms of silence on fd, 0: none (-1 with errno
- * if the socket refuses an option); px_keepalive_gone_ms: when unanswered
- * probes end the connection. */
-int px_tcp_keepalive(int fd, uint32_t ms);
+ * if the socket refuses an option); patient: 127 unanswered probes before
+ * the kernel gives up, else 4; px_keepalive_gone_ms: when 4 end it. */
+int px_tcp_keepalive(int fd, uint32_t ms, bool patient);
 uint32_t px_keepalive_gone_ms(uint32_t ms);
 void px_upstream_prepare(struct px_upstream *u, int fd,
     const struct sockaddr_storage *dst, uint64_t conn_id);

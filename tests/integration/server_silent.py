@@ -14,11 +14,11 @@
         FLUSH must not succeed.  Prints "flush: STATUS" or "closed after
         N s: ..."; exit 0 when the flush did not report success.
 
-    server_silent.py idle PORT READYFILE SECONDS
-        Logs on, writes READYFILE, sends nothing more and waits up to
-        SECONDS for the connection to close (upstream_keepalive: the test
-        black-holes the server).  Prints "closed after N s" (from
-        READYFILE) or "still open after N s".
+    server_silent.py wait PORT READYFILE GOFILE
+        Logs on, writes READYFILE, sends nothing until GOFILE exists
+        (upstream_keepalive: the test black-holes the server meanwhile,
+        then lifts the black hole), then sends an ECHO and waits 5 s for
+        its answer.  Prints "echo answered" or "echo unanswered".
 
     server_silent.py quiet PORT SECONDS
         Logs on, stays silent for SECONDS, then sends an ECHO and waits 5 s
@@ -84,17 +84,16 @@ def flush(port, name, ready):
     return 0 if st != 0 else 1
 
 
-def idle(port, ready, secs):
-    c = wb_smb.Client(port, "3.0", timeout=secs)
+def wait(port, ready, go):
+    c = wb_smb.Client(port, "3.0", timeout=5)
     open(ready, "w").close()
-    t0 = time.time()
+    while not os.path.exists(go):
+        time.sleep(0.05)
     try:
-        c._recv_one(timeout=secs)
-    except Exception as e:  # closed (or the wait ran out)
-        if "timed out" not in str(e) and "imeout" not in type(e).__name__:
-            print("closed after %.1f s" % (time.time() - t0))
-            return 0
-    print("still open after %.0f s" % (time.time() - t0))
+        c.echo()
+        print("echo answered")
+    except Exception:  # no answer within 5 s, or the connection closed
+        print("echo unanswered")
     return 0
 
 
@@ -113,8 +112,8 @@ def quiet(port, secs):
 if __name__ == "__main__":
     if sys.argv[1] == "quiet":
         sys.exit(quiet(int(sys.argv[2]), float(sys.argv[3])))
-    if sys.argv[1] == "idle":
-        sys.exit(idle(int(sys.argv[2]), sys.argv[3], float(sys.argv[4])))
+    if sys.argv[1] == "wait":
+        sys.exit(wait(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
     if sys.argv[1] == "notify":
         sys.exit(notify(int(sys.argv[2]), float(sys.argv[3])))
     sys.exit(flush(int(sys.argv[2]), sys.argv[3], sys.argv[4]))
