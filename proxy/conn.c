@@ -1197,6 +1197,8 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 				break;
 			if (errno == ETIMEDOUT && s == &l->cli)
 				px_client_timed_out(c, KA_WHY);
+			else if (errno == ETIMEDOUT)
+				px_server_timed_out(c);
 			else if (errno != EPIPE && errno != ECONNRESET)
 				log_warn("conn=%llu write to %s",
 				    (unsigned long long)c->id, s->name);

@@ -79,6 +79,8 @@ struct px_conn {
 	                                      * its side (conn.c) */
 	bool client_timed_out;               /* ... its socket timed out
 	                                      * (client_keepalive), logged */
+	bool server_timed_out;               /* the server's socket timed out
+	                                      * (upstream_keepalive), logged */
 	struct sockaddr_storage peer_addr;   /* the client */
 	struct sockaddr_storage dst_addr;    /* the server */
 	char dst_str[64];                    /* px_addr_str(dst_addr), made

@@ -277,13 +277,16 @@ px_client_timed_out(struct px_conn *c, const char *why)
  * of upstream_keepalive (a dead path or server while the connection was
  * idle; with requests outstanding server_timeout usually comes first), or
  * TCP gave up retransmitting.  The connection closes as for any server
- * that went away.
+ * that went away.  Logged and counted once per connection.
  */
 void
 px_server_timed_out(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
 
+	if (c->server_timed_out)
+		return;
+	c->server_timed_out = true;
 	px_stats.servers_timed_out++;
 	log_warnx("conn=%llu server %s " KA_WHY " for %.0f s "
 	    "(upstream_keepalive %u ms): taken as gone", (unsigned long long)

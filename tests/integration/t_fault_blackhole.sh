@@ -25,6 +25,10 @@
 #     and once the black hole is lifted the client's ECHO is answered: an
 #     outage of the path does not end an idle connection (servers_timed_out
 #     0), as it would not directly.
+#  6b. tcp_retries2 = 2 in the namespace, server_timeout = 0: a request
+#     sent into a black hole makes TCP give up on the server after about
+#     3 s at most; logged "stopped answering TCP", servers_timed_out 1, the
+#     connection closed.
 #  7. a stateful firewall (conntrack, established timeout 4 s, no
 #     mid-stream pickup) between smbaccel and smbd: a client quiet for 9 s
 #     then sends an ECHO.  Directly and with upstream_keepalive = 0 the
@@ -215,6 +219,32 @@ wait $ipid
 info "  client after the black hole: $(cat "$T/wait.out")"
 assert_eq "echo answered" "$(cat "$T/wait.out")" "6: the connection outlived the outage"
 assert_eq 0 "$(stat_get servers_timed_out)" "6: servers_timed_out"
+proxy_alive || fail "proxy died"
+
+# 6b. the server's socket times out: TCP gives up retransmitting a request
+# (tcp_retries2 = 2 in this namespace: 1.4 to 3 s), server_timeout off
+info "6b. TCP gives up on the server (tcp_retries2 = 2, server_timeout = 0)"
+sysctl -qw net.ipv4.tcp_retries2=2 || fail "6b: cannot set tcp_retries2 in this namespace"
+stop_proxy
+start_proxy "upstream_keepalive = 0" "server_timeout = 0"
+rm -f "$T/ready" "$T/go"
+"$PY" "$TESTS_DIR/server_silent.py" wait "$PROXY_PORT" "$T/ready" "$T/go" > "$T/wait.out" 2>&1 &
+ipid=$!
+BG_PIDS="$BG_PIDS $ipid"
+n=200
+while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ipid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+[ -e "$T/ready" ] || { cat "$T/wait.out"; fail "6b: the client did not log on"; }
+blackhole -I || fail "iptables DROP"
+touch "$T/go"
+wait $ipid
+blackhole -D
+sysctl -qw net.ipv4.tcp_retries2=15
+info "  client: $(cat "$T/wait.out")"
+wait_log "server 127\.0\.0\.1:$SMBD_PORT stopped answering TCP \(keepalive probes or retransmissions\) for [0-9]+ s \(upstream_keepalive 0 ms\): taken as gone" 10 ||
+    fail "6b: no 'stopped answering TCP' log line"
+info "  $(grep -o 'server 127[^ ]* stopped.*' "$PROXY_LOG" | tail -n 1)"
+assert_eq 1 "$(stat_get servers_timed_out)" "6b: servers_timed_out"
+assert_eq 0 "$(stat_get connections_active)" "6b: connections_active"
 proxy_alive || fail "proxy died"
 
 # 7. a stateful firewall that forgets idle connections after 4 s (conntrack
