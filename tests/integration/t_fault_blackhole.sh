@@ -26,8 +26,7 @@
 #     outage of the path does not end an idle connection (servers_timed_out
 #     0), as it would not directly.
 #  6b. tcp_retries2 = 2 in the namespace, server_timeout = 0: a request
-#     sent into a black hole makes TCP give up on the server after about
-#     3 s at most; logged "stopped answering TCP", servers_timed_out 1, the
+#     sent into a black hole makes TCP give up on the server within 3 s; logged "stopped answering TCP", servers_timed_out 1, the
 #     connection closed.
 #  7. a stateful firewall (conntrack, established timeout 4 s, no
 #     mid-stream pickup) between smbaccel and smbd: a client quiet for 9 s
