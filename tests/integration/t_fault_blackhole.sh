@@ -26,8 +26,9 @@
 #     outage of the path does not end an idle connection (servers_timed_out
 #     0), as it would not directly.
 #  6b. tcp_retries2 = 2 in the namespace, server_timeout = 0: a request
-#     sent into a black hole makes TCP give up on the server within 3 s; logged "stopped answering TCP", servers_timed_out 1, the
-#     connection closed.
+#     sent into a black hole makes TCP give up on the server within 3 s;
+#     logged "stopped answering TCP", servers_timed_out 1, the connection
+#     closed.
 #  7. a stateful firewall (conntrack, established timeout 4 s, no
 #     mid-stream pickup) between smbaccel and smbd: a client quiet for 9 s
 #     then sends an ECHO.  Directly and with upstream_keepalive = 0 the
