@@ -1146,7 +1146,7 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		if (errno == ETIMEDOUT && s == &l->cli)
-			px_client_timed_out(c, KA_WHY);
+			px_client_timed_out(c, PX_KA_WHY);
 		else if (errno == ETIMEDOUT)
 			px_server_timed_out(c);
 		else if (errno != ECONNRESET)
@@ -1196,7 +1196,7 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 			if (errno == EAGAIN || errno == EINTR)
 				break;
 			if (errno == ETIMEDOUT && s == &l->cli)
-				px_client_timed_out(c, KA_WHY);
+				px_client_timed_out(c, PX_KA_WHY);
 			else if (errno == ETIMEDOUT)
 				px_server_timed_out(c);
 			else if (errno != EPIPE && errno != ECONNRESET)

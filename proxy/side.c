@@ -248,12 +248,13 @@ px_side_unanswered(const struct px_side *s, uint32_t ms)
 }
 
 /*
- * The client's socket failed ETIMEDOUT (its kernel answered none of the
- * keepalive probes), or px_side_unanswered found it gone: client_keepalive
- * and four probe intervals after it fell silent.  Its machine is off or off the
- * network; conn.c handles it as a reset (what it wrote is written, then the
- * server connection is closed, and the server lets go of its handles).
- * Logged and counted once per connection.
+ * The client's socket failed ETIMEDOUT (the kernel gave up its keepalive
+ * probes or its retransmissions), or px_side_unanswered found it gone:
+ * client_keepalive and four probe intervals after it fell silent.  Its
+ * machine is off or off the network; conn.c handles it as a reset (what
+ * it wrote is written, then the server connection is closed, and the
+ * server lets go of its handles).  Logged and counted once per
+ * connection.
  */
 void
 px_client_timed_out(struct px_conn *c, const char *why)
@@ -273,11 +274,12 @@ px_client_timed_out(struct px_conn *c, const char *why)
 }
 
 /*
- * The server's socket failed ETIMEDOUT: no answer to the keepalive probes
- * of upstream_keepalive (a dead path or server while the connection was
- * idle; with requests outstanding server_timeout usually comes first), or
- * TCP gave up retransmitting.  The connection closes as for any server
- * that went away.  Logged and counted once per connection.
+ * The server's socket failed ETIMEDOUT: the kernel gave up the keepalive
+ * probes of upstream_keepalive (127 unanswered: the path or the server
+ * has been gone for hours) or retransmitting what smbaccel sent (with
+ * requests outstanding server_timeout usually comes first).  The
+ * connection closes as for any server that went away.  Logged and counted
+ * once per connection.
  */
 void
 px_server_timed_out(struct px_conn *c)
@@ -288,7 +290,7 @@ px_server_timed_out(struct px_conn *c)
 		return;
 	c->server_timed_out = true;
 	px_stats.servers_timed_out++;
-	log_warnx("conn=%llu server %s " KA_WHY " for %.0f s "
+	log_warnx("conn=%llu server %s " PX_KA_WHY " for %.0f s "
 	    "(upstream_keepalive %u ms): taken as gone", (unsigned long long)
 	    c->id, c->dst_str, (px_now_ms() - l->srv_rx_ms) / 1000,
 	    (unsigned int)l->up.keepalive_ms);

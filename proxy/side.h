@@ -106,7 +106,7 @@ void px_client_timed_out(struct px_conn *c, const char *why);
 void px_server_timed_out(struct px_conn *c);
 /* why, when the client's socket failed ETIMEDOUT: the kernel gave up on
  * its keepalive probes, or on retransmitting (tcp_retries2) */
-#define KA_WHY "stopped answering TCP (keepalive probes or retransmissions)"
+#define PX_KA_WHY "stopped answering TCP (keepalive probes or retransmissions)"
 /* s is gone: what it would have got is dropped, its reads are over. */
 void px_side_lost(struct px_side *s);
 /* Start or stop s's watchers for what it may do now. */
