@@ -30,6 +30,15 @@ when its socket has closed).  Prints "reconnect STATUS", "waited S",
 "tries N" and "sha256 HEX" of the 2N KiB it wrote (what the file must
 hold).
 
+durable_reopen.py --hold PORT NAME N READY
+durable_reopen.py --back PORT NAME FILEID N
+A client whose machine vanishes (t_client_vanish) and comes back:
+--hold opens NAME on [dur] (batch oplock, durable handle), writes N KiB in
+1 KiB writes, prints "port LOCALPORT" and "fileid HEX", creates READY and
+sleeps until killed; --back reconnects that FileId on a new connection
+(tried 3 times, 0.5 s apart), writes the next N KiB and closes, printing
+"reconnect STATUS", "tries N" and "sha256 HEX" of the 2N KiB.
+
 durable_reopen.py --lost1 PORT NAME N
 durable_reopen.py --lost2 PORT NAME FILEID
 A client that loses its connection after N writes of 1 KiB to NAME (on
@@ -109,32 +118,46 @@ def cont(child, timer):
         pass
 
 
+def reconnect_retrying(c, name, fid):
+    """reconnect, tried again 0.5 s after a refusal, 3 tries in all (a
+    client retries: smbd may still be tearing the old connection down
+    after its socket closed): (FileId or None, info, tries)."""
+    for tries in range(1, 4):
+        f2, res = reconnect(c, name, fid)
+        if f2 is not None or res["status"] != 0xC0000034:
+            break
+        time.sleep(0.5)
+    return f2, res, tries
+
+
+def halves(name, n):
+    """The 2N KiB a resuming client writes, N before and N after."""
+    import random
+    return random.Random(name).randbytes(2 * n * 1024)
+
+
+def write_kib(c, fid, data, first, end):
+    for i in range(first, end):
+        c.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
+
+
 def resume(port, name, n, master=0, hold=0.0):
     import hashlib
-    import random
-    data = random.Random(name).randbytes(2 * n * 1024)
+    data = halves(name, n)
     c1, child = connect(port, master)
     fid, res = open_durable(c1, name)
-    for i in range(n):
-        c1.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
+    write_kib(c1, fid, data, 0, n)
     timer = stop(child, hold)
     try:
         c1.drop()
         t0 = time.monotonic()
         c2 = Client(port, "3.0", share="dur")
-        # a client retries a reconnect the server refused (smbd may still
-        # be tearing the old connection down after its socket closed)
-        for tries in range(1, 4):
-            f2, res = reconnect(c2, name, fid)
-            if f2 is not None or res["status"] != 0xC0000034:
-                break
-            time.sleep(0.5)
+        f2, res, tries = reconnect_retrying(c2, name, fid)
         print("reconnect", "SUCCESS" if f2 is not None else "0x%08x" % res["status"])
         print("waited %.1f" % (time.monotonic() - t0))
         print("tries", tries)
         if f2 is not None:
-            for i in range(n, 2 * n):
-                c2.write(f2, i * 1024, data[i * 1024:(i + 1) * 1024])
+            write_kib(c2, f2, data, n, 2 * n)
             c2.close(f2)
         c2.logoff()
     finally:
@@ -146,6 +169,31 @@ def status(r):
     return "SUCCESS" if r == 0 else "0x%08x" % r
 
 
+if sys.argv[1] == "--hold":
+    port, name, n, ready = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    data = halves(name, n)
+    c1 = Client(port, "3.0", share="dur")
+    fid, res = open_durable(c1, name)
+    write_kib(c1, fid, data, 0, n)
+    print("port", c1.nb.get_socket().getsockname()[1])
+    print("fileid", fid.hex(), flush=True)
+    open(ready, "w").close()
+    while True:
+        time.sleep(60)
+if sys.argv[1] == "--back":
+    import hashlib
+    port, name, fid, n = int(sys.argv[2]), sys.argv[3], bytes.fromhex(sys.argv[4]), int(sys.argv[5])
+    data = halves(name, n)
+    c2 = Client(port, "3.0", share="dur")
+    f2, res, tries = reconnect_retrying(c2, name, fid)
+    print("reconnect", status(res["status"]))
+    print("tries", tries)
+    if f2 is not None:
+        write_kib(c2, f2, data, n, 2 * n)
+        c2.close(f2)
+    c2.logoff()
+    print("sha256", hashlib.sha256(data).hexdigest())
+    sys.exit(0)
 if sys.argv[1] == "--lost1":
     port, name, n = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     c1 = Client(port, "3.0", share="dur")

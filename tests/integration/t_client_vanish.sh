@@ -32,6 +32,12 @@
 #     24 MiB of READ answers queued to it (its kernel keeps answering the
 #     window probes): neither is dropped; once resumed each reads all its
 #     answers, writes and closes.  clients_timed_out stays 3.
+#  4. client_keepalive = 2s: a client with a durable handle (batch oplock,
+#     [dur]) and 256 KiB absorbed vanishes; once found gone its data is
+#     written and the server connection closed (smbd keeps the durable
+#     handle); the client comes back on a new connection, reconnects the
+#     handle and writes 256 KiB more: the file on disk has the sha256 of
+#     all 512 KiB.
 # Fails without client_keepalive (part 2 never sees the connections go),
 # and with a keepalive that drops a live client (part 3; TCP_USER_TIMEOUT
 # did: Linux ends a zero window after it even while the peer answers).
@@ -154,6 +160,32 @@ for mib in 0 24; do
 	grep -qx done "$T/pause.out" || fail "3: the client did not finish"
 done
 assert_eq 3 "$(stat_get clients_timed_out)" "3: clients_timed_out after the live clients"
+
+info "4. a client with a durable handle vanishes, is found gone, and comes back"
+"$PY" "$TESTS_DIR/durable_reopen.py" --hold "$PROXY_PORT" cvd.bin 256 "$T/r4" > "$T/dur.out" 2> "$T/dur.err" &
+p4=$!
+BG_PIDS="$BG_PIDS $p4"
+wait_ready "$T/r4" $p4 dur
+sleep 0.5
+c4=$(client_port dur)
+fid=$(awk '$1 == "fileid" { print $2 }' "$T/dur.out")
+info "  write-behind bytes held: $(stat_get buffered_bytes)"
+drop to "$c4"; drop from "$c4"
+kill -KILL $p4
+wait $p4 2>/dev/null
+wait_log "client 127\.0\.0\.1:$c4 stopped answering TCP" 20 || fail "4: the durable client was not found gone within 20 s"
+n=100
+while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+assert_eq 0 "$(stat_get connections_active)" "4: connections_active after the drain"
+$IPT -D INPUT -p tcp --dport "$c4" -j DROP
+$IPT -D INPUT -p tcp --sport "$c4" -j DROP
+"$PY" "$TESTS_DIR/durable_reopen.py" --back "$PROXY_PORT" cvd.bin "$fid" 256 > "$T/back.out" 2>&1 ||
+    { cat "$T/back.out"; fail "4: the returning client failed"; }
+info "  back: $(tr '\n' ' ' < "$T/back.out")"
+grep -qx "reconnect SUCCESS" "$T/back.out" || fail "4: the durable reconnect after the vanish failed"
+assert_eq "$(awk '$1 == "sha256" { print $2 }' "$T/back.out")" "$(sha256sum < "$DUR_DIR/cvd.bin" | cut -d' ' -f1)" \
+    "4: sha256 on smbd's disk of the 512 KiB (256 before the vanish, 256 after the reconnect)"
+assert_eq 0 "$(stat_get lost_bytes)" "4: lost_bytes"
 proxy_alive || fail "proxy died"
 stop_proxy
 info "PASS"
