@@ -38,6 +38,11 @@
 #     handle); the client comes back on a new connection, reconnects the
 #     handle and writes 256 KiB more: the file on disk has the sha256 of
 #     all 512 KiB.
+#  5. the same with Samba's own client: smbclient puts a FIFO fed 24 MiB
+#     and held open (it writes what fills its 8 MiB writes and waits for
+#     the rest with the file open; smbstatus -L lists it), then vanishes;
+#     once found gone the server no longer lists the file, and what is on
+#     disk is the start of what smbclient put (sha256).
 # Fails without client_keepalive (part 2 never sees the connections go),
 # and with a keepalive that drops a live client (part 3; TCP_USER_TIMEOUT
 # did: Linux ends a zero window after it even while the peer answers).
@@ -186,6 +191,39 @@ grep -qx "reconnect SUCCESS" "$T/back.out" || fail "4: the durable reconnect aft
 assert_eq "$(awk '$1 == "sha256" { print $2 }' "$T/back.out")" "$(sha256sum < "$DUR_DIR/cvd.bin" | cut -d' ' -f1)" \
     "4: sha256 on smbd's disk of the 512 KiB (256 before the vanish, 256 after the reconnect)"
 assert_eq 0 "$(stat_get lost_bytes)" "4: lost_bytes"
+
+info "5. smbclient (Samba's client) vanishes in the middle of a put"
+# its put reads a FIFO fed 24 MiB and then held open: smbclient writes what
+# fills its (8 MiB) writes and waits for more with the file open
+head -c $((24 << 20)) /dev/urandom > "$T/feed.data"
+mkfifo "$T/feed"
+exec 8<> "$T/feed"
+smbc "$PROXY_PORT" SMB3_11 "put $T/feed cv5.bin" > "$T/put.out" 2>&1 &
+cat "$T/feed.data" >&8
+n=100
+while [ "$(stat -c %s "$SHARE_DIR/cv5.bin" 2>/dev/null || echo 0)" -lt $((16 << 20)) ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+openfiles() { smbd_ns smbstatus -s "$SMBD_CONF" -L 2>/dev/null | grep -c 'cv5\.bin'; }
+sleep 1
+ss -tnpH state established "( dport = :$PROXY_PORT )" > "$T/ss5"
+c5=$(sed -n 's/^[^ ]* *[^ ]* *[^ ]*:\([0-9]*\) .*smbclient.*/\1/p' "$T/ss5")
+s5=$(sed -n 's/.*smbclient",pid=\([0-9]*\).*/\1/p' "$T/ss5")
+[ -n "$c5" ] && [ -n "$s5" ] || { cat "$T/ss5" "$T/put.out"; fail "5: cannot find smbclient's connection"; }
+info "  smbclient pid $s5, port $c5; $(stat -c %s "$SHARE_DIR/cv5.bin") bytes on disk; smbstatus lists cv5.bin $(openfiles) time(s)"
+assert_ge 1 "$(openfiles)" "5: smbstatus -L lists the file smbclient is writing"
+drop to "$c5"; drop from "$c5"
+kill -KILL "$s5"
+wait_log "client 127\.0\.0\.1:$c5 stopped answering TCP" 20 || fail "5: smbclient's vanished connection was not found gone within 20 s"
+n=100
+while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+assert_eq 0 "$(stat_get connections_active)" "5: connections_active"
+assert_eq 0 "$(openfiles)" "5: smbstatus -L lists cv5.bin after smbaccel found smbclient gone"
+size=$(stat -c %s "$SHARE_DIR/cv5.bin")
+assert_eq "$(head -c "$size" "$T/feed.data" | sha256sum)" "$(sha256sum < "$SHARE_DIR/cv5.bin")" \
+    "5: the $size bytes on disk are the start of what smbclient put"
+info "  $size bytes on disk, the start of what smbclient put"
+exec 8>&-
+$IPT -D INPUT -p tcp --dport "$c5" -j DROP
+$IPT -D INPUT -p tcp --sport "$c5" -j DROP
 proxy_alive || fail "proxy died"
 stop_proxy
 info "PASS"
