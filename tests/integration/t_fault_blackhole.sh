@@ -192,16 +192,21 @@ proxy_alive || fail "proxy died"
 
 # 6. upstream_keepalive under an outage of the path while the connection
 # is idle: probes go unanswered, the connection must outlive the outage
+# waiting_client PART: server_silent.py's client through the proxy that
+# logs on and sends its ECHO once $T/go exists ($ipid, output $T/wait.out)
+waiting_client() {
+	rm -f "$T/ready" "$T/go"
+	"$PY" "$TESTS_DIR/server_silent.py" wait "$PROXY_PORT" "$T/ready" "$T/go" > "$T/wait.out" 2>&1 &
+	ipid=$!
+	BG_PIDS="$BG_PIDS $ipid"
+	local n=200
+	while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ipid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
+	[ -e "$T/ready" ] || { cat "$T/wait.out"; fail "$1: the client did not log on"; }
+}
 info "6. a 10 s black hole under an idle connection, upstream_keepalive = 0, then 2s by a reload"
 stop_proxy
 start_proxy "upstream_keepalive = 0"
-rm -f "$T/ready" "$T/go"
-"$PY" "$TESTS_DIR/server_silent.py" wait "$PROXY_PORT" "$T/ready" "$T/go" > "$T/wait.out" 2>&1 &
-ipid=$!
-BG_PIDS="$BG_PIDS $ipid"
-n=200
-while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ipid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
-[ -e "$T/ready" ] || { cat "$T/wait.out"; fail "6: the idle client did not log on"; }
+waiting_client 6
 # upsock: ss's line for smbaccel's socket to smbd (its timer shows the
 # keepalive and how many probes are unanswered)
 upsock() { ss -tnoH state established "( dport = :$SMBD_PORT )"; }
@@ -227,13 +232,7 @@ info "6b. TCP gives up on the server (tcp_retries2 = 2, server_timeout = 0)"
 sysctl -qw net.ipv4.tcp_retries2=2 || fail "6b: cannot set tcp_retries2 in this namespace"
 stop_proxy
 start_proxy "upstream_keepalive = 0" "server_timeout = 0"
-rm -f "$T/ready" "$T/go"
-"$PY" "$TESTS_DIR/server_silent.py" wait "$PROXY_PORT" "$T/ready" "$T/go" > "$T/wait.out" 2>&1 &
-ipid=$!
-BG_PIDS="$BG_PIDS $ipid"
-n=200
-while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $ipid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
-[ -e "$T/ready" ] || { cat "$T/wait.out"; fail "6b: the client did not log on"; }
+waiting_client 6b
 blackhole -I || fail "iptables DROP"
 touch "$T/go"
 wait $ipid
