@@ -1,7 +1,7 @@
 /*
- * compound.c - a client's CLOSE sent upstream with the flush of its file as
- * one related compound (docs/design.md "Write-behind"; MS-SMB2 3.2.4.1.4,
- * 3.3.5.2.7.2).
+ * compound.c - a client's CLOSE, FLUSH, SET_INFO or QUERY_INFO sent upstream
+ * with the flush of its file as one related compound (docs/design.md
+ * "Write-behind"; MS-SMB2 3.2.4.1.4, 3.3.5.2.7.2).
  *
  * Without it a small written file costs three round trips: the CREATE, the
  * flush that must be answered before the CLOSE may go (DESIGN.md section
@@ -15,6 +15,11 @@
  * done only where alter.c allows one: keyed sessions (every element is
  * signed on its own, MS-SMB2 3.1.4.1, or the whole compound sealed in one
  * TRANSFORM) and unsigned sessions whose server signs only what it must.
+ * The same goes for the other requests that wait only for their open's
+ * buffered data (relay.c, must_wait): a FLUSH (an fsync after a save), a
+ * SET_INFO (times or size after a copy; not a rename or a delete, which
+ * wait for the whole connection) and a QUERY_INFO.  The server runs a
+ * related compound in order, so each sees the data written.
  *
  * The answer.  smbd 4.17 answers such a compound in one frame, WRITE
  * answers first, and puts the grant of the whole compound on the last
@@ -40,7 +45,11 @@
  * closed with the next leftover id the connection gets (kept from ECHOs
  * meanwhile), or by the server when the connection ends (MS-SMB2 3.3.7.1);
  * both are logged, and from then on that connection compounds a CLOSE only
- * when it can keep an id back.
+ * when it can keep an id back.  A FLUSH is answered with the WRITE's
+ * status as a CLOSE is (the error is then reported); a SET_INFO or
+ * QUERY_INFO gets the server's own answer, and the error waits on the
+ * open for its next WRITE, FLUSH or CLOSE, as after any failed flush.  The
+ * handle stays open either way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,11 +60,12 @@
 #include "proxy/emit.h"
 #include "proxy/keyed.h"
 
-/* A CLOSE sent with its flush, until the client has its answer and the
- * handle is known closed. */
+/* A request sent with its flush, until the client has its answer and
+ * (a CLOSE) the handle is known closed. */
 struct cmp_rec {
 	struct cmp_rec *next;
-	uint64_t close_mid;          /* the client's CLOSE */
+	uint64_t close_mid;          /* the client's request */
+	uint16_t cmd;                /* ... SMB2_CLOSE, FLUSH, SET_INFO, ... */
 	int nw;                      /* its WRITEs, their ids */
 	uint64_t wmid[PX_WB_ELEMS_MAX];
 	int writes_left;             /* WRITE answers still to come */
@@ -98,15 +108,49 @@ px_cmp_decline_name(enum px_cmp_decline d)
 }
 
 static enum px_absorb
-declined(struct px_conn *c, const struct px_open *o, enum px_cmp_decline d)
+declined(struct px_conn *c, const struct px_open *o, uint16_t cmd,
+    enum px_cmp_decline d)
 {
-	px_stats.cmp_declined[d]++;
+	/* counted for CLOSEs: the others are sent with their flush only
+	 * where it costs nothing to look */
+	if (cmd == SMB2_CLOSE)
+		px_stats.cmp_declined[d]++;
 	if (log_debug_on())
-		log_debug("conn=%llu share=%s file=%s CLOSE not sent with its "
+		log_debug("conn=%llu share=%s file=%s %s not sent with its "
 		    "flush (%s): flushed first", (unsigned long long)c->id,
 		    px_tree_share(c, o), o->name ? o->name : "",
-		    px_cmp_decline_name(d));
+		    px_smb2_cmd_name(cmd), px_cmp_decline_name(d));
 	return PX_AB_FORWARD;
+}
+
+bool
+px_cmp_command(uint16_t cmd)
+{
+	return cmd == SMB2_CLOSE || cmd == SMB2_FLUSH ||
+	    cmd == SMB2_SET_INFO || cmd == SMB2_QUERY_INFO;
+}
+
+/* The open request h names, if it is one a compound may carry: a
+ * SET_INFO that renames or deletes waits for the whole connection
+ * (relay.c, must_wait), so it is not. */
+static struct px_open *
+request_open(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_fileid fid;
+
+	if (h->command == SMB2_SET_INFO) {
+		struct smb2_set_info_req si;
+
+		if (px_smb2_set_info_req_decode(e, &si) == -1 ||
+		    si.info_class == FILE_RENAME_INFORMATION ||
+		    si.info_class == FILE_DISPOSITION_INFORMATION)
+			return NULL;
+	}
+	if (!px_cmp_command(h->command) ||
+	    px_smb2_req_file_id(e, h->command, &fid) == -1)
+		return NULL;
+	return px_open_find(&c->led, &fid);
 }
 
 static void
@@ -190,10 +234,9 @@ sign_elems(struct px_conn *c, uint64_t sid, uint8_t *msg, size_t len,
 }
 
 enum px_absorb
-px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
+px_cmp_request(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
 {
-	struct smb2_close_req cr;
 	struct smb2_fileid related;
 	struct px_session *s;
 	struct px_tree *t;
@@ -206,24 +249,23 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 	uint8_t *msg;
 	int i, rc;
 
-	if (px_smb2_close_req_decode(e, &cr) == -1 ||
-	    (o = px_open_find(&c->led, &cr.file_id)) == NULL || o->closed ||
+	if ((o = request_open(c, h, e)) == NULL || o->closed ||
 	    o->wb.len == 0)
 		return PX_AB_FORWARD;     /* nothing buffered: nothing to gain */
 	s = px_session_find(&c->led, h->session_id);
 	t = px_tree_find(&c->led, h->session_id, h->tree_id);
-	if (s == NULL || t == NULL || !s->established ||
+	if (s == NULL || t == NULL || !s->established || s->srv_expired ||
 	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
 	    o->failed_status || c->delayed != NULL || h->next_command != 0 ||
 	    px_pending_find(&c->led, h->message_id) != NULL)
-		return declined(c, o, PX_CMP_OTHER);
+		return declined(c, o, h->command, PX_CMP_OTHER);
 	if (!t->policy.close_compound)
-		return declined(c, o, PX_CMP_OFF);
+		return declined(c, o, h->command, PX_CMP_OFF);
 	if (o->wb_inflight || file_busy_elsewhere(c, o))
-		return declined(c, o, PX_CMP_BUSY);
-	/* the CLOSE gets the related flag: a rewrite (alter.c) */
+		return declined(c, o, h->command, PX_CMP_BUSY);
+	/* the request gets the related flag: a rewrite (alter.c) */
 	if (!px_may_act(c, s, t, h, e) || !px_may_rewrite(c, s))
-		return declined(c, o, PX_CMP_ALTER);
+		return declined(c, o, h->command, PX_CMP_ALTER);
 	if (c->cmp == NULL && (c->cmp = calloc(1, sizeof(*c->cmp))) == NULL)
 		return PX_AB_FORWARD;
 	if ((r = calloc(1, sizeof(*r))) == NULL ||
@@ -234,14 +276,16 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 		free(r);
 		return PX_AB_FORWARD;
 	}
-	msg = px_wb_flush_elems(c, o, e->len, c->cmp->chain_fails, &we);
+	msg = px_wb_flush_elems(c, o, e->len,
+	    h->command == SMB2_CLOSE && c->cmp->chain_fails, &we);
 	if (msg == NULL) {
 		free(r->name);
 		free(r->share);
 		free(r);
-		return we.oom ? PX_AB_FAIL : declined(c, o, PX_CMP_IDS);
+		return we.oom ? PX_AB_FAIL : declined(c, o, h->command,
+		    PX_CMP_IDS);
 	}
-	/* the client's CLOSE, last: its own id, the related flag */
+	/* the client's request, last: its own id, the related flag */
 	for (i = 0; i < we.n; i++)
 		off[i] = we.off[i];
 	off[we.n] = we.len;
@@ -269,15 +313,22 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 		free(r);
 		return PX_AB_FAIL;   /* the WRITEs are committed */
 	}
-	px_wb_on_close(c, p);
+	if (h->command == SMB2_CLOSE)
+		px_wb_on_close(c, p);
 	r->close_mid = h->message_id;
+	r->cmd = h->command;
 	r->nw = we.n;
 	r->writes_left = we.n;
 	for (i = 0; i < we.n; i++) {
+		struct px_pending *wp = px_pending_find(&c->led, we.mid[i]);
+
+		if (wp)
+			wp->with_cmd = h->command;   /* for its log line */
 		r->wmid[i] = we.mid[i];
 		r->bank_due += we.charge[i] ? we.charge[i] : 1;
 	}
-	r->spare = we.spare;
+	/* only a CLOSE may need an id of its own afterwards */
+	r->spare = we.spare && h->command == SMB2_CLOSE;
 	r->spare_id = we.spare_id;
 	r->fid = o->fid;
 	r->sid = o->session_id;
@@ -296,12 +347,17 @@ px_cmp_close(struct px_conn *c, const struct smb2_hdr *h,
 	free(msg);
 	if (rc == -1)
 		return PX_AB_FAIL;
-	px_stats.cmp_closes++;
+	if (we.spare && !r->spare)
+		give_back(c, we.spare_id);
+	if (h->command == SMB2_CLOSE)
+		px_stats.cmp_closes++;
+	else
+		px_stats.cmp_others++;
 	px_stats.cmp_writes += (uint64_t)we.n;
 	if (log_debug_on())
-		log_debug("conn=%llu share=%s file=%s CLOSE mid=%llu sent with "
+		log_debug("conn=%llu share=%s file=%s %s mid=%llu sent with "
 		    "its flush: %d WRITE%s, %zu bytes, %s", (unsigned long long)c->id,
-		    r->share, r->name ? r->name : "",
+		    r->share, r->name ? r->name : "", px_smb2_cmd_name(h->command),
 		    (unsigned long long)h->message_id, we.n, we.n == 1 ? "" : "s",
 		    len, up.encrypt ? "sealed" : up.sign ? "signed" : "plain");
 	return PX_AB_DONE;
@@ -332,8 +388,10 @@ answer_copy(const struct smb2_hdr *h, const struct smb2_elem *e,
 	uint8_t *m;
 
 	/* MS-SMB2 2.2.16: a CLOSE answer is 60 bytes; 2.2.2: an error
-	 * body 8 bytes and its ErrorData (one byte when empty) */
-	if (h->status == NT_STATUS_SUCCESS && n > SMB2_HDR_LEN + 60)
+	 * body 8 bytes and its ErrorData (one byte when empty); the others
+	 * end where the last element of the server's message does */
+	if (h->status == NT_STATUS_SUCCESS && h->command == SMB2_CLOSE &&
+	    n > SMB2_HDR_LEN + 60)
 		n = SMB2_HDR_LEN + 60;
 	else if (h->status != NT_STATUS_SUCCESS && n >= SMB2_HDR_LEN + 8) {
 		uint32_t bc = px_get_u32(e->hdr + SMB2_HDR_LEN + 4);
@@ -363,7 +421,7 @@ to_error(struct cmp_rec *r)
 	if (m == NULL)
 		return -1;
 	memset(&o, 0, sizeof(o));
-	o.command = SMB2_CLOSE;
+	o.command = r->cmd;
 	o.status = r->wstatus;
 	if (px_smb2_error_rsp_encode(m, SMB2_HDR_LEN + 9, &o) == 0) {
 		free(m);
@@ -442,7 +500,26 @@ finish(struct px_conn *c, struct cmp_rec *r)
 {
 	int rc;
 
-	if (r->wstatus != 0) {
+	if (r->wstatus != 0 && r->cmd != SMB2_CLOSE) {
+		struct px_open *o = px_open_find(&c->led, &r->fid);
+
+		px_stats.cmp_write_errors++;
+		if (r->cmd == SMB2_FLUSH) {
+			/* the FLUSH asked for the data: it gets the error */
+			log_warnx("conn=%llu share=%s file=%s offset=%llu "
+			    "length=%u write sent with the FLUSH failed "
+			    "status=0x%08x: reported on the FLUSH",
+			    (unsigned long long)c->id, r->share,
+			    r->name ? r->name : "", (unsigned long long)r->woff,
+			    r->wlen, r->wstatus);
+			if (to_error(r) == -1)
+				return -1;
+			if (o && o->failed_status == r->wstatus)
+				o->failed_status = 0;
+		}
+		/* else the server's own answer; the error waits on the open
+		 * (px_wb_write_done) for its next WRITE, FLUSH or CLOSE */
+	} else if (r->wstatus != 0) {
 		px_stats.cmp_write_errors++;
 		log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u "
 		    "write sent with the CLOSE failed status=0x%08x: reported "
@@ -493,7 +570,7 @@ finish(struct px_conn *c, struct cmp_rec *r)
 }
 
 int
-px_cmp_close_answer(struct px_conn *c, const struct smb2_hdr *h,
+px_cmp_answer(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, bool interim, const struct px_prot *prot)
 {
 	struct cmp_rec *r = find_close(c, h->message_id);
@@ -502,7 +579,7 @@ px_cmp_close_answer(struct px_conn *c, const struct smb2_hdr *h,
 	size_t len;
 	int rc;
 
-	if (r == NULL)
+	if (r == NULL || r->cmd != h->command)
 		return 0;
 	/* the related flag and the grant change: a signed answer can be
 	 * re-signed only with the key (alter.c) */

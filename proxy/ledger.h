@@ -117,6 +117,8 @@ struct px_pending {
 	uint16_t charge;
 	enum px_origin origin;
 	bool in_compound;
+	uint16_t with_cmd;          /* in_compound WRITE: the client's request
+	                             * it went with (compound.c) */
 	bool related;
 	bool signed_rq;             /* the request carried SMB2_FLAGS_SIGNED */
 	bool replay;                /* ... SMB2_FLAGS_REPLAY_OPERATION */

@@ -204,6 +204,7 @@ struct px_stats {
 	uint64_t pool_ids_now;
 	/* CLOSE sent with its flush as one compound (compound.c) */
 	uint64_t cmp_closes;          /* such compounds */
+	uint64_t cmp_others;          /* ... of a FLUSH, SET_INFO, QUERY_INFO */
 	uint64_t cmp_writes;          /* WRITEs they carried */
 	uint64_t cmp_write_errors;    /* ... of which one failed */
 	uint64_t cmp_proxy_closes;    /* handles smbaccel closed itself */

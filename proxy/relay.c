@@ -459,12 +459,18 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			px_stats.requests[first.command]++;
 			return PX_RC_DONE;
 		}
-		if (first.command == SMB2_CLOSE && c->stall == PX_STALL_NONE) {
-			/* with its buffered writes, in one compound */
-			ar = px_cmp_close(c, &first, &e);
+		if (px_cmp_command(first.command) &&
+		    c->stall == PX_STALL_NONE) {
+			/* what other connections buffered of the file goes
+			 * first (a CLOSE observes none of it), then this one
+			 * with its own buffered writes, in one compound */
+			if (first.command != SMB2_CLOSE &&
+			    px_coh_must_wait(c, &first, &e))
+				return PX_RC_STALL;
+			ar = px_cmp_request(c, &first, &e);
 			if (ar == PX_AB_DONE) {
 				px_coh_on_request(c, &first, &e);
-				px_stats.requests[SMB2_CLOSE]++;
+				px_stats.requests[first.command]++;
 				return PX_RC_DONE;
 			}
 			if (ar == PX_AB_FAIL)
@@ -801,10 +807,10 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			kick = true;
 			continue;
 		}
-		if (p && p->command == SMB2_CLOSE && h.command == SMB2_CLOSE &&
-		    c->cmp) {
-			/* a CLOSE sent with its flush: answered alone */
-			rc = px_cmp_close_answer(c, &h, &e, interim, &prot);
+		if (p && p->command == h.command && c->cmp &&
+		    px_cmp_command(h.command)) {
+			/* a request sent with its flush: answered alone */
+			rc = px_cmp_answer(c, &h, &e, interim, &prot);
 			if (rc != 0) {
 				if (!interim)
 					px_pending_free(p);

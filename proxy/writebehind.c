@@ -1046,7 +1046,10 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	    o ? px_tree_share(c, o) : "?", o && o->name ? o->name : "?",
 	    (unsigned long long)p->u.io.offset, p->u.io.length,
 	    h->status == NT_STATUS_SUCCESS ? NT_STATUS_DISK_FULL : h->status,
-	    st, p->in_compound ? "reported on the CLOSE it was sent with" :
+	    st, p->in_compound && p->with_cmd == SMB2_CLOSE ?
+	    "reported on the CLOSE it was sent with" :
+	    p->in_compound && p->with_cmd == SMB2_FLUSH ?
+	    "reported on the FLUSH it was sent with" :
 	    "deferred to the next WRITE, FLUSH or CLOSE", why);
 	if (o && !o->failed_status)
 		o->failed_status = st;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """cmp_close.py PORT SMBD_CONF MODE NAME [FILLER] - a CLOSE sent with its
 flush (smbaccel's close compound) on a full disk, and whether the server's
-handle stays open after the client's CLOSE was answered.
+handle stays open after the client's CLOSE was answered; or a FLUSH or
+QUERY_INFO sent with its flush there.
 
 The share must be full when it starts.  Modes:
   one:    NAME gets one 8 KiB WRITE (the compound's WRITE takes its only
@@ -10,8 +11,12 @@ The share must be full when it starts.  Modes:
           are left over), then CLOSE;
   leftover: as one, then FILLER is removed (space again), NAME.2 gets
           64 x 1 KiB WRITEs and a CLOSE (which leaves ids over), and the
-          handle of NAME is watched for up to 10 s.
-Prints "close=0xSTATUS open=N" (N: opens of NAME smbstatus lists right after
+          handle of NAME is watched for up to 10 s;
+  flush:  NAME gets 64 x 1 KiB WRITEs, then FLUSH, then CLOSE;
+  query:  the same with a QUERY_INFO (FileStandardInformation) for the
+          FLUSH.
+Prints "flush=0xSTATUS close=0xSTATUS" or "query=0xSTATUS close=0xSTATUS"
+for those, else "close=0xSTATUS open=N" (N: opens of NAME smbstatus lists right after
 the CLOSE was answered) and, for leftover, " close2=0xSTATUS open_later=N
 data2=ok|bad" (opens of NAME once NAME.2 was closed and the wait ended).
 Exit 0 when the run completed, whatever the statuses.
@@ -41,6 +46,13 @@ def opens_of(fname):
 
 c = Client(port, "3.0")
 fid, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
+if mode in ("flush", "query"):
+    for i in range(64):
+        c.write(fid, i * 1024, bytes([i]) * 1024, check=False)
+    st = c.flush(fid) if mode == "flush" else c.query_eof(fid)[0]
+    print("%s=0x%08x close=0x%08x" % (mode, st, c.close(fid)))
+    c.logoff()
+    sys.exit(0)
 if mode in ("one", "leftover"):
     c.write(fid, 0, b"o" * 8192, check=False)
 else:

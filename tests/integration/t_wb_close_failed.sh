@@ -18,6 +18,10 @@
 #        a second file is written and closed (its ids leave some over),
 #        smbaccel closes the first handle with one: none is left open, the
 #        second file is intact.
+#  1b. The same for a FLUSH sent with its file's flush: the FLUSH gets
+#     STATUS_DISK_FULL (the client asked for the data to be on disk), the
+#     CLOSE then SUCCESS (reported once); a QUERY_INFO sent with it gets
+#     the server's answer and the CLOSE the deferred DISK_FULL.
 #  3. smbclient mput of a tree through the relay with space: every file
 #     intact (answers split and granted per element), no ledger error.
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +87,33 @@ wait_log "file=c-smbd offset=0 length=8192 write sent with the CLOSE failed stat
     fail "1: the log does not name file, offset and length of the failed write"
 log_has "file=c-smbd .*closes the handle itself" && fail "1: smbaccel closed a handle smbd had closed"
 assert_eq 1 "$(stat_get compound_write_errors)" "1: stats compound_write_errors"
+
+# 1b. a FLUSH, then a QUERY_INFO, sent with the flush of their file
+for m in flush query; do
+	fill
+	capture_start "full-$m"
+	out=$(timeout 60 "$PY" "$TESTS_DIR/cmp_close.py" "$PROXY_PORT" "$SMBD_CONF" $m "c-$m" 2>&1) ||
+	    { capture_stop; fail "cmp_close.py $m failed: $out"; }
+	capture_stop
+	info "1b ($m): $out"
+	upstream_sizes 1M "$T/full-$m.json"
+	M=$(echo "$m" | sed 's/flush/FLUSH/; s/query/QUERY_INFO/')
+	n=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["compounds"]["requests"].get("WRITE+" + sys.argv[2], 0))' "$T/full-$m.json" "$M")
+	assert_eq 1 "$n" "1b: WRITE+$M compounds in the capture"
+	if [ $m = flush ]; then
+		assert_eq "$DISK_FULL" "$(kv "$out" flush)" "1b: status of the FLUSH"
+		assert_eq 0x00000000 "$(kv "$out" close)" "1b: status of the CLOSE after the FLUSH reported the error"
+		wait_log "file=c-flush offset=0 length=65536 write sent with the FLUSH failed status=$DISK_FULL: reported on the FLUSH" 5 ||
+		    fail "1b: the log does not name file, offset and length of the write sent with the FLUSH"
+	else
+		assert_eq 0x00000000 "$(kv "$out" query)" "1b: status of the QUERY_INFO (the server's)"
+		assert_eq "$DISK_FULL" "$(kv "$out" close)" "1b: status of the CLOSE (the deferred write error)"
+		wait_log "file=c-query deferred write error $DISK_FULL reported on CLOSE" 5 ||
+		    fail "1b: the deferred error was not logged on the CLOSE"
+	fi
+done
+assert_eq 2 "$(stat_get requests_compounded)" "1b: stats requests_compounded"
+assert_eq 3 "$(stat_get compound_write_errors)" "1b: stats compound_write_errors"
 
 # 2a. a server that fails the chain; ids left over
 fill

@@ -20,6 +20,12 @@
 //	               writing (or reading) blocks g, g+N, g+2N, ... (WriteAt,
 //	               ReadAt), so that up to N requests are in flight and
 //	               arrive out of order (default 1: one after the other)
+//	-F             write: finish as an editor's save does, each step after
+//	               one more block written: Sync (FLUSH), Stat (QUERY_INFO;
+//	               the size must count every block), Chmod 0644 (QUERY_INFO
+//	               and SET_INFO of the attributes), Truncate half a block
+//	               off the end (SET_INFO); the file is then COUNT + 3
+//	               blocks less half a block of the pattern
 //
 // write: creates (or truncates) PATH and writes COUNT blocks of BLOCK bytes
 // of the pattern; read: reads PATH in BLOCK-byte reads and checks every byte
@@ -88,6 +94,36 @@ func parseSize(s string) int {
 	return n * mult
 }
 
+// saveFinish: the steps of -F, each after one more block of the pattern
+// (blocks count, count+1, count+2) written at the file's position.
+func saveFinish(f *smb2.File, seed uint64, block, count int, buf []byte) {
+	more := func(i int) {
+		pattern(seed, int64(i)*int64(block), buf)
+		if n, err := f.Write(buf); err != nil || n != block {
+			fail("write %d at %d: %d bytes, %v", block, i*block, n, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		fail("sync: %v", err)
+	}
+	more(count)
+	fi, err := f.Stat()
+	if err != nil {
+		fail("stat: %v", err)
+	}
+	if fi.Size() != int64(count+1)*int64(block) {
+		fail("stat after %d bytes written: size %d", (count+1)*block, fi.Size())
+	}
+	more(count + 1)
+	if err := f.Chmod(0644); err != nil {
+		fail("chmod: %v", err)
+	}
+	more(count + 2)
+	if err := f.Truncate(int64(count+3)*int64(block) - int64(block/2)); err != nil {
+		fail("truncate: %v", err)
+	}
+}
+
 func fail(f string, a ...interface{}) {
 	fmt.Fprintf(os.Stderr, "gosmb: "+f+"\n", a...)
 	os.Exit(1)
@@ -135,6 +171,7 @@ func main() {
 	sign := fl.Bool("S", false, "require signing")
 	prefix := fl.Bool("p", false, "read a prefix")
 	jobs := fl.Int("j", 1, "concurrent writers")
+	finish := fl.Bool("F", false, "finish the write as a save does")
 	fl.Parse(os.Args[7:])
 	up := strings.SplitN(*user, "%", 2)
 	if len(up) != 2 {
@@ -184,6 +221,9 @@ func main() {
 				if n, err := f.Write(buf); err != nil || n != block {
 					fail("write %d at %d: %d bytes, %v", block, i*block, n, err)
 				}
+			}
+			if *finish {
+				saveFinish(f, *seed, block, count, buf)
 			}
 		} else {
 			fanout(*jobs, count, block, func(off int64, b, _ []byte) {
