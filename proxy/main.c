@@ -34,8 +34,19 @@ main(int argc, char **argv)
 {
 	const char *cfg = "/etc/smbaccel/smbaccel.conf";
 	bool check = false, verbose = false, foreground = false, debug = false;
-	int ch;
+	int ch, i;
 
+	/* the GNU long forms a user tries first */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--help") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("smbaccel %s\n", SMBACCEL_VERSION);
+			return 0;
+		}
+	}
 	while ((ch = getopt(argc, argv, "c:dfhtvV")) != -1) {
 		switch (ch) {
 		case 'c': cfg = optarg; break;

@@ -86,6 +86,10 @@ dpk() { dpkg --root="$R" --log=/dev/null --force-depends --force-script-chrootle
 dpk -i "$DEB" > "$T/dpkg-i.log" 2>&1 || { cat "$T/dpkg-i.log"; fail "dpkg -i failed"; }
 dpkg --root="$R" -s smbaccel | grep -qx 'Status: install ok installed' || fail "not installed"
 assert_eq "smbaccel $ver" "$("$R/usr/sbin/smbaccel" -V)" "installed smbaccel -V"
+assert_eq "smbaccel $ver" "$("$R/usr/sbin/smbaccel" --version)" "installed smbaccel --version"
+"$R/usr/sbin/smbaccel" --help 2>/dev/null | grep -q '^usage: smbaccel ' || fail "smbaccel --help prints no usage on stdout"
+"$R/usr/sbin/smbaccel" --bogus >/dev/null 2>&1; rc=$?
+assert_eq 2 "$rc" "smbaccel --bogus exit status"
 out=$("$R/usr/sbin/smbaccel" -t -c "$R/etc/smbaccel/smbaccel.conf" 2>&1) ||
     { echo "$out"; fail "smbaccel -t rejects the installed policy"; }
 w=$(zcat "$R/usr/share/man/man8/smbaccelctl.8.gz" | groff -ww -man -Tutf8 2>&1 >/dev/null)
