@@ -221,9 +221,9 @@ dc_changed_by(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	if (px_smb2_set_info_req_decode(e, &si) == 0 &&
 	    si.info_type == SMB2_0_INFO_FILE) {
-		if (si.info_class == FILE_RENAME_INFORMATION)
+		if (px_smb2_info_renames(si.info_class))
 			why = PX_DC_RENAME;
-		else if (si.info_class == FILE_DISPOSITION_INFORMATION)
+		else if (px_smb2_info_deletes(si.info_class))
 			why = PX_DC_DELETE;
 	}
 	px_dc_changed(c, share, name, is_dir && why != PX_DC_SETINFO, why);

@@ -143,8 +143,8 @@ request_open(struct px_conn *c, const struct smb2_hdr *h,
 		struct smb2_set_info_req si;
 
 		if (px_smb2_set_info_req_decode(e, &si) == -1 ||
-		    si.info_class == FILE_RENAME_INFORMATION ||
-		    si.info_class == FILE_DISPOSITION_INFORMATION)
+		    px_smb2_info_renames(si.info_class) ||
+		    px_smb2_info_deletes(si.info_class))
 			return NULL;
 	}
 	if (!px_cmp_command(h->command) ||

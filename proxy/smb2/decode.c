@@ -1141,6 +1141,20 @@ fail:
  * zero in SMB2), FileNameLength (4), FileName.  The name must lie inside
  * the buffer and be valid UTF-16.
  */
+bool
+px_smb2_info_renames(uint8_t info_class)
+{
+	return info_class == FILE_RENAME_INFORMATION ||
+	    info_class == FILE_RENAME_INFORMATION_EX;
+}
+
+bool
+px_smb2_info_deletes(uint8_t info_class)
+{
+	return info_class == FILE_DISPOSITION_INFORMATION ||
+	    info_class == FILE_DISPOSITION_INFORMATION_EX;
+}
+
 int
 px_smb2_rename_info_decode(const uint8_t *buf, uint32_t len, bool *replace,
     char *name, size_t cap)

@@ -654,6 +654,11 @@ int px_smb2_req_file_id(const struct smb2_elem *e, uint16_t command,
 #define FILE_DISPOSITION_INFORMATION 13
 #define FILE_ALLOCATION_INFORMATION  19
 #define FILE_END_OF_FILE_INFORMATION 20
+/* the forms with flags Windows 10 and later send to servers that take
+ * them (MS-FSCC 2.4.11.2, 2.4.37.2: Windows Server; Samba 4.17 refuses
+ * them) */
+#define FILE_DISPOSITION_INFORMATION_EX 64
+#define FILE_RENAME_INFORMATION_EX      65
 struct smb2_set_info_req {
 	uint8_t info_type;
 	uint8_t info_class;
@@ -663,9 +668,15 @@ struct smb2_set_info_req {
 };
 int px_smb2_set_info_req_decode(const struct smb2_elem *e,
     struct smb2_set_info_req *out) PX_MUSTCHECK;
-/* The target of a FileRenameInformation buffer (MS-FSCC 2.4.37.2, the
- * SMB2 form): ReplaceIfExists and the new name relative to the share, as
- * UTF-8. */
+/* Does a SET_INFO of this FileInformationClass rename its file, or set
+ * (or clear) its delete disposition, in either form? */
+bool px_smb2_info_renames(uint8_t info_class);
+bool px_smb2_info_deletes(uint8_t info_class);
+/* The target of a FileRenameInformation or FileRenameInformationEx buffer
+ * (MS-FSCC 2.4.37.2, the SMB2 form; the Ex form's Flags lie over
+ * ReplaceIfExists and its padding): whether it may replace
+ * (ReplaceIfExists, or a flag in Flags' low byte, REPLACE_IF_EXISTS
+ * among them) and the new name relative to the share, as UTF-8. */
 int px_smb2_rename_info_decode(const uint8_t *buf, uint32_t len,
     bool *replace, char *name, size_t cap) PX_MUSTCHECK;
 

@@ -16,6 +16,9 @@
 # Then close_compound = no (a reload): the same mput sends no compound and
 # the proxy counts the CLOSEs it did not compound as "off".  Last, against
 # impacket's server (signs every answer): nothing compounded, cannot-alter.
+# Between them, wb_infoex.py: a rename or delete of the forms Windows 10
+# and later send (FileRenameInformationEx, FileDispositionInformationEx)
+# waits for the connection's buffered writes, as the classic forms do.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/cmp_lib.sh"
@@ -47,6 +50,23 @@ info "stats: $(stats_line closes_compounded compound_writes compound_write_error
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 assert_eq 0 "$(stat_get deferred_errors)" "stats deferred_errors"
 assert_eq 0 "$(stat_get compound_write_errors)" "stats compound_write_errors"
+
+# A rename or delete in the forms Windows 10 and later send (classes 65
+# and 64) waits for what the connection buffered, as the classic forms
+# do: all of the other file's bytes are on disk when it is answered (they
+# sat in smbaccel's buffer for its 30 s timers otherwise); the statuses
+# are smbd's own (it refuses both classes)
+kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+dir=$(timeout 60 "$PY" "$TESTS_DIR/wb_infoex.py" "$SMBD_PORT" "$SHARE_DIR" 3.0 2>&1) ||
+    fail "wb_infoex.py directly: $dir"
+out=$(timeout 60 "$PY" "$TESTS_DIR/wb_infoex.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 2>&1) ||
+    fail "wb_infoex.py through smbaccel: $out"
+info "Ex classes: directly $dir; through smbaccel $out"
+for cls in 65 64; do
+	assert_eq "$(kv "$dir" class$cls)" "$(kv "$out" class$cls)" "status of the SET_INFO of class $cls, as directly"
+done
+assert_eq 1024 "$(kv "$out" disk65)" "bytes of the buffered file on disk when the class 65 rename was answered"
+assert_eq 2048 "$(kv "$out" disk64)" "bytes of the buffered file on disk when the class 64 delete was answered"
 
 # close_compound = no: a reload; new trees take it
 PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" \

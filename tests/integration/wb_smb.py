@@ -345,6 +345,12 @@ class Client(object):
         body = struct.pack("<HBBIHHI16s", 33, 1, 20, 8, 96, 0, 0, fid) + struct.pack("<Q", size)
         return self.wait(self.send(SET_INFO, body, **kw)).status
 
+    def set_info(self, fid, info_class, data, info_type=1, **kw):
+        """SET_INFO of any class with the buffer data; its status."""
+        body = struct.pack("<HBBIHHI16s", 33, info_type, info_class, len(data), 96, 0, 0,
+                           fid) + data
+        return self.wait(self.send(SET_INFO, body, **kw)).status
+
     def query_eof(self, fid, **kw):
         """(status, EndOfFile) from FileStandardInformation."""
         body = struct.pack("<HBBIHHIII16sB", 41, 1, 5, 24, 0, 0, 0, 0, 0, fid, 0)

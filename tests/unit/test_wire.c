@@ -1183,6 +1183,33 @@ test_rename_info(void)
 	px_put_u32(b + 16, 10);
 	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name, 3),
 	    -1);
+	/* FileRenameInformationEx: Flags over ReplaceIfExists and its
+	 * padding, the rest where it was */
+	px_put_u32(b, 0);
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name,
+	    sizeof(name)), 0);
+	CU_ASSERT_FALSE(replace);
+	px_put_u32(b, 0x3);    /* REPLACE_IF_EXISTS | POSIX_SEMANTICS */
+	CU_ASSERT_EQUAL(px_smb2_rename_info_decode(b, 30, &replace, name,
+	    sizeof(name)), 0);
+	CU_ASSERT_TRUE(replace);
+	CU_ASSERT_STRING_EQUAL(name, "dir\\x");
+}
+
+/* Both forms of rename and delete are seen as such: the Ex classes are
+ * what Windows 10 and later send to servers that take them. */
+static void
+test_info_classes(void)
+{
+	CU_ASSERT_TRUE(px_smb2_info_renames(10));
+	CU_ASSERT_TRUE(px_smb2_info_renames(65));
+	CU_ASSERT_FALSE(px_smb2_info_renames(13));
+	CU_ASSERT_FALSE(px_smb2_info_renames(64));
+	CU_ASSERT_TRUE(px_smb2_info_deletes(13));
+	CU_ASSERT_TRUE(px_smb2_info_deletes(64));
+	CU_ASSERT_FALSE(px_smb2_info_deletes(65));
+	CU_ASSERT_FALSE(px_smb2_info_deletes(20));
+	CU_ASSERT_FALSE(px_smb2_info_renames(4));   /* FileBasicInformation */
 }
 
 static void
@@ -2609,6 +2636,7 @@ ut_register_wire(void)
 	CU_add_test(s, "session/tree connect valid", test_session_tcon_valid);
 	CU_add_test(s, "create valid", test_create_valid);
 	CU_add_test(s, "rename info", test_rename_info);
+	CU_add_test(s, "rename and delete info classes", test_info_classes);
 	CU_add_test(s, "close/flush/read/write/set_info valid", test_io_valid);
 	CU_add_test(s, "copychunk request and answer", test_copychunk);
 	CU_add_test(s, "oplock break kinds", test_oplock_break_kinds);
