@@ -470,10 +470,12 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->lost_bytes,
 		    (unsigned long long)s->delayed_responses,
 		    (unsigned long long)s->ledger_errors);
-		fprintf(f, "closes compounded  %llu with their flush (%llu "
+		fprintf(f, "closes compounded  %llu with their flush, and %llu "
+		    "FLUSH/SET_INFO/QUERY_INFO (%llu "
 		    "writes); %llu with a failed write, %llu handles closed by "
-		    "smbaccel (%llu waited for an id); not compounded:",
+		    "smbaccel (%llu waited for an id); closes not compounded:",
 		    (unsigned long long)s->cmp_closes,
+		    (unsigned long long)s->cmp_others,
 		    (unsigned long long)s->cmp_writes,
 		    (unsigned long long)s->cmp_write_errors,
 		    (unsigned long long)s->cmp_proxy_closes,
