@@ -29,6 +29,13 @@ for d in SMB3_11 SMB3_00 SMB2_10 SMB2_02; do
 	SMBC_HOME=$home smbdd_run verify "$PROXY_PORT" "dd$d" 4K 10 -m "$d" -q > /dev/null ||
 	    fail "smbdd verify $d"
 done
+# writes followed by a FLUSH or a QUERY_INFO, and renames and deletes in
+# both forms: the requests smbaccel sends with their file's flush
+for m in flush query; do
+	"$PY" "$TESTS_DIR/cmp_close.py" "$PROXY_PORT" "$SMBD_CONF" $m "seed-$m" > /dev/null ||
+	    fail "cmp_close.py $m"
+done
+"$PY" "$TESTS_DIR/wb_infoex.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 > /dev/null || fail "wb_infoex.py"
 sleep 1
 kill -INT "$cap"; wait "$cap"
 rm -rf "$SEEDS/frame" "$SEEDS/smb2" "$SEEDS/relay" "$SEEDS/ntlm"
