@@ -1,6 +1,6 @@
 /*
- * compound.c - a client's CLOSE, FLUSH, SET_INFO or QUERY_INFO sent upstream
- * with the flush of its file as one related compound (docs/design.md
+ * compound.c - a client's CLOSE, FLUSH, READ, SET_INFO or QUERY_INFO sent
+ * upstream with the flush of its file as one related compound (docs/design.md
  * "Write-behind"; MS-SMB2 3.2.4.1.4, 3.3.5.2.7.2).
  *
  * Without it a small written file costs three round trips: the CREATE, the
@@ -17,9 +17,10 @@
  * TRANSFORM) and unsigned sessions whose server signs only what it must.
  * The same goes for the other requests that wait only for their open's
  * buffered data (relay.c, must_wait): a FLUSH (an fsync after a save), a
- * SET_INFO (times or size after a copy; not a rename or a delete, which
- * wait for the whole connection) and a QUERY_INFO.  The server runs a
- * related compound in order, so each sees the data written.
+ * READ of what was just written, a SET_INFO (times or size after a copy;
+ * not a rename or a delete, which wait for the whole connection) and a
+ * QUERY_INFO.  The server runs a related compound in order, so each sees
+ * the data written.
  *
  * The answer.  smbd 4.17 answers such a compound in one frame, WRITE
  * answers first, and puts the grant of the whole compound on the last
@@ -48,8 +49,9 @@
  * when it can keep an id back.  A FLUSH is answered with the WRITE's
  * status as a CLOSE is (the error is then reported); a SET_INFO or
  * QUERY_INFO gets the server's own answer, and the error waits on the
- * open for its next WRITE, FLUSH or CLOSE, as after any failed flush.  The
- * handle stays open either way.
+ * open for its next WRITE, FLUSH or CLOSE, as after any failed flush (a
+ * READ too: it gets what the server has).  The handle stays open either
+ * way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +128,7 @@ declined(struct px_conn *c, const struct px_open *o, uint16_t cmd,
 bool
 px_cmp_command(uint16_t cmd)
 {
-	return cmd == SMB2_CLOSE || cmd == SMB2_FLUSH ||
+	return cmd == SMB2_CLOSE || cmd == SMB2_FLUSH || cmd == SMB2_READ ||
 	    cmd == SMB2_SET_INFO || cmd == SMB2_QUERY_INFO;
 }
 

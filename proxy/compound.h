@@ -1,7 +1,7 @@
 /*
- * compound.h - compound.c, a client's CLOSE, FLUSH, SET_INFO or QUERY_INFO
- * sent upstream with the flush of its file as one related compound; called
- * by the dispatcher (relay.c).
+ * compound.h - compound.c, a client's CLOSE, FLUSH, READ, SET_INFO or
+ * QUERY_INFO sent upstream with the flush of its file as one related
+ * compound; called by the dispatcher (relay.c).
  */
 #ifndef SMBACCEL_COMPOUND_H
 #define SMBACCEL_COMPOUND_H
@@ -12,7 +12,7 @@
 /* May a request with this command go with its file's flush? */
 bool px_cmp_command(uint16_t cmd);
 /*
- * A standalone CLOSE, FLUSH, SET_INFO (not a rename or delete) or
+ * A standalone CLOSE, FLUSH, READ, SET_INFO (not a rename or delete) or
  * QUERY_INFO of an open with buffered writes: send them and it as one
  * related compound (PX_AB_DONE: sent and recorded, the answer comes back
  * through px_cmp_answer), or leave it to the generic path (PX_AB_FORWARD:

@@ -126,8 +126,8 @@ static const struct {
 	C("closes_compounded", cmp_closes,
 	    "CLOSEs sent upstream compounded with their flush"),
 	C("requests_compounded", cmp_others,
-	    "FLUSH, SET_INFO and QUERY_INFO requests sent compounded with their "
-	    "file's flush"),
+	    "FLUSH, READ, SET_INFO and QUERY_INFO requests sent compounded with "
+	    "their file's flush"),
 	C("compound_writes", cmp_writes,
 	    "WRITEs carried in those compounds"),
 	C("compound_write_errors", cmp_write_errors,
@@ -471,7 +471,7 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->delayed_responses,
 		    (unsigned long long)s->ledger_errors);
 		fprintf(f, "closes compounded  %llu with their flush, and %llu "
-		    "FLUSH/SET_INFO/QUERY_INFO (%llu "
+		    "FLUSH/READ/SET_INFO/QUERY_INFO (%llu "
 		    "writes); %llu with a failed write, %llu handles closed by "
 		    "smbaccel (%llu waited for an id); closes not compounded:",
 		    (unsigned long long)s->cmp_closes,

@@ -606,8 +606,10 @@ px_relay_server_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 	    h.message_id == SMB2_NOTIFY_MESSAGE_ID)
 		return false;
 	p = px_pending_find(&c->led, h.message_id);
-	/* an answer to a widened READ is cut back: it must be whole */
-	if (p == NULL || p->origin != PX_ORIGIN_CLIENT ||
+	/* an answer to a widened READ is cut back, and one to a READ sent in
+	 * a compound (compound.c: the grant is split) answered alone: each
+	 * must be whole */
+	if (p == NULL || p->origin != PX_ORIGIN_CLIENT || p->in_compound ||
 	    (p->command == SMB2_READ && p->u.io.widened))
 		return false;
 	e.hdr = msg;

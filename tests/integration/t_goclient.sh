@@ -35,12 +35,13 @@
 #     over 0.5 ms got the save's FLUSH an interim answer, and go-smb2
 #     failed "signing required").
 #  In 2 and 3 each dialect also saves as an editor does (gosave: gosmb -F,
-#  64 x 1 KiB, then FLUSH, QUERY_INFO, SET_INFO each after one more
+#  64 x 1 KiB, then FLUSH, QUERY_INFO, READ, SET_INFO each after one more
 #  write): each goes upstream behind its file's buffered write in one
 #  compound (requests_compounded; smbd checked every element's
 #  signature, go-smb2 the answer smbaccel re-signed or re-sealed), the
-#  size QUERY_INFO gives counts the write before it, and the file on
-#  smbd's disk is the pattern cut where the last SET_INFO said.
+#  size QUERY_INFO gives counts the write before it, the READ gives back
+#  the block just written, and the file on smbd's disk is the pattern cut
+#  where the last SET_INFO said.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "a third client implementation"
@@ -88,7 +89,7 @@ gocase() {
 # gosave LABEL DIALECT: gosmb -F through smbaccel; the file on smbd's disk
 # and the requests sent with their flush
 gosave() {
-	local label=$1 d=$2 out size=$(((64 + 3) * 1024 - 512))
+	local label=$1 d=$2 out size=$(((64 + 4) * 1024 - 512))
 	snap "$label.a"
 	out=$("$GOSMB" write "127.0.0.1:$PROXY_PORT" share "$label.dat" 1K 64 \
 	    -s "$seed" -m "$d" -F 2>&1) || fail "$label: gosmb write -F: $out"
@@ -97,9 +98,9 @@ gosave() {
 	assert_eq "$(head -c "$size" "$T/want" | sha256sum | cut -d' ' -f1)" \
 	    "$(sha256 "$SHARE_DIR/$label.dat")" "$label: sha256 on smbd's disk ($size bytes)"
 	info "$label: requests compounded with their flush $D_requests_compounded, compound writes $D_compound_writes, absorbed $D_writes_absorbed, bad signatures $D_bad_signatures"
-	# FLUSH, the first QUERY_INFO, SET_INFO EOF; the FLUSH may find
-	# the last full coalesced write still in flight and wait for it
-	assert_ge 2 "$D_requests_compounded" "$label: requests sent with their flush"
+	# FLUSH, QUERY_INFO, READ, QUERY_INFO, SET_INFO EOF; the FLUSH may
+	# find the writes before it still in flight and wait for them
+	assert_ge 3 "$D_requests_compounded" "$label: requests sent with their flush"
 	assert_eq 0 "$D_compound_write_errors" "$label: compound write errors"
 	assert_eq 0 "$D_bad_signatures" "$label: bad signatures"
 	assert_eq 0 "$D_ledger_errors" "$label: ledger errors"

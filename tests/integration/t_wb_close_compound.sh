@@ -16,7 +16,10 @@
 # Then close_compound = no (a reload): the same mput sends no compound and
 # the proxy counts the CLOSEs it did not compound as "off".  Last, against
 # impacket's server (signs every answer): nothing compounded, cannot-alter.
-# Between them, wb_infoex.py: a rename or delete of the forms Windows 10
+# Between them, cmp_reqs.py: READ, QUERY_INFO, SET_INFO and FLUSH of 10
+# files at 2.0.2 and 3.0, each after a buffered write, sent with their
+# file's flush (40 compounded each), checked against a model and smbd's
+# disk; and wb_infoex.py: a rename or delete of the forms Windows 10
 # and later send (FileRenameInformationEx, FileDispositionInformationEx)
 # waits for the connection's buffered writes, as the classic forms do.
 . "$(dirname "$0")/lib.sh"
@@ -50,6 +53,20 @@ info "stats: $(stats_line closes_compounded compound_writes compound_write_error
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 assert_eq 0 "$(stat_get deferred_errors)" "stats deferred_errors"
 assert_eq 0 "$(stat_get compound_write_errors)" "stats compound_write_errors"
+
+# READ, QUERY_INFO, SET_INFO and FLUSH, each after a write smbaccel
+# buffered: each sent with its file's flush, checked against cmp_reqs.py's
+# model (what the READ gives, the size the QUERY_INFO gives, the file on
+# smbd's disk after the SET_INFO cut it); 4 requests a file compounded
+for d in 2.0.2 3.0; do
+	r0=$(stat_get requests_compounded)
+	out=$(timeout 120 "$PY" "$TESTS_DIR/cmp_reqs.py" "$PROXY_PORT" "$d" "rq-$d" 10 2>&1) ||
+	    fail "$d: cmp_reqs.py: $out"
+	r1=$(stat_get requests_compounded)
+	info "$d: $out; requests compounded $((r1 - r0))"
+	assert_eq "$(echo "$out" | sed -n 's/.*sha256=//p')" "$(sha256 "$SHARE_DIR/rq-$d-9")" "$d: the last file on smbd's disk against the model"
+	assert_eq 40 $((r1 - r0)) "$d: requests_compounded delta (READ, QUERY_INFO, SET_INFO, FLUSH of 10 files)"
+done
 
 # A rename or delete in the forms Windows 10 and later send (classes 65
 # and 64) waits for what the connection buffered, as the classic forms

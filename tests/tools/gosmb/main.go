@@ -22,10 +22,12 @@
 //	               arrive out of order (default 1: one after the other)
 //	-F             write: finish as an editor's save does, each step after
 //	               one more block written: Sync (FLUSH), Stat (QUERY_INFO;
-//	               the size must count every block), Chmod 0644 (QUERY_INFO
-//	               and SET_INFO of the attributes), Truncate half a block
-//	               off the end (SET_INFO); the file is then COUNT + 3
-//	               blocks less half a block of the pattern
+//	               the size must count every block), ReadAt of the block
+//	               just written (READ; checked against the pattern), Chmod
+//	               0644 (QUERY_INFO and SET_INFO of the attributes),
+//	               Truncate half a block off the end (SET_INFO); the file
+//	               is then COUNT + 4 blocks less half a block of the
+//	               pattern
 //
 // write: creates (or truncates) PATH and writes COUNT blocks of BLOCK bytes
 // of the pattern; read: reads PATH in BLOCK-byte reads and checks every byte
@@ -95,7 +97,7 @@ func parseSize(s string) int {
 }
 
 // saveFinish: the steps of -F, each after one more block of the pattern
-// (blocks count, count+1, count+2) written at the file's position.
+// (blocks count .. count+3) written at the file's position.
 func saveFinish(f *smb2.File, seed uint64, block, count int, buf []byte) {
 	more := func(i int) {
 		pattern(seed, int64(i)*int64(block), buf)
@@ -115,11 +117,22 @@ func saveFinish(f *smb2.File, seed uint64, block, count int, buf []byte) {
 		fail("stat after %d bytes written: size %d", (count+1)*block, fi.Size())
 	}
 	more(count + 1)
+	got := make([]byte, block)
+	if n, err := f.ReadAt(got, int64(count+1)*int64(block)); n != block {
+		fail("read back %d at %d: %d bytes, %v", block, (count+1)*block, n, err)
+	}
+	for j := range got {
+		if got[j] != buf[j] {
+			fail("read back: byte %d differs: 0x%02x, want 0x%02x",
+				(count+1)*block+j, got[j], buf[j])
+		}
+	}
+	more(count + 2)
 	if err := f.Chmod(0644); err != nil {
 		fail("chmod: %v", err)
 	}
-	more(count + 2)
-	if err := f.Truncate(int64(count+3)*int64(block) - int64(block/2)); err != nil {
+	more(count + 3)
+	if err := f.Truncate(int64(count+4)*int64(block) - int64(block/2)); err != nil {
 		fail("truncate: %v", err)
 	}
 }
