@@ -155,6 +155,15 @@ request_open(struct px_conn *c, const struct smb2_hdr *h,
 	return px_open_find(&c->led, &fid);
 }
 
+bool
+px_cmp_buffered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct px_open *o = request_open(c, h, e);
+
+	return o != NULL && !o->closed && o->wb.len != 0;
+}
+
 static void
 rec_free(struct px_conn *c, struct cmp_rec *r)
 {
@@ -251,9 +260,9 @@ px_cmp_request(struct px_conn *c, const struct smb2_hdr *h,
 	uint8_t *msg;
 	int i, rc;
 
-	if ((o = request_open(c, h, e)) == NULL || o->closed ||
-	    o->wb.len == 0)
+	if (!px_cmp_buffered(c, h, e))
 		return PX_AB_FORWARD;     /* nothing buffered: nothing to gain */
+	o = request_open(c, h, e);
 	s = px_session_find(&c->led, h->session_id);
 	t = px_tree_find(&c->led, h->session_id, h->tree_id);
 	if (s == NULL || t == NULL || !s->established || s->srv_expired ||

@@ -11,6 +11,10 @@
 
 /* May a request with this command go with its file's flush? */
 bool px_cmp_command(uint16_t cmd);
+/* Does request h name an open (of a kind a compound may carry) whose
+ * writes smbaccel buffers? */
+bool px_cmp_buffered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
 /*
  * A standalone CLOSE, FLUSH, READ, SET_INFO (not a rename or delete) or
  * QUERY_INFO of an open with buffered writes: send them and it as one

@@ -460,7 +460,8 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 			return PX_RC_DONE;
 		}
 		if (px_cmp_command(first.command) &&
-		    c->stall == PX_STALL_NONE) {
+		    c->stall == PX_STALL_NONE &&
+		    px_cmp_buffered(c, &first, &e)) {
 			/* what other connections buffered of the file goes
 			 * first (a CLOSE observes none of it), then this one
 			 * with its own buffered writes, in one compound */
