@@ -1136,11 +1136,7 @@ fail:
 	return -1;
 }
 
-/*
- * MS-FSCC 2.4.37.2: ReplaceIfExists (1), Reserved (7), RootDirectory (8,
- * zero in SMB2), FileNameLength (4), FileName.  The name must lie inside
- * the buffer and be valid UTF-16.
- */
+/* MS-FSCC 2.4.11, 2.4.37: both forms of each. */
 bool
 px_smb2_info_renames(uint8_t info_class)
 {
@@ -1155,6 +1151,11 @@ px_smb2_info_deletes(uint8_t info_class)
 	    info_class == FILE_DISPOSITION_INFORMATION_EX;
 }
 
+/*
+ * MS-FSCC 2.4.37.2: ReplaceIfExists (1), Reserved (7) (the Ex form: Flags
+ * (4), Reserved (4)), RootDirectory (8, zero in SMB2), FileNameLength (4),
+ * FileName.  The name must lie inside the buffer and be valid UTF-16.
+ */
 int
 px_smb2_rename_info_decode(const uint8_t *buf, uint32_t len, bool *replace,
     char *name, size_t cap)
