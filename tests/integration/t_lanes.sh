@@ -16,8 +16,9 @@
 #     of a run one by one; a failure says what ran beside it; the two
 #     longest run together, taking 50 ports each at the same moment, and
 #     never get the same one (free_port's registry); with cgroup v2,
-#     lanes.log gives the CPU a test used: t_c spins for 1.5 s (at least
-#     1.0 s of CPU), t_x sleeps for 1.5 s (less than 0.5 s);
+#     lanes.log gives the CPU a test used: t_c counts to 1.5 million in sh
+#     (about 1.5 s of CPU here; at least 0.6 s), t_x sleeps for 1.5 s
+#     (less than 0.3 s);
 #  2. control: the same two tests with one lane never overlap, in list
 #     order (so check 1's overlap could fail); nor do a waiting and an
 #     ordinary test with no waiting lane (TEST_WAIT_JOBS=0);
@@ -49,7 +50,9 @@ fake() {
 ports='for i in $(seq 1 50); do free_port >> "$LANES_T/ports.$TEST_NAME"; done; sleep 1.5'
 fake t_a -- "$ports"
 fake t_b -- "$ports"
-fake t_c -- 'timeout 1.5 sh -c "while :; do :; done"'
+# a fixed amount of work (about 1.5 s of CPU here), not a fixed time: a
+# spin of 1.5 s got 0.9 s of CPU while CI ran its other lane beside it
+fake t_c -- 'timeout 30 sh -c "i=0; while [ \$i -lt 1500000 ]; do i=\$((i + 1)); done"'
 fake t_x '# exclusive: this test checks that nothing runs beside it' -- 'sleep 1.5'
 fake t_fail -- 'sleep 0.5' 'fail "failing on purpose"'
 fake t_skip -- 'skip "skipping on purpose"'
@@ -104,10 +107,10 @@ grep -q 't_hang timed out after 2s' "$T/r1/t_hang.log" || fail "t_hang not repor
 if grep -q 'still running after the test ended (v2 ' "$T/r1/t_leak.log"; then
 	cpu_of() { sed -n "s/^[0-9:.]* end   $1 exit 0 cpu \([0-9.]*\) s\$/\1/p" "$T/r1/lanes.log"; }
 	cpu_c=$(cpu_of t_c) cpu_x=$(cpu_of t_x)
-	info "CPU in lanes.log: t_c (spins 1.5 s) ${cpu_c:-none} s, t_x (sleeps 1.5 s) ${cpu_x:-none} s"
+	info "CPU in lanes.log: t_c (counts to 1.5 million) ${cpu_c:-none} s, t_x (sleeps 1.5 s) ${cpu_x:-none} s"
 	[ -n "$cpu_c" ] && [ -n "$cpu_x" ] || fail "lanes.log gives no CPU seconds for t_c and t_x"
-	awk -v c="$cpu_c" -v x="$cpu_x" 'BEGIN { exit !(c >= 1.0 && x < 0.5) }' ||
-	    fail "CPU seconds in lanes.log: t_c $cpu_c (spins 1.5 s), t_x $cpu_x (sleeps 1.5 s)"
+	awk -v c="$cpu_c" -v x="$cpu_x" 'BEGIN { exit !(c >= 0.6 && x < 0.3) }' ||
+	    fail "CPU seconds in lanes.log: t_c $cpu_c (counts to 1.5 million), t_x $cpu_x (sleeps 1.5 s)"
 fi
 # who ran when: the runner's lanes.log (a test "ends" there once all its
 # processes are gone)
