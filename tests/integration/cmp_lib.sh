@@ -10,6 +10,7 @@
 #                         dumpcap of both legs (client -> proxy, proxy ->
 #                         smbd); upstream-sizes of each into
 #                         $T/NAME.up.json and $T/NAME.client.json
+#   kv LINE KEY           the value of KEY=... in a result line
 #   CMP_FILES             files of cmp_tree whose CLOSE can carry writes
 
 CMP_FILES=13
@@ -60,3 +61,6 @@ cmp_legs() {
 	    fail "upstream-sizes failed on the client leg of $CAP_FILE"
 	rm -f "$CAP_FILE"
 }
+
+# kv LINE KEY: the value of KEY=... in LINE (a helper script's result line)
+kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

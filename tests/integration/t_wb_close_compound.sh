@@ -73,7 +73,6 @@ done
 # do: all of the other file's bytes are on disk when it is answered (they
 # sat in smbaccel's buffer for its 30 s timers otherwise); the statuses
 # are smbd's own (it refuses both classes)
-kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 dir=$(timeout 60 "$PY" "$TESTS_DIR/wb_infoex.py" "$SMBD_PORT" "$SHARE_DIR" 3.0 2>&1) ||
     fail "wb_infoex.py directly: $dir"
 out=$(timeout 60 "$PY" "$TESTS_DIR/wb_infoex.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 2>&1) ||

@@ -69,7 +69,6 @@ fill() {
 	sync
 }
 # kv LINE KEY: the value of KEY=... in LINE
-kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # 1. smbd itself
 fill
