@@ -64,7 +64,7 @@ PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
               proxy/conn.c proxy/side.c proxy/upstream.c \
               proxy/relay.c proxy/lease.c proxy/coherence.c proxy/locks.c \
               proxy/readahead.c proxy/doccache.c proxy/compound.c \
-              proxy/writebehind.c \
+              proxy/wberror.c proxy/writebehind.c \
               proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c \
               proxy/ledger.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \

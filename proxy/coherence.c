@@ -265,7 +265,10 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			ra_invalidate_path(c, rel.share, rel.name,
 			    h->command == SMB2_WRITE ? PX_RA_WRITE :
 			    PX_RA_SETINFO);
-			dc_changed_by(c, h, e, rel.share, rel.name, false);
+			/* whether the compound's CREATE opened a directory is
+			 * not known: a rename or delete drops what is below
+			 * the name too (nothing, for a file) */
+			dc_changed_by(c, h, e, rel.share, rel.name, true);
 		} else if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    (o = px_open_find(&c->led, &fid)) != NULL) {
 			struct smb2_write_req w;
@@ -287,6 +290,32 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			    o->is_dir);
 		}
 		break;
+	case SMB2_IOCTL: {
+		/* a server-side copy into the file, zeroing, trimming, ...:
+		 * a change of its data like a WRITE's (found by
+		 * ra_bigwrite.py: a zeroed range read back from read-ahead) */
+		struct smb2_ioctl_req io;
+		const char *share = NULL, *name = NULL;
+
+		if (px_smb2_ioctl_req_decode(e, &io) == -1 ||
+		    !px_smb2_fsctl_changes_data(io.ctl_code))
+			break;
+		if (px_fileid_is_related(&io.file_id) && rel.valid &&
+		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
+			share = rel.share;
+			name = rel.name;
+		} else if ((o = px_open_find(&c->led, &io.file_id)) != NULL) {
+			o->size_hint = UINT64_MAX; /* a copy may grow it */
+			px_ra_drop(o, PX_RA_WRITE);
+			share = px_tree_share(c, o);
+			name = o->name;
+		}
+		if (name != NULL) {
+			ra_invalidate_path(c, share, name, PX_RA_WRITE);
+			px_dc_changed(c, share, name, false, PX_DC_WRITE);
+		}
+		break;
+	}
 	case SMB2_LOCK:
 	case SMB2_CLOSE:
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
@@ -529,6 +558,15 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
 		/* the file's data seen through another connection */
 		name = o->name;
+	} else if (h->command == SMB2_IOCTL) {
+		/* one that changes the file's data comes after what other
+		 * connections acknowledged of it */
+		struct smb2_ioctl_req io;
+
+		if (px_smb2_ioctl_req_decode(e, &io) == 0 &&
+		    px_smb2_fsctl_changes_data(io.ctl_code) &&
+		    (o = px_open_find(&c->led, &io.file_id)) != NULL)
+			name = o->name;
 	} else if ((h->command == SMB2_QUERY_DIRECTORY ||
 	    h->command == SMB2_SET_INFO) &&
 	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&

@@ -100,7 +100,7 @@ struct px_cmp {
 };
 
 static const char *const decline_names[PX_CMP_NDECLINES] = {
-	"off", "cannot-alter", "busy", "ids", "other",
+	"off", "cannot-alter", "busy", "ids", "unseen-expiry", "other",
 };
 
 const char *
@@ -272,6 +272,14 @@ px_cmp_request(struct px_conn *c, const struct smb2_hdr *h,
 		return declined(c, o, h->command, PX_CMP_OTHER);
 	if (!t->policy.close_compound)
 		return declined(c, o, h->command, PX_CMP_OFF);
+	/* a session whose end smbaccel cannot see (Kerberos without the
+	 * server's key): a flush refused at the expiry is kept and sent
+	 * again after the re-authentication (writebehind.c), which a WRITE
+	 * of a compound cannot be, and the server would still carry out
+	 * the request after it (MS-SMB2 3.3.5.2.9): a CLOSE would leave the
+	 * data nowhere */
+	if (px_wb_expiry_unseen(s))
+		return declined(c, o, h->command, PX_CMP_EXPIRY);
 	if (o->wb_inflight || file_busy_elsewhere(c, o))
 		return declined(c, o, h->command, PX_CMP_BUSY);
 	/* the request gets the related flag: a rewrite (alter.c) */
@@ -325,7 +333,7 @@ px_cmp_request(struct px_conn *c, const struct smb2_hdr *h,
 		return PX_AB_FAIL;   /* the WRITEs are committed */
 	}
 	if (h->command == SMB2_CLOSE)
-		px_wb_on_close(c, p);
+		px_wb_on_close(c, p, false);
 	r->close_mid = h->message_id;
 	r->cmd = h->command;
 	r->nw = we.n;
@@ -651,7 +659,7 @@ px_cmp_proxy_answer(struct px_conn *c, const struct smb2_hdr *h,
 			struct smb2_write_rsp wr;
 
 			if (h->status != NT_STATUS_SUCCESS)
-				r->wstatus = h->status;
+				r->wstatus = px_wb_loss_status(h->status);
 			else if (px_smb2_write_rsp_decode(e, &wr) == -1 ||
 			    wr.count != p->u.io.length)
 				r->wstatus = NT_STATUS_DISK_FULL;  /* short */

@@ -121,6 +121,8 @@ static const struct {
 	    "Message ids pooled for smbaccel's own requests"),
 	C("deferred_errors", deferred_errors,
 	    "Upstream write failures reported to a client after acknowledging"),
+	C("deferred_unreported", deferred_unreported,
+	    "Deferred write errors a CLOSE could not carry (logged)"),
 	C("lost_bytes", lost_bytes,
 	    "Acknowledged bytes the server never confirmed written (logged)"),
 	C("closes_compounded", cmp_closes,

@@ -622,8 +622,9 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 		return;
 	if ((e = co_dc_lookup(&dcache, key)) != NULL)
 		dc_drop(c, e, why);
-	else
-		px_ds_remove_key(key);
+	/* also when the copy in memory was made afresh beside one in the
+	 * store (evicted from memory after its open loaded it) */
+	px_ds_remove_key(key);
 	if (dir) {
 		size_t kl = strlen(key), k;
 

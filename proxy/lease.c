@@ -183,6 +183,82 @@ lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
 	return 0;
 }
 
+/* An open of the lease with this key (arg) whose file was renamed. */
+static void
+renamed_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	(void)x;
+	if (o->pl.renamed)
+		*(bool *)arg = true;
+}
+
+static void
+mark_renamed(struct px_conn *x, struct px_open *o, void *arg)
+{
+	(void)x;
+	(void)arg;
+	o->pl.renamed = true;
+}
+
+/*
+ * The key for a new open of `name`: lease_key's, unless an open of
+ * smbaccel's lease with that key belongs to a file renamed away from the
+ * name (the lease goes with its file: the server refuses the key for
+ * another file, STATUS_INVALID_PARAMETER, MS-SMB2 3.3.5.9.8).  Then the
+ * next of a chain of keys derived from it, up to 8.
+ */
+static int
+open_key(struct px_conn *c, const struct px_tree *t, const char *name,
+    uint8_t key[16])
+{
+	const void *parts[2];
+	size_t lens[2];
+	uint8_t d[16];
+	unsigned int i;
+	bool taken;
+
+	if (lease_key(c, t, name, key) == -1)
+		return -1;
+	for (i = 0; i < 8; i++) {
+		taken = false;
+		(void)each_open(c, PX_PL_LEASE, key, NULL, renamed_open, &taken);
+		if (!taken)
+			return 0;
+		parts[0] = key; lens[0] = 16;
+		parts[1] = "renamed"; lens[1] = 7;
+		if (px_digest16(parts, lens, 2, d) == -1)
+			return -1;
+		memcpy(key + 4, d, 12);
+	}
+	return -1;
+}
+
+void
+px_lease_renaming(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e)
+{
+	struct smb2_set_info_req si;
+	struct px_open *o;
+	struct px_tree *t;
+	uint8_t key[16];
+
+	if (h->command != SMB2_SET_INFO ||
+	    px_smb2_set_info_req_decode(e, &si) == -1 ||
+	    si.info_type != SMB2_0_INFO_FILE ||
+	    !px_smb2_info_renames(si.info_class) ||
+	    (o = px_open_find(&c->led, &si.file_id)) == NULL)
+		return;
+	/* the renaming open's lease, and the one its name's opens hold
+	 * (a handle opened only to rename holds none) */
+	if (o->pl.kind == PX_PL_LEASE)
+		(void)each_open(c, PX_PL_LEASE, o->pl.key, NULL, mark_renamed,
+		    NULL);
+	if (o->name != NULL &&
+	    (t = px_tree_find(&c->led, o->session_id, o->tree_id)) != NULL &&
+	    lease_key(c, t, o->name, key) == 0)
+		(void)each_open(c, PX_PL_LEASE, key, NULL, mark_renamed, NULL);
+}
+
 static bool
 reads(uint32_t access)
 {
@@ -271,7 +347,7 @@ px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
 	lease = c->led.dialect >= SMB2_DIALECT_0210 &&
 	    c->led.dialect != SMB2_DIALECT_WILDCARD &&
 	    (c->led.capabilities & SMB2_GLOBAL_CAP_LEASING);
-	if (lease && lease_key(c, t, cr->name, ask->key) == -1)
+	if (lease && open_key(c, t, cr->name, ask->key) == -1)
 		goto out;
 	/*
 	 * A file with byte-range locks seen through smbaccel: with a lease
@@ -387,7 +463,9 @@ px_lease_answered(struct px_conn *c, const struct smb2_hdr *h,
 	px_stats.pl_granted++;
 	if (o->pl.state & SMB2_LEASE_WRITE)
 		px_stats.pl_granted_write++;
-	if (o->pl.kind == PX_PL_LEASE)
+	/* (an answer flagged BREAK_IN_PROGRESS shows the state from before
+	 * the break: the acknowledgement's answer sets every open's) */
+	if (o->pl.kind == PX_PL_LEASE && !o->pl.breaking)
 		(void)each_open(c, PX_PL_LEASE, o->pl.key, NULL, share_state, o);
 	log_debug("conn=%llu share=%s file=%s smbaccel holds %s %s for the "
 	    "client", (unsigned long long)c->id, px_tree_share(c, o), o->name,

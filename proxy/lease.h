@@ -21,6 +21,10 @@ void px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_create_edit *ed,
     struct px_lease_ask *ask);
 /* The CREATE went upstream rewritten (p its pending entry). */
+/* A SET_INFO that renames a file: smbaccel's lease goes with the file,
+ * and a new file at the old name gets another key. */
+void px_lease_renaming(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e);
 void px_lease_sent(struct px_conn *c, struct px_pending *p,
     const struct px_lease_ask *ask);
 /* Its final answer h arrived; o is the open it made (NULL on failure). */

@@ -771,6 +771,14 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	o->has_lease = cr.has_lease;
 	memcpy(o->lease_key, cr.lease_key, 16);
 	o->lease_state = cr.lease_state;
+	/* the key's lease is being broken (MS-SMB2 2.2.14.2.10: an open
+	 * joining it gets the state from before the break, flagged): no
+	 * caching on this open until the acknowledgement is seen, as for
+	 * the opens the break notification named (smbaccel's own lease:
+	 * pl.breaking, below) */
+	if (cr.has_lease && p->u.create.pl_kind != PX_PL_LEASE &&
+	    (cr.lease_flags & SMB2_LEASE_FLAG_BREAK_IN_PROGRESS))
+		o->breaking = true;
 	/* what the client is answered of a request smbaccel rewrote */
 	if (p->u.create.rw_oplock >= 0)
 		o->oplock = (uint8_t)p->u.create.rw_oplock;
@@ -786,6 +794,8 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 			memcpy(o->pl.key, cr.lease_key, 16);
 			o->pl.state = cr.lease_state &
 			    (SMB2_LEASE_READ | SMB2_LEASE_WRITE);
+			o->pl.breaking = (cr.lease_flags &
+			    SMB2_LEASE_FLAG_BREAK_IN_PROGRESS) != 0;
 		}
 	} else if (p->u.create.pl_kind == PX_PL_OPLOCK &&
 	    (cr.oplock_level == SMB2_OPLOCK_LEVEL_II ||

@@ -213,6 +213,8 @@ struct px_plock {
 	                             * yet: writes are still absorbed (W is
 	                             * held until it is acknowledged) for the
 	                             * ids they donate */
+	bool renamed;               /* its file was renamed: the key is no
+	                             * longer its old path's (lease.c) */
 };
 
 /* An open file the ledger saw created on this connection. */

@@ -145,6 +145,7 @@ enum px_cmp_decline {
 	PX_CMP_ALTER,         /* the CLOSE may not be changed (signing) */
 	PX_CMP_BUSY,          /* writes of the file in flight */
 	PX_CMP_IDS,           /* the id pool cannot pay for every WRITE */
+	PX_CMP_EXPIRY,        /* the server may expire the session unseen */
 	PX_CMP_OTHER,         /* a deferred error, a held answer, ... */
 	PX_CMP_NDECLINES
 };
@@ -192,6 +193,9 @@ struct px_stats {
 	                                   * (upstream.c, px_upstream_pace) */
 	uint64_t flushes[CO_FLUSH_NCAUSES];
 	uint64_t deferred_errors;
+	uint64_t deferred_unreported; /* ... whose CLOSE could not carry it
+	                               * (a client's compound, a signed
+	                               * answer without the key) */
 	uint64_t lost_reconnected;  /* durable opens that lost data, whose
 	                             * reconnect carries the error
 	                             * (writebehind.c) */

@@ -424,6 +424,11 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 		}
 		if (first.command == SMB2_WRITE) {
+			/* what another connection buffered of the file goes
+			 * first: the server must get the writes in the order
+			 * they were acknowledged */
+			if (px_coh_must_wait(c, &first, &e))
+				return PX_RC_STALL;
 			ar = px_wb_absorb(c, &first, &e, frame, len);
 			if (ar == PX_AB_DONE) {
 				px_coh_on_request(c, &first, &e);
@@ -513,6 +518,7 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		px_stats.requests[h.command < SMB2_NCMDS ? h.command :
 		    SMB2_NCMDS]++;
 		px_coh_on_request(c, &h, &e);
+		px_lease_renaming(c, &h, &e);
 		if (h.command == SMB2_CREATE && !compound &&
 		    c->state == PX_CONN_RELAY) {
 			int rc = create_rewrite(c, &h, &e);
@@ -530,7 +536,7 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		if (p && h.command == SMB2_SESSION_SETUP && !compound)
 			px_keyed_setup_req(c, &h, e.hdr, e.len, p);
 		if (p && h.command == SMB2_CLOSE)
-			px_wb_on_close(c, p);
+			px_wb_on_close(c, p, compound);
 		if (h.command == SMB2_WRITE)
 			px_stats.writes_forwarded++;
 		off += h.elem_len;
@@ -582,6 +588,9 @@ px_relay_client_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 	}
 	if (must_wait(c, &h, &e, false) || px_coh_must_wait(c, &h, &e))
 		return false;
+	/* what read-ahead and document copies hold of the range goes, as
+	 * for any WRITE (it needs only the header and the fixed body) */
+	px_coh_on_request(c, &h, &e);
 	memset(&related, 0xFF, sizeof(related));
 	(void)px_ledger_client_request(&c->led, &h, &e, false, &related);
 	px_stats.requests[SMB2_WRITE]++;
@@ -851,10 +860,15 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		if (p && !interim && p->command == SMB2_CLOSE &&
 		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX &&
-		    n == 1) {
-			/* deferred write error reported on CLOSE; the CLOSE
-			 * itself went to the server, so no handle leaks */
-			rc = px_wb_close_answer(c, &h, p, &prot);
+		    i < n - 1)
+			px_wb_close_unreported(c, &h, p);
+		else if (p && !interim && p->command == SMB2_CLOSE &&
+		    h.command == SMB2_CLOSE && p->u.io.offset == UINT64_MAX) {
+			/* deferred write error reported on CLOSE (alone, or
+			 * the last answer of a compound); the CLOSE itself
+			 * went to the server, so no handle leaks */
+			rc = px_wb_close_answer(c, &h, p, &prot, msg,
+			    (size_t)(e.hdr - msg));
 			if (rc == -1) {
 				px_pending_free(p);
 				return PX_RC_CLOSE;

@@ -5,9 +5,9 @@
  *
  * Owns: which WRITE may be absorbed (the open, the gate, the memory
  * budgets, the ids), the flushes that send buffered data upstream as
- * multi-credit WRITEs paid with donated ids, their answers, deferred
- * errors (reported on the next WRITE, FLUSH or CLOSE), the idle/age
- * timers, and what a closed connection loses.  Reads served from the
+ * multi-credit WRITEs paid with donated ids, their answers and failures
+ * (the errors deferred to the next WRITE, FLUSH or CLOSE are reported by
+ * wberror.c), the idle/age timers, and what a closed connection loses.  Reads served from the
  * read-ahead cache are answered through px_wb_answer too: it is where the
  * zero-credit rule lives.
  */
@@ -102,6 +102,23 @@ wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
 }
 
 /*
+ * The status a lost write is reported with.  One that tells the client to
+ * recover and send the request again (an expired session: re-authenticate
+ * and retry, MS-SMB2 3.2.5.1.6; a deleted session or tree: set it up
+ * again) would have it retry the later request it came on and go on as if
+ * nothing was lost: the loss is reported as what it is instead.
+ */
+uint32_t
+px_wb_loss_status(uint32_t st)
+{
+	if (st == NT_STATUS_NETWORK_SESSION_EXPIRED ||
+	    st == NT_STATUS_USER_SESSION_DELETED ||
+	    st == NT_STATUS_NETWORK_NAME_DELETED)
+		return NT_STATUS_LOST_WRITEBEHIND_DATA;
+	return st;
+}
+
+/*
  * May the server expire session s without smbaccel seeing it coming?  A
  * session set up with anything but NTLM (Kerberos) whose ticket smbaccel
  * cannot read (no keytab, or no key for it): its end is known only when
@@ -110,8 +127,8 @@ wb_lost(struct px_conn *c, struct px_open *o, size_t len, uint32_t status)
  * the pool keeps back the ids to send it again, until answered
  * (px_wb_write_done).
  */
-static bool
-wb_expiry_unseen(const struct px_session *s)
+bool
+px_wb_expiry_unseen(const struct px_session *s)
 {
 	if (s == NULL || (s->auth != NULL && strcmp(s->auth, "ntlmssp") == 0))
 		return false;
@@ -251,7 +268,7 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 	struct px_kept *kept = NULL;
 
 	/* without it a refusal is a loss, as for any session */
-	if (wb_expiry_unseen(px_session_find(&c->led, o->session_id)) &&
+	if (px_wb_expiry_unseen(px_session_find(&c->led, o->session_id)) &&
 	    (kept = malloc(sizeof(*kept))) != NULL) {
 		kept->refs = 1;      /* this function's, dropped at the end */
 		kept->data = data;
@@ -627,6 +644,32 @@ px_wb_coalesce_limit(const struct px_conn *c, const struct px_tree *t)
 	return lim;
 }
 
+static bool
+ranges_meet(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Another open of o's file on this connection holding data of the range
+ * (buffered, refused for sending again, or in flight)?  Each open has its
+ * own buffer, so the order the client wrote them in is kept only by
+ * sending the older data first and waiting for its answer. */
+static bool
+range_busy_elsewhere(const struct px_conn *c, const struct px_open *o,
+    uint64_t off, uint64_t len)
+{
+	const struct px_open *x;
+
+	for (x = c->led.opens; x; x = x->next)
+		if (x != o && px_wb_busy(x) && px_open_same_file(x, o) &&
+		    (ranges_meet(x->wb.off, x->wb.len, off, len) ||
+		    ranges_meet(x->refused.off, x->refused.len, off, len) ||
+		    (x->wb_inflight &&
+		    px_open_writes_overlap(&c->led, x, off, len))))
+			return true;
+	return false;
+}
+
 /*
  * Try to absorb a standalone WRITE.  PX_AB_FORWARD: forward it; PX_AB_DONE:
  * absorbed and answered (or queued); PX_AB_STALL: wait; PX_AB_FAIL: out of memory.
@@ -709,6 +752,17 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 		c->stall_mem = o->wb_inflight_bytes + o->wb.len;
 		return PX_AB_STALL;
 	}
+	/* another open of the file wrote this range before: its data goes
+	 * first, and this write waits until the server has it (found by
+	 * wb_twoopens.py: flushed the other way round, the older data
+	 * overwrote the newer on the server) */
+	if (range_busy_elsewhere(c, o, w.offset, w.length)) {
+		px_stats.wb_overlap_waits++;
+		px_wb_flush_file(c, o, CO_FLUSH_NONCONTIG);
+		c->stall = PX_STALL_OPEN_IDLE;
+		c->stall_fid = o->fid;
+		return PX_AB_STALL;
+	}
 	/* not contiguous: send what is buffered first */
 	if (!co_extent_fits(&o->wb, w.offset, w.length, lim))
 		px_wb_flush_open(c, o, o->wb.len && w.offset == o->wb.off + o->wb.len ?
@@ -742,7 +796,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	 */
 	/* (not where the server may expire the session unseen: the write is
 	 * buffered, so that its flush keeps a copy to send again) */
-	direct = o->wb.len == 0 && w.length >= lim && !wb_expiry_unseen(s);
+	direct = o->wb.len == 0 && w.length >= lim && !px_wb_expiry_unseen(s);
 	/* a sealed WRITE whose data was not decrypted (relay.c,
 	 * sealed_head_only: the coalesce size or more, so the buffer was
 	 * flushed above) cannot be buffered; should one come here, it goes
@@ -801,147 +855,8 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	return PX_AB_DONE;
 }
 
-/* ---- requests of an expired session ------------------------------------------ */
-
 /*
- * The server has expired h's session (px_wb_expiry_seen) and no
- * re-authentication is on its way, and h is a CLOSE or LOCK of a file
- * whose data smbaccel holds: refused at the expiry, or buffered.  The
- * server still carries out a CLOSE or LOCK in an expired session (MS-SMB2
- * 3.3.5.2.9), but the data must be written before it, and the server
- * refuses that: forwarded, the CLOSE would close the handle with the data
- * lost (wb_lose_held).  So h is answered STATUS_NETWORK_SESSION_EXPIRED,
- * the status the server gives every other request of the session: the
- * client re-authenticates and sends it again (3.2.5.1.6), by which time
- * the held data has been written (wb_resume).  Its ids go to the pool.
- */
-bool
-px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e, enum px_absorb *rc)
-{
-	struct smb2_fileid fid;
-	struct px_session *s;
-	struct px_tree *t;
-	struct px_open *o;
-	size_t held = 0;
-	const struct px_open *x;
-
-	if ((h->command != SMB2_CLOSE && h->command != SMB2_LOCK) ||
-	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
-	    !s->srv_expired || s->srv_reauth ||
-	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
-	    (o = px_open_find(&c->led, &fid)) == NULL ||
-	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
-	    px_wb_file_idle(c, o) || !px_wb_only_held(c, o) ||
-	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
-	    !px_ids_fresh(c, h, 1) || !px_may_answer_expired(c, s, t, h, e))
-		return false;
-	for (x = c->led.opens; x; x = x->next)
-		if (px_open_same_file(x, o))
-			held += x->wb.len + x->refused.len;
-	if ((*rc = px_wb_absorb_status(c, h, NT_STATUS_NETWORK_SESSION_EXPIRED))
-	    == PX_AB_FORWARD)
-		return false;
-	px_stats.expiry_answered++;
-	log_warnx("conn=%llu share=%s file=%s %s answered "
-	    "STATUS_NETWORK_SESSION_EXPIRED by smbaccel: the server has "
-	    "expired the session, and the %zu bytes held for the file, which "
-	    "must be written first, are written once the client "
-	    "re-authenticates and sends it again", (unsigned long long)c->id,
-	    px_tree_share(c, o), o->name ? o->name : "?",
-	    px_smb2_cmd_name(h->command), held);
-	return true;
-}
-
-/* ---- deferred errors ---------------------------------------------------------- */
-
-bool
-px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
-    const struct smb2_elem *e, enum px_absorb *rc)
-{
-	struct smb2_fileid fid;
-	struct px_open *o;
-	struct px_session *s;
-	struct px_tree *t;
-	uint32_t st;
-
-	if ((h->command != SMB2_WRITE && h->command != SMB2_FLUSH) ||
-	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
-	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
-	    px_wb_busy(o) || o->session_id != h->session_id ||
-	    o->tree_id != h->tree_id || !px_ids_fresh(c, h, 1) ||
-	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
-	    (t = px_tree_find(&c->led, h->session_id, h->tree_id)) == NULL ||
-	    !px_may_act(c, s, t, h, e))
-		return false;   /* forwarded; the error waits for CLOSE */
-	st = o->failed_status;
-	if ((*rc = px_wb_absorb_status(c, h, st)) == PX_AB_FORWARD)
-		return false;
-	o->failed_status = 0;
-	log_warnx("conn=%llu share=%s file=%s deferred write error 0x%08x "
-	    "reported on %s", (unsigned long long)c->id, px_tree_share(c, o),
-	    o->name, st, px_smb2_cmd_name(h->command));
-	px_emit_spend_pool(c, false);
-	return true;
-}
-
-
-void
-px_wb_on_close(struct px_conn *c, struct px_pending *p)
-{
-	struct px_open *o = px_open_find(&c->led, &p->fid);
-
-	if (o == NULL)
-		return;
-	o->closed = true;
-	if (o->failed_status) {
-		log_warnx("conn=%llu share=%s file=%s deferred write error "
-		    "0x%08x reported on CLOSE", (unsigned long long)c->id,
-		    px_tree_share(c, o), o->name, o->failed_status);
-		p->u.io.length = o->failed_status;
-		p->u.io.offset = UINT64_MAX; /* marker */
-	}
-}
-
-/*
- * Rewrite a CLOSE response into an error response carrying the deferred
- * status, keeping the server's grant.  Not possible for a signed answer in
- * a session without a key: the original is forwarded.
- */
-int
-px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
-    const struct px_pending *p, const struct px_prot *prot)
-{
-	struct smb2_hdr_out o;
-	uint8_t msg[64 + 9 + 8];
-	size_t n;
-	uint32_t st = p->u.io.length;
-	struct px_session *s = px_session_find(&c->led, h->session_id);
-
-	if (p->u.io.offset != UINT64_MAX)
-		return 0;
-	if ((prot->sign || prot->encrypt) && (s == NULL || !s->keyed)) {
-		log_warnx("conn=%llu deferred write error 0x%08x cannot be "
-		    "put on the signed CLOSE response (no key)",
-		    (unsigned long long)c->id, st);
-		return 0;
-	}
-	memset(&o, 0, sizeof(o));
-	o.command = SMB2_CLOSE;
-	o.credit_charge = h->credit_charge;
-	o.credit = h->credit;
-	o.status = st;
-	o.flags = SMB2_FLAGS_SERVER_TO_REDIR;
-	o.message_id = h->message_id;
-	o.tree_id = h->tree_id;
-	o.session_id = h->session_id;
-	if ((n = px_smb2_error_rsp_encode(msg, sizeof(msg), &o)) == 0)
-		return -1;
-	return px_emit_protected(c, PX_CLIENT, prot, msg, n) == 0 ? 1 : -1;
-}
-
-/*
- * A flush of a session the server may expire unseen (wb_expiry_unseen)
+ * A flush of a session the server may expire unseen (px_wb_expiry_unseen)
  * was refused with STATUS_NETWORK_SESSION_EXPIRED: keep its data, and the
  * ids kept back for it, to send it again once the client has
  * re-authenticated (px_wb_expiry_seen).  The client is told of nothing:
@@ -1029,17 +944,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 		    "ended while this write was on its way; without the "
 		    "server's keytab smbaccel cannot know when a ticket ends, "
 		    "see keytab in smbaccel.conf(5))";
-	/*
-	 * A status that tells the client to recover and send the request
-	 * again (an expired session: re-authenticate and retry, MS-SMB2
-	 * 3.2.5.1.6; a deleted session or tree: set it up again) would have
-	 * it retry the later request it came on and go on as if nothing was
-	 * lost.  The loss is reported as what it is instead.
-	 */
-	if (st == NT_STATUS_NETWORK_SESSION_EXPIRED ||
-	    st == NT_STATUS_USER_SESSION_DELETED ||
-	    st == NT_STATUS_NETWORK_NAME_DELETED)
-		st = NT_STATUS_LOST_WRITEBEHIND_DATA;
+	st = px_wb_loss_status(st);
 	log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u upstream "
 	    "write failed status=0x%08x: acknowledged data lost, error "
 	    "0x%08x %s%s", (unsigned long long)c->id,
@@ -1125,6 +1030,18 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 	if (h->command == SMB2_SESSION_SETUP) {
 		if (h->status != NT_STATUS_MORE_PROCESSING_REQUIRED)
 			s->srv_reauth = false;
+		if (h->status != NT_STATUS_SUCCESS && s->srv_expired &&
+		    !s->srv_reauth && c->state == PX_CONN_DRAINING) {
+			/* the client has gone and its re-authentication
+			 * failed: what is held can never be written, and the
+			 * drain would wait for it for ever */
+			struct px_open *o;
+
+			for (o = c->led.opens; o; o = o->next)
+				if (o->session_id == s->id)
+					px_wb_flush_open(c, o, CO_FLUSH_DISCONNECT);
+			return;
+		}
 		if (h->status != NT_STATUS_SUCCESS || !s->srv_expired)
 			return;
 		s->srv_expired = false;

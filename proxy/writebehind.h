@@ -10,6 +10,8 @@
 
 /* Data of o buffered or in flight upstream. */
 bool px_wb_busy(const struct px_open *o);
+uint32_t px_wb_loss_status(uint32_t st);
+bool px_wb_expiry_unseen(const struct px_session *s);
 /* No open of o's file (o included) on c has data buffered or in flight. */
 bool px_wb_file_idle(struct px_conn *c, const struct px_open *o);
 bool px_wb_only_held(struct px_conn *c, const struct px_open *o);
@@ -99,11 +101,14 @@ bool px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, enum px_absorb *rc);
 /* A CLOSE is forwarded (p its pending entry): the open stops absorbing,
  * and a deferred error is remembered for the answer. */
-void px_wb_on_close(struct px_conn *c, struct px_pending *p);
+void px_wb_on_close(struct px_conn *c, struct px_pending *p, bool compound);
 /* The CLOSE answer carrying the deferred error of p: 1 sent instead of
  * the server's, 0 forward the server's, -1 failure. */
 int px_wb_close_answer(struct px_conn *c, const struct smb2_hdr *h,
-    const struct px_pending *p, const struct px_prot *prot);
+    const struct px_pending *p, const struct px_prot *prot,
+    const uint8_t *msg, size_t head);
+void px_wb_close_unreported(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p);
 /* A proxy WRITE answered. */
 void px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p);

@@ -732,6 +732,7 @@ cctx_rsp(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 			out->has_lease = true;
 			memcpy(out->lease_key, data, 16);
 			out->lease_state = px_get_u32(data + 16);
+			out->lease_flags = px_get_u32(data + 20);
 		}
 	} else if (tag_is(name, nlen, "MxAc")) {
 		if (dlen != 8)
@@ -1134,6 +1135,17 @@ px_smb2_set_info_req_decode(const struct smb2_elem *e,
 fail:
 	memset(out, 0, sizeof(*out));
 	return -1;
+}
+
+bool
+px_smb2_fsctl_changes_data(uint32_t ctl_code)
+{
+	/* CTL_CODE: device type << 16 | access << 14 | function << 2 |
+	 * method; FILE_DEVICE_FILE_SYSTEM 9, FILE_WRITE_DATA access 2 */
+	return ctl_code == FSCTL_SRV_COPYCHUNK ||
+	    ctl_code == FSCTL_SRV_COPYCHUNK_WRITE ||
+	    ctl_code == FSCTL_WRITE_RAW_ENCRYPTED ||
+	    ((ctl_code >> 16) == 9 && ((ctl_code >> 14) & 3) == 2);
 }
 
 /* MS-FSCC 2.4.11, 2.4.37: both forms of each. */

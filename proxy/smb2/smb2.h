@@ -289,6 +289,15 @@ int px_smb2_ioctl_rsp_decode(const struct smb2_elem *e,
 #define FSCTL_SRV_REQUEST_RESUME_KEY 0x00140078u
 #define FSCTL_SRV_COPYCHUNK 0x001440F2u
 #define FSCTL_SRV_COPYCHUNK_WRITE 0x001480F2u
+#define FSCTL_SET_ZERO_DATA 0x000980C8u
+#define FSCTL_WRITE_RAW_ENCRYPTED 0x000900DFu
+#define FSCTL_DUPLICATE_EXTENTS_TO_FILE 0x00098344u
+/* May an FSCTL change the data of the file its IOCTL names?  The server-side
+ * copies into it (MS-SMB2 2.2.31: COPYCHUNK and COPYCHUNK_WRITE), raw
+ * encrypted writes, and every file-system control that needs
+ * FILE_WRITE_DATA (its CTL_CODE's access bits, MS-FSCC 2.3): zeroing,
+ * trimming, offload writes, duplicating extents into it, ... */
+bool px_smb2_fsctl_changes_data(uint32_t ctl_code);
 #define SMB2_RESUME_KEY_LEN 24
 
 /*
@@ -415,6 +424,7 @@ struct smb2_create_rsp {
 	bool has_lease;           /* RqLs context in the response */
 	uint8_t lease_key[16];
 	uint32_t lease_state;     /* granted */
+	uint32_t lease_flags;     /* SMB2_LEASE_FLAG_BREAK_IN_PROGRESS */
 	bool has_mxac;            /* MxAc response context */
 	uint32_t mxac_status;
 	uint32_t maximal_access;

@@ -14,7 +14,11 @@ The share must be full when it starts.  Modes:
           handle of NAME is watched for up to 10 s;
   flush:  NAME gets 64 x 1 KiB WRITEs, then FLUSH, then CLOSE;
   query:  the same with a QUERY_INFO (FileStandardInformation) for the
-          FLUSH.
+          FLUSH;
+  cmpd:   as query, then the client's own related compound of a
+          QUERY_INFO and the CLOSE: the deferred error must come on the
+          CLOSE's answer, the compound's last ("query=0xS cquery=0xS
+          cclose=0xS").
 Prints "flush=0xSTATUS close=0xSTATUS" or "query=0xSTATUS close=0xSTATUS"
 for those, else "close=0xSTATUS open=N" (N: opens of NAME smbstatus lists right after
 the CLOSE was answered) and, for leftover, " close2=0xSTATUS open_later=N
@@ -27,7 +31,11 @@ import subprocess
 import sys
 import time
 
-from wb_smb import Client, FILE_OVERWRITE_IF
+import struct
+
+from wb_smb import Client, FILE_OVERWRITE_IF, HDR, QUERY_INFO, CLOSE, STATUS_PENDING
+
+FLAG_RELATED = 0x4
 
 port, conf, mode, name = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 filler = sys.argv[5] if len(sys.argv) > 5 else None
@@ -51,6 +59,36 @@ if mode in ("flush", "query"):
         c.write(fid, i * 1024, bytes([i]) * 1024, check=False)
     st = c.flush(fid) if mode == "flush" else c.query_eof(fid)[0]
     print("%s=0x%08x close=0x%08x" % (mode, st, c.close(fid)))
+    c.logoff()
+    sys.exit(0)
+if mode == "cmpd":
+    for i in range(64):
+        c.write(fid, i * 1024, bytes([i]) * 1024, check=False)
+    qst = c.query_eof(fid)[0]
+    # the client's own related compound: QUERY_INFO, then the CLOSE
+    q = struct.pack("<HBBIHHIII16sB", 41, 1, 5, 24, 0, 0, 0, 0, 0, fid, 0)
+    q += b"\0" * (-(64 + len(q)) % 8)
+    m = c.next_id
+    e1 = HDR.pack(b"\xfeSMB", 64, 1, 0, QUERY_INFO, 32, 0, 64 + len(q), m, 0xFEFF,
+                  c.tid, c.sid, b"\0" * 16) + q
+    e2 = HDR.pack(b"\xfeSMB", 64, 1, 0, CLOSE, 32, FLAG_RELATED, 0, m + 1, 0xFEFF,
+                  c.tid, c.sid, b"\0" * 16) + struct.pack("<HHI16s", 24, 0, 0, fid)
+    c.next_id += 2
+    c.nb.send_packet(e1 + e2)
+    st = {}
+    while len(st) < 2:
+        t = c.nb.recv_packet(c.timeout).get_trailer()
+        off = 0
+        while True:
+            status, cmd = struct.unpack_from("<IH", t, off + 8)
+            mid = struct.unpack_from("<Q", t, off + 24)[0]
+            if mid in (m, m + 1) and status != STATUS_PENDING:
+                st[cmd] = status
+            nxt = struct.unpack_from("<I", t, off + 20)[0]
+            if not nxt:
+                break
+            off += nxt
+    print("query=0x%08x cquery=0x%08x cclose=0x%08x" % (qst, st[QUERY_INFO], st[CLOSE]))
     c.logoff()
     sys.exit(0)
 if mode in ("one", "leftover"):

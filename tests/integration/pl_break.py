@@ -33,6 +33,12 @@ lease and OplockLevel 0, and that A never sees a break notification.
   own        A asks an RWH lease of its own: its answer carries its key and
              state; B's direct open breaks it and A gets the break (its
              own, forwarded), acknowledges; B reads A's data.
+  joining   A creates the file and writes nothing (no id for an
+             acknowledgement); B's direct open breaks smbaccel's lease and
+             waits; A opens the file again, joining the lease while its
+             break is in progress (BREAK_IN_PROGRESS in the answer), and
+             writes 1 KiB through that open: not absorbed (the caller
+             checks).  A closes both, B reads the 1 KiB.
 Prints "B open S seconds" lines and "OWNKEY hex" (case own); exit 0 ok,
 1 failure (message on stdout)."""
 import random
@@ -241,6 +247,33 @@ elif case == "own":
         die("B's open failed 0x%08x" % br["status"])
     expect(b.read_all(bfid, 0, len(d) + 65536), d, "B after A's own break")
     a.close(fid)
+    b.close(bfid)
+    a.logoff()
+    b.logoff()
+elif case == "joining":
+    # A creates the file and writes nothing: smbaccel holds RW for it and
+    # has no id to acknowledge a break with.  B's direct open breaks it
+    # (RW -> R, an acknowledgement owed; B waits).  A opens the file again
+    # meanwhile: smbaccel's lease request names the same key, and the
+    # server answers with the state from before the break, flagged
+    # BREAK_IN_PROGRESS.  A writes 1 KiB through the second open, which
+    # must go to the server, not into smbaccel's buffer (the caller checks
+    # writes_absorbed); A closes both and B's open completes, reading it.
+    a, fid, _ = open_a()
+    b = Client(sport, dialect)
+    bmid = b.create_req(path, access=GENERIC_READ, disposition=FILE_OPEN)
+    time.sleep(0.5)
+    fid2, _ = a.create(path, access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN)
+    d = data_of(1024)
+    a.write(fid2, 0, d)
+    if a.close(fid2) != 0 or a.close(fid) != 0:
+        die("A's CLOSEs failed")
+    t0 = time.time()
+    bfid, br = b.parse_create(b.wait(bmid))
+    if bfid is None:
+        die("B's open failed 0x%08x" % br["status"])
+    quick(time.time() - t0)
+    expect(b.read_all(bfid, 0, 65536), d, "B after A's write through its second open")
     b.close(bfid)
     a.logoff()
     b.logoff()

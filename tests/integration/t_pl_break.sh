@@ -14,6 +14,14 @@
 #    still pays the acknowledgement (pool_ids 0, ack_reserve true first);
 #  - own: a client's own RWH lease comes back with its key, its break is
 #    forwarded to it;
+#  - joining: an open joining smbaccel's lease while its break waits for
+#    an acknowledgement (the server's answer flags BREAK_IN_PROGRESS) does
+#    not cache: its write goes to the server (before the fix it was
+#    absorbed under the write caching being broken);
+#  - a file renamed while open, and new files created at its old name
+#    (pl_rename.py at 3.0 and 2.1): the CREATEs succeed, as directly (the
+#    renamed file keeps smbaccel's lease key; before, the new file asked
+#    the same key and the server refused it INVALID_PARAMETER);
 # at 3.0 (lease v2), 2.1 (lease v1) and 2.0.2 (exclusive oplock).  From a
 # capture of the client leg: no CREATE answer carries a lease context
 # but the own-lease client's, no break reaches a client but its own.
@@ -22,7 +30,7 @@
 . "$TESTS_DIR/pl_lib.sh"
 require_smbaccel "breaks of leases held for clients"
 
-CASES=${PL_CASES:-paused:3.0 concurrent:3.0 proxy:3.0 none:3.0 reserve:3.0 own:3.0 paused:2.1 reserve:2.1 paused:2.0.2 none:2.0.2}
+CASES=${PL_CASES:-paused:3.0 concurrent:3.0 proxy:3.0 none:3.0 reserve:3.0 own:3.0 joining:3.0 paused:2.1 reserve:2.1 joining:2.1 paused:2.0.2 none:2.0.2}
 start_smbd
 PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
 pl_capture_start breaks
@@ -30,6 +38,7 @@ ownkeys=
 for c in $CASES; do
 	case=${c%%:*} d=${c#*:}
 	b0=$(stat_get proxy_lease_breaks) k0=$(stat_get proxy_lease_breaks_acked)
+	w0=$(stat_get writes_absorbed)
 	if [ "$case" = reserve ]; then
 		mkfifo "$T/go"
 		# a file of this dialect's own, emptied before the client starts:
@@ -72,10 +81,35 @@ for c in $CASES; do
 	info "$case $d: breaks of smbaccel's leases $b, acknowledged $k"
 	case $case in
 	own) assert_eq 0 "$b" "$case $d: breaks of smbaccel's leases (the client's own lease)" ;;
+	joining)
+		# released by A's CLOSEs, not acknowledged (breaks_unacked,
+		# below); the write through
+		# the open that joined the breaking lease went to the server
+		assert_ge 1 "$b" "$case $d: breaks of smbaccel's leases"
+		assert_eq 0 $(( $(stat_get writes_absorbed) - w0 )) "$case $d: writes absorbed through the open that joined a breaking lease" ;;
 	*) assert_ge 1 "$k" "$case $d: break acknowledgements sent by smbaccel" ;;
 	esac
 done
 capture_stop
+
+# A file renamed while open, and a new file at its old name (pl_rename.py):
+# smbaccel's lease goes with the renamed file, so the new file gets
+# another key; asked the old one, the server refuses the CREATE
+# (INVALID_PARAMETER), where directly it succeeds
+for d in 3.0 2.1; do
+	dir=$(timeout 60 "$PY" "$TESTS_DIR/pl_rename.py" "$SMBD_PORT" "$d" 2>&1) || fail "pl_rename.py $d directly: $dir"
+	rm -f "$SHARE_DIR"/ren-*
+	out=$(timeout 60 "$PY" "$TESTS_DIR/pl_rename.py" "$PROXY_PORT" "$d" 2>&1) || fail "pl_rename.py $d through smbaccel: $out"
+	info "rename while open, $d: directly $dir; through smbaccel $out"
+	assert_eq "rename1=0x00000000 create2=0x00000000 rename2=0x00000000 create3=0x00000000" "$dir" "pl_rename.py $d directly"
+	assert_eq "$dir" "$out" "pl_rename.py $d through smbaccel"
+	assert_eq "$(head -c 1024 /dev/zero | tr '\0' A | sha256sum | cut -d' ' -f1)" "$(sha256 "$SHARE_DIR/ren-b")" "$d: ren-b on smbd's disk (the first file's 1 KiB)"
+	assert_eq "$(head -c 1024 /dev/zero | tr '\0' B | sha256sum | cut -d' ' -f1)" "$(sha256 "$SHARE_DIR/ren-c")" "$d: ren-c on smbd's disk (the second file's 1 KiB)"
+	assert_eq 0 "$(stat -c %s "$SHARE_DIR/ren-a")" "$d: size of ren-a, created a third time"
+	rm -f "$SHARE_DIR"/ren-*
+done
+log_has "answered INVALID_PARAMETER" && fail "a CREATE with smbaccel's lease was refused INVALID_PARAMETER: $(grep INVALID_PARAMETER "$PROXY_LOG" | head -n 1)"
+
 pl_legs "$T/legs.json"
 "$PY" - "$T/legs.json" "$PROXY_PORT" "$SMBD_PORT" $ownkeys <<'PYEOF' || fail "client leg (above)"
 import json, sys
@@ -103,7 +137,10 @@ if up["breaks"]["count"] <= cli["breaks"]["count"] or up["acks"] <= cli["acks"]:
 sys.exit(0 if ok else 1)
 PYEOF
 info "stats: $(stats_line proxy_leases_asked proxy_leases_granted proxy_leases_write proxy_lease_breaks proxy_lease_breaks_acked proxy_lease_ack_ms_mean proxy_lease_ack_ms_max breaks_unacked proxy_lease_acks_refused ack_reserve_aged writes_absorbed deferred_errors ledger_errors)"
-assert_eq 0 "$(stat_get breaks_unacked)" "stats breaks_unacked"
+# the joining cases' breaks find no id (nothing absorbed pays one); every
+# other break is acknowledged
+joins=$(echo "$CASES" | tr ' ' '\n' | grep -c '^joining:')
+assert_eq "$joins" "$(stat_get breaks_unacked)" "stats breaks_unacked (one per joining case)"
 assert_eq 0 "$(stat_get proxy_lease_acks_refused)" "stats proxy_lease_acks_refused"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 assert_eq 0 "$(stat_get deferred_errors)" "stats deferred_errors"

@@ -8,6 +8,8 @@
 # every end-of-file answer must be what the same operations give on a
 # local file, and so must the file at the end.  The 8 MiB initial file is
 # generated from the seed.  At 3.0, 2.1 and 2.0.2, then 2 files at once.
+# Then ra_bigwrite.py: a 2 MiB WRITE (forwarded as it streams in) between
+# cached reads of its own open and of another connection's copy.
 # RA_MIX_SEED=N repeats a run.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
@@ -50,6 +52,18 @@ for r in $RUNS; do
 	[ $((h1 - h0)) -ge 100 ] || problem "only $((h1 - h0)) reads served by read-ahead at $d"
 	s=$((s + 1))
 done
+# A WRITE larger than the coalesce size is forwarded as it streams in;
+# it too drops what read-ahead and a document copy (another connection)
+# hold of its range (ra_bigwrite.py: before the fix both reads after it
+# gave the old bytes)
+head -c $((8 << 20)) /dev/urandom > "$SHARE_DIR/bigw"
+chown "$SMB_USER" "$SHARE_DIR/bigw"
+iw0=$(stat_get ra_invalidations.write) dw0=$(stat_get dc_drops.write)
+out=$(timeout 120 "$PY" "$TESTS_DIR/ra_bigwrite.py" "$PROXY_PORT" 3.0 bigw 2>&1) ||
+    problem "a 2 MiB WRITE left stale bytes in the caches: $out"
+info "2 MiB WRITE between cached reads: $out; ra_invalidations.write +$(($(stat_get ra_invalidations.write) - iw0)), dc_drops.write +$(($(stat_get dc_drops.write) - dw0))"
+assert_ge $((iw0 + 1)) "$(stat_get ra_invalidations.write)" "ra_invalidations.write after the 2 MiB WRITE"
+assert_ge $((dw0 + 1)) "$(stat_get dc_drops.write)" "dc_drops.write after the 2 MiB WRITE"
 info "stats: $(stats_line ra_hits ra_waits ra_fetches ra_invalidations.write ra_invalidations.setinfo ra_invalidations.peer writes_absorbed deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"

@@ -21,7 +21,9 @@
 # file's flush (40 compounded each), checked against a model and smbd's
 # disk; and wb_infoex.py: a rename or delete of the forms Windows 10
 # and later send (FileRenameInformationEx, FileDispositionInformationEx)
-# waits for the connection's buffered writes, as the classic forms do.
+# waits for the connection's buffered writes, as the classic forms do;
+# and wb_twoopens.py: two opens of one file (one connection, then two)
+# writing the same range leave the last write on smbd's disk.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/cmp_lib.sh"
@@ -83,6 +85,20 @@ for cls in 65 64; do
 done
 assert_eq 1024 "$(kv "$out" disk65)" "bytes of the buffered file on disk when the class 65 rename was answered"
 assert_eq 2048 "$(kv "$out" disk64)" "bytes of the buffered file on disk when the class 64 delete was answered"
+
+# Two opens of one file writing the same range, on one connection and on
+# two: each open has its own buffer, and the server must end up with the
+# write the client made last (before the fix it got the older one, both
+# ways); disjoint ranges both land
+ov0=$(stat_get write_overlap_waits)
+dir=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$SMBD_PORT" "$SHARE_DIR" 3.0 2>&1) ||
+    fail "wb_twoopens.py directly: $dir"
+out=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 2>&1) ||
+    fail "wb_twoopens.py through smbaccel: $out"
+info "two opens: directly $dir; through smbaccel $out"
+assert_eq "one=Y two=Y far=XY" "$dir" "wb_twoopens.py directly"
+assert_eq "$dir" "$out" "wb_twoopens.py through smbaccel, as directly"
+assert_ge $((ov0 + 1)) "$(stat_get write_overlap_waits)" "write_overlap_waits after the second open's write"
 
 # close_compound = no: a reload; new trees take it
 PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" \

@@ -22,6 +22,8 @@
 #     STATUS_DISK_FULL (the client asked for the data to be on disk), the
 #     CLOSE then SUCCESS (reported once); a QUERY_INFO sent with it gets
 #     the server's answer and the CLOSE the deferred DISK_FULL.
+#  1c. The CLOSE in a related compound of the client's own after that
+#     QUERY_INFO: the deferred DISK_FULL on its answer, the compound's last.
 #  3. smbclient mput of a tree through the relay with space: every file
 #     intact (answers split and granted per element), no ledger error.
 . "$(dirname "$0")/lib.sh"
@@ -113,6 +115,21 @@ for m in flush query; do
 done
 assert_eq 2 "$(stat_get requests_compounded)" "1b: stats requests_compounded"
 assert_eq 3 "$(stat_get compound_write_errors)" "1b: stats compound_write_errors"
+
+# 1c. as the QUERY_INFO of 1b, then the CLOSE in a compound of the
+# client's own (a QUERY_INFO and the CLOSE): the deferred error comes on
+# the CLOSE's answer, the last of the server's compound (before, that
+# answer was passed on as the server sent it, SUCCESS, and the error lost)
+fill
+out=$(timeout 60 "$PY" "$TESTS_DIR/cmp_close.py" "$PROXY_PORT" "$SMBD_CONF" cmpd c-cmpd 2>&1) ||
+    fail "cmp_close.py cmpd failed: $out"
+info "1c: $out"
+assert_eq 0x00000000 "$(kv "$out" query)" "1c: status of the QUERY_INFO sent with the flush"
+assert_eq 0x00000000 "$(kv "$out" cquery)" "1c: status of the QUERY_INFO of the client's compound"
+assert_eq "$DISK_FULL" "$(kv "$out" cclose)" "1c: status of the CLOSE of the client's compound (the deferred write error)"
+wait_log "deferred write error $DISK_FULL reported on the CLOSE of a compound" 5 ||
+    fail "1c: the deferred error was not logged on the compound's CLOSE"
+assert_eq 0 "$(stat_get deferred_unreported)" "1c: stats deferred_unreported"
 
 # 2a. a server that fails the chain; ids left over
 fill

@@ -1210,6 +1210,20 @@ test_info_classes(void)
 	CU_ASSERT_FALSE(px_smb2_info_deletes(65));
 	CU_ASSERT_FALSE(px_smb2_info_deletes(20));
 	CU_ASSERT_FALSE(px_smb2_info_renames(4));   /* FileBasicInformation */
+	/* FSCTLs that change the data of the IOCTL's file */
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(FSCTL_SET_ZERO_DATA));
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(FSCTL_SRV_COPYCHUNK));
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(FSCTL_SRV_COPYCHUNK_WRITE));
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(FSCTL_DUPLICATE_EXTENTS_TO_FILE));
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(0x000983E8)); /* ..._EX */
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(0x00098208)); /* FILE_LEVEL_TRIM */
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(0x00098268)); /* OFFLOAD_WRITE */
+	CU_ASSERT_TRUE(px_smb2_fsctl_changes_data(FSCTL_WRITE_RAW_ENCRYPTED));
+	CU_ASSERT_FALSE(px_smb2_fsctl_changes_data(FSCTL_SRV_REQUEST_RESUME_KEY));
+	CU_ASSERT_FALSE(px_smb2_fsctl_changes_data(FSCTL_QUERY_NETWORK_INTERFACE_INFO));
+	CU_ASSERT_FALSE(px_smb2_fsctl_changes_data(0x000900C4)); /* SET_SPARSE */
+	CU_ASSERT_FALSE(px_smb2_fsctl_changes_data(0x00060194)); /* DFS referral */
+	CU_ASSERT_FALSE(px_smb2_fsctl_changes_data(0x00140204)); /* VALIDATE_NEGOTIATE */
 }
 
 static void
@@ -2636,7 +2650,8 @@ ut_register_wire(void)
 	CU_add_test(s, "session/tree connect valid", test_session_tcon_valid);
 	CU_add_test(s, "create valid", test_create_valid);
 	CU_add_test(s, "rename info", test_rename_info);
-	CU_add_test(s, "rename and delete info classes", test_info_classes);
+	CU_add_test(s, "rename and delete info classes, data-changing FSCTLs",
+	    test_info_classes);
 	CU_add_test(s, "close/flush/read/write/set_info valid", test_io_valid);
 	CU_add_test(s, "copychunk request and answer", test_copychunk);
 	CU_add_test(s, "oplock break kinds", test_oplock_break_kinds);

@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""wb_twoopens.py PORT SHARE_DIR DIALECT - the last acknowledged write of a
+range wins, also when two opens of one file write it.
+
+Under write_behind = always (long flush timers) every write below is
+absorbed and buffered, each open with its own buffer.  The server must
+end up with what the client wrote last, whatever order smbaccel flushes
+its buffers in:
+
+  one   one connection, two opens of a file: 4 KiB of 'X' at 0 through
+        the first, then 4 KiB of 'Y' at 0 through the second; the second
+        closed first (it was found last, so it was flushed first, and the
+        older 'X' went after it: the defect this covers);
+  two   the same with each open on its own connection (the second
+        connection's write never waited for the first's buffer);
+  far   two opens of one connection writing disjoint ranges (0 and 64 KiB):
+        both land, and neither waits for the other.
+
+Prints one line of case=RESULT, RESULT the 4 KiB block(s) on the
+server's disk after both closes, each as its one repeated byte ("?" if
+mixed or short): "Y" is right for one and two, "XY" for far.
+"""
+import os
+import sys
+
+from wb_smb import Client, FILE_OVERWRITE_IF
+
+port, share_dir, dialect = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+K4 = 4096
+
+
+def disk(name, offsets):
+    with open(os.path.join(share_dir, name), "rb") as f:
+        data = f.read()
+    out = ""
+    for off in offsets:
+        blk = data[off:off + K4]
+        out += chr(blk[0]) if len(blk) == K4 and len(set(blk)) == 1 else "?"
+    return out
+
+
+def case(ca, cb, name, off_b):
+    """ca opens NAME (a new file), cb opens it too; 4 KiB of 'X' at 0
+    through the first, 4 KiB of 'Y' at off_b through the second; the
+    second closed first.  The blocks at 0 and off_b on the disk."""
+    a, _ = ca.create(name, disposition=FILE_OVERWRITE_IF)
+    b, _ = cb.create(name)
+    ca.write(a, 0, b"X" * K4)
+    cb.write(b, off_b, b"Y" * K4)
+    cb.close(b)
+    ca.close(a)
+    return disk(name, sorted({0, off_b}))
+
+
+c = Client(port, dialect)
+c2 = Client(port, dialect)
+res = ["one=" + case(c, c, "two-one", 0),
+       "two=" + case(c, c2, "two-two", 0),
+       "far=" + case(c, c, "two-far", 65536)]
+c2.logoff()
+c.logoff()
+print(" ".join(res))
