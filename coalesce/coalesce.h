@@ -64,12 +64,16 @@ uint64_t co_pool_first_run(const struct co_pool *p);
  * client_next: one past the highest id the client has used.
  * client_outstanding: client requests awaiting a response (forwarded or
  * absorbed-but-unanswered).
+ * client_async: of them, those the server answered STATUS_PENDING, whose
+ * final answer may never come (a CHANGE_NOTIFY waits for a change) and
+ * is not counted on to bring the client credits.
  */
 struct co_credits {
 	uint64_t S;
 	uint64_t C;
 	uint64_t client_next;
 	uint64_t client_outstanding;
+	uint64_t client_async;
 	uint64_t ask;           /* asked by absorbed requests, not yet granted
 	                         * nor asked of the server (co_proxy_ask) */
 };

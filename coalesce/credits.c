@@ -213,6 +213,14 @@ co_proxy_ask(struct co_credits *c)
 	return (uint16_t)(1 + n);
 }
 
+/* Client requests whose answers will come and bring credits. */
+static uint64_t
+co_awaited(const struct co_credits *c)
+{
+	return c->client_outstanding > c->client_async ?
+	    c->client_outstanding - c->client_async : 0;
+}
+
 bool
 co_synth_grant(const struct co_credits *c, uint16_t requested,
     uint16_t *grant)
@@ -226,8 +234,8 @@ co_synth_grant(const struct co_credits *c, uint16_t requested,
 	/* credits the client will hold after this response */
 	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;
 	/* this response is one of client_outstanding; the others will bring
-	 * grants of their own */
-	if (avail == 0 && c->client_outstanding <= 1)
+	 * grants of their own, but for those gone async */
+	if (avail == 0 && co_awaited(c) <= 1)
 		return false;
 	return true;
 }
@@ -239,8 +247,9 @@ co_compound_split(const struct co_credits *c, uint16_t g, uint64_t due)
 	uint64_t avail = c->C > c->client_next ? c->C - c->client_next : 0;
 
 	/* with nothing else outstanding the client must keep one credit:
-	 * SMB2 has no unsolicited grant */
-	if (c->client_outstanding == 0 && m >= avail)
+	 * SMB2 has no unsolicited grant (a request gone async, this one at
+	 * its interim answer included, may never bring one) */
+	if (co_awaited(c) == 0 && m >= avail)
 		m = avail > 0 ? avail - 1 : 0;
 	return (uint16_t)m;
 }

@@ -217,6 +217,8 @@ px_pending_del(struct px_ledger *l, struct px_pending *p)
 	l->npending--;
 	if (p->async_id && l->nasync)
 		l->nasync--;
+	if (p->async_id && p->origin == PX_ORIGIN_CLIENT && l->cr.client_async)
+		l->cr.client_async--;
 	/* backward-shift the cluster after s so lookups never stop early */
 	for (j = (s + 1) & mask; l->tab[j]; j = (j + 1) & mask) {
 		size_t home = slot_of(l->tab[j]->mid, l->tab_cap);
@@ -972,8 +974,11 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 	    h->status == NT_STATUS_PENDING) {
 		/* interim response: credits ride on it; the final one comes
 		 * later with the same mid (MS-SMB2 3.3.4.2) */
-		if (p->async_id == 0 && h->async_id)
+		if (p->async_id == 0 && h->async_id) {
 			l->nasync++;
+			if (p->origin == PX_ORIGIN_CLIENT)
+				l->cr.client_async++;
+		}
 		p->async_id = h->async_id;
 		*interim = true;
 		return;

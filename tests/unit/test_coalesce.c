@@ -235,6 +235,11 @@ test_zero_credit_rule(void)
 	c.client_outstanding = 2;
 	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
+	/* ... unless the server answered it STATUS_PENDING (a CHANGE_NOTIFY
+	 * may never complete): the response must wait */
+	c.client_async = 1;
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, &g));
+	c.client_async = 0;
 	/* one credit in the bank is enough */
 	c.client_outstanding = 1;
 	c.S = 52;
@@ -321,6 +326,13 @@ test_compound_split(void)
 	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 0);
 	/* ... unless another request of its is outstanding */
 	c.client_outstanding = 1;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 1);
+	/* an interim answer: the request itself is outstanding, gone async,
+	 * and its final answer may grant nothing: it keeps one */
+	c.client_async = 1;
+	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 0);
+	/* with a second request, not async, it need not */
+	c.client_outstanding = 2;
 	CU_ASSERT_EQUAL(co_compound_split(&c, 1, 1), 1);
 }
 
