@@ -116,9 +116,11 @@ static const struct setting settings[] = {
 	{ .name = "server_timeout", .type = T_DURATION,
 	  GLOB(server_timeout_ms), .flags = F_RELOAD, .def = "120s",
 	  .min = 0, .max = 24 * HOUR },
+	/* the keepalives: at most 9h, inside Linux's limit for
+	 * TCP_KEEPIDLE (32767 s), which refuses anything above */
 	{ .name = "client_keepalive", .type = T_DURATION,
 	  GLOB(client_keepalive_ms), .flags = F_RELOAD, .def = "2h",
-	  .min = 0, .max = 24 * HOUR },
+	  .min = 0, .max = 9 * HOUR },
 	{ .name = "max_connections", .type = T_INT, GLOB(max_connections),
 	  .flags = F_RELOAD, .def = "1024", .min = 1, .max = 1000000 },
 	{ .name = "max_connecting", .type = T_INT, GLOB(max_connecting),
@@ -191,7 +193,7 @@ static const struct setting settings[] = {
 	  .flags = F_RELOAD, .def = "0", .min = 0, .max = 512 * MIB },
 	{ .name = "upstream_keepalive", .type = T_DURATION,
 	  SERVER(upstream_keepalive_ms), .flags = F_RELOAD, .def = "5m",
-	  .min = 0, .max = 24 * HOUR },
+	  .min = 0, .max = 9 * HOUR },
 };
 
 #define NSET	(sizeof(settings) / sizeof(settings[0]))

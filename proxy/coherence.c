@@ -109,13 +109,7 @@ peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
 void
 px_coh_kick_waiters(struct px_conn *c)
 {
-	struct px_conn *x, *next;
-
-	for (x = px_rt.conns; x; x = next) {
-		next = x->next;
-		if (x != c && x->stall == PX_STALL_PEERS)
-			px_relay_ops->kick(x);
-	}
+	px_emit_kick_each(c, PX_STALL_PEERS);
 }
 
 /* A change to file `name` of share `share`: every open of it through this
@@ -124,14 +118,13 @@ static void
 ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
     enum px_ra_cause why)
 {
-	struct px_conn *x, *next;
+	struct px_conn *x;
 	uint32_t nh = px_name_hash(name);
+	bool kick = false;
 
-	for (x = px_rt.conns; x; x = next) {
+	for (x = px_rt.conns; x; x = x->next) {
 		struct px_open *o;
-		bool hit = false;
 
-		next = x->next;
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
@@ -140,12 +133,14 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 			    strcasecmp(px_tree_share(x, o), share) == 0 &&
 			    (o->ra.chunks || o->ra.eof_known)) {
 				px_ra_drop(o, x == c ? why : PX_RA_PEER);
-				hit = true;
+				if (x != c && x->stall == PX_STALL_READ)
+					kick = true;
 			}
-		/* a read of x waiting for a fetch now goes to the server */
-		if (hit && x != c && x->stall == PX_STALL_READ)
-			px_relay_ops->kick(x);
 	}
+	/* a read waiting for a fetch now goes to the server (the others
+	 * waiting for one look again and wait on) */
+	if (kick)
+		px_emit_kick_each(c, PX_STALL_READ);
 }
 
 /*

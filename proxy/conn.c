@@ -171,6 +171,8 @@ static const struct px_conn_ops conn_ops = {
 	.connected = op_connected,
 	.go_opaque = conn_go_opaque,
 	.kick = conn_kick,
+	.hold = conn_enter,
+	.release = conn_leave,
 	.arm_timer = conn_arm_timer,
 };
 

@@ -149,6 +149,9 @@ struct px_conn {
  *   go_opaque   the connection becomes a byte relay for good (logged)
  *   kick        handle the connection's buffered client input again (a
  *               stall may have cleared)
+ *   hold        keep the connection's memory until release, should it be
+ *               closed meanwhile (a kick of one connection may close
+ *               another: px_emit_kick_each)
  *   arm_timer   re-arm the connection's timer (write-behind deadlines)
  */
 struct px_conn_ops {
@@ -162,6 +165,8 @@ struct px_conn_ops {
 	void (*go_opaque)(struct px_conn *c, enum px_opaque_reason r,
 	    const char *detail);
 	void (*kick)(struct px_conn *c);
+	void (*hold)(struct px_conn *c);
+	void (*release)(struct px_conn *c);
 	void (*arm_timer)(struct px_conn *c);
 };
 

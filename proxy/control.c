@@ -36,25 +36,71 @@ struct ctl_client {
 };
 
 static ev_io ctl_io;
+static ev_timer ctl_pause;      /* accepts paused: out of descriptors */
 static int ctl_fd = -1;
 static int (*reload_fn)(void);
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 /* ---- rendering ------------------------------------------------------------- */
 
+/* Length of the well-formed UTF-8 character at s (RFC 3629: no overlong
+ * form, no surrogate, at most U+10FFFF), 0 if there is none. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+		n = 2;
+		cp = s[0] & 0x1F;
+	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+		n = 3;
+		cp = s[0] & 0x0F;
+	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
 static void
 json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; s && *s; s++) {
+	while (s && *s) {
 		unsigned char ch = (unsigned char)*s;
+		size_t n;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
+		if (ch < 0x80) {
+			if (ch == '"' || ch == '\\')
+				fprintf(f, "\\%c", ch);
+			else if (ch < 0x20)
+				fprintf(f, "\\u%04x", ch);
+			else
+				fputc(ch, f);
+			s++;
+			continue;
+		}
+		/* a name cut inside a character (a server part of 255 bytes,
+		 * say) would make the whole answer invalid JSON */
+		n = utf8_len((const unsigned char *)s);
+		if (n == 0) {
+			fputs("\\ufffd", f);
+			s++;
+		} else {
+			fwrite(s, 1, n, f);
+			s += n;
+		}
 	}
 	fputc('"', f);
 }
@@ -1145,6 +1191,11 @@ run_command(struct ctl_client *cl)
 		fprintf(f, "error: unknown command '%s' (stats, conns, shares, "
 		    "keytabs, metrics, reload)\n", cmd);
 	fclose(f);
+	/* the answer gets its own time to be read (a reload may have taken
+	 * the first's): then a reset, never an answer cut short silently */
+	ev_timer_stop(px_rt.loop, &cl->timeout);
+	ev_timer_set(&cl->timeout, 60., 0.);
+	ev_timer_start(px_rt.loop, &cl->timeout);
 	ev_io_stop(px_rt.loop, &cl->io);
 	ev_io_init(&cl->io, client_write_cb, cl->fd, EV_WRITE);
 	cl->io.data = cl;
@@ -1175,9 +1226,30 @@ client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 static void
 client_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct ctl_client *cl = w->data;
+
 	(void)loop;
 	(void)revents;
-	client_free(w->data);
+	if (cl->out != NULL) {
+		/* part of the answer unread: the reader sees a reset */
+		struct linger lg = { 1, 0 };
+
+		(void)setsockopt(cl->fd, SOL_SOCKET, SO_LINGER, &lg,
+		    sizeof(lg));
+		log_warnx("control socket: a client did not read its answer "
+		    "within 60 s (%zu of %zu bytes): reset",
+		    cl->opos, cl->olen);
+	}
+	client_free(cl);
+}
+
+static void
+ctl_resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (ctl_fd != -1)
+		ev_io_start(loop, &ctl_io);
 }
 
 static void
@@ -1186,12 +1258,21 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct ctl_client *cl;
 	int fd;
 
-	(void)loop;
 	(void)w;
 	(void)revents;
 	fd = accept4(ctl_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd == -1)
+	if (fd == -1) {
+		/* the connection stays queued and the watcher would fire
+		 * again at once: wait a second, as the listener does */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			log_warn("control socket: accept (paused 1 s)");
+			ev_io_stop(loop, &ctl_io);
+			ev_timer_init(&ctl_pause, ctl_resume_cb, 1., 0.);
+			ev_timer_start(loop, &ctl_pause);
+		}
 		return;
+	}
 	if ((cl = calloc(1, sizeof(*cl))) == NULL) {
 		close(fd);
 		return;
@@ -1252,6 +1333,7 @@ px_control_stop(void)
 	if (ctl_fd == -1)
 		return;
 	ev_io_stop(px_rt.loop, &ctl_io);
+	ev_timer_stop(px_rt.loop, &ctl_pause);
 	close(ctl_fd);
 	ctl_fd = -1;
 	(void)unlink(ctl_path);

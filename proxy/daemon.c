@@ -39,6 +39,20 @@ log_errors(const struct pol_errors *e)
 		log_warnx("policy: %s", e->msg[i]);
 }
 
+/* A reload refused after the new policy's keys were read: the old
+ * policy's back in force.  A file that no longer loads leaves the new
+ * one's keys (px_keyed keeps what it has when a load fails): said so. */
+static void
+restore_keys(struct pol_config *old, bool keytabs)
+{
+	if (px_keyed_load_secrets(pol_global(old)->secrets) == -1)
+		log_warnx("reload: the old policy's secrets file no longer "
+		    "loads; the new one's secrets stay in force");
+	if (keytabs && px_keyed_load_keytabs(old) == -1)
+		log_warnx("reload: the old policy's keytabs no longer load; "
+		    "the new one's stay in force");
+}
+
 /* Reload the policy file; 0 on success (new policy in force). */
 static int
 reload_policy(void)
@@ -72,15 +86,14 @@ reload_policy(void)
 	if (px_keyed_load_keytabs(ncfg) == -1) {
 		log_warnx("reload failed: keytab refused; old policy kept");
 		/* the new secrets were taken above: back to the old ones */
-		if (px_keyed_load_secrets(pol_global(old)->secrets) == -1)
-			log_warnx("reload: the old secrets file no longer "
-			    "loads; NTLM sessions are not keyed");
+		restore_keys(old, false);
 		pol_free(ncfg);
 		return -1;
 	}
 	if (px_listen_reload(pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
+		restore_keys(old, true);
 		pol_free(ncfg);
 		return -1;
 	}

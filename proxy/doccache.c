@@ -135,14 +135,7 @@ dc_gate(const struct px_tree *t, const struct px_open *o)
 static void
 kick_readers(struct px_conn *c)
 {
-	struct px_conn *x, *next;
-
-	for (x = px_rt.conns; x; x = next) {
-		next = x->next;
-		if (x != c && x->stall == PX_STALL_READ &&
-		    x->state != PX_CONN_CLOSED)
-			px_relay_ops->kick(x);
-	}
+	px_emit_kick_each(c, PX_STALL_READ);
 }
 
 static void
@@ -279,9 +272,10 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	if (c->state != PX_CONN_RELAY || !px_relay_ops->connected(c, PX_SERVER) ||
 	    o->closed || o->breaking || c->led.max_read < CO_DC_CHUNK)
 		return;
-	/* buffered write-behind data has first claim on the ids */
+	/* buffered write-behind data has first claim on the ids, and
+	 * so has data a session's expiry may refuse (wb_keep_ids) */
 	for (x = c->led.opens; x; x = x->next)
-		if (x->wb.len)
+		if (x->wb.len || x->wb_keep_ids)
 			return;
 	/* never overtake a write of the same file in flight */
 	if (!px_wb_file_idle(c, o))

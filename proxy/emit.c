@@ -178,9 +178,12 @@ px_emit_data_ids(struct px_conn *c)
 	const struct px_open *o;
 	uint64_t n = 0;
 
-	for (o = c->led.opens; o; o = o->next)
+	for (o = c->led.opens; o; o = o->next) {
 		if (o->wb.len)
 			n += extent_ids(c, o);
+		/* kept for writes a session's expiry may refuse */
+		n += o->wb_keep_ids;
+	}
 	return n;
 }
 
@@ -240,6 +243,20 @@ px_emit_tend_reserve(struct px_conn *c)
 	return a;
 }
 
+void
+px_emit_release_reserve(struct px_conn *c)
+{
+	struct co_reserve *r = &c->led.rsv;
+
+	if (!r->held)
+		return;
+	r->held = false;
+	if (send_echo(c, r->id, 1) == -1 &&
+	    co_pool_add(&c->led.pool, r->id, 1) == -1)
+		log_warnx("conn=%llu id %llu lost: neither sent nor pooled",
+		    (unsigned long long)c->id, (unsigned long long)r->id);
+}
+
 bool
 px_emit_ack_id(struct px_conn *c, uint64_t *id)
 {
@@ -274,9 +291,18 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 	if (c->led.pool.count == 0 || !px_relay_ops->connected(c, PX_SERVER))
 		return;
 	for (o = c->led.opens; o; o = o->next) {
-		if (o->wb.len)
-			return;
+		const struct px_session *s;
+
 		keep += o->wb_keep_ids;
+		if (o->wb.len == 0)
+			continue;
+		/* held for a session the server expired: its ids are kept,
+		 * the rest may go (another session's pooled ids must not
+		 * pile up until that client re-authenticates) */
+		s = px_session_find(&c->led, o->session_id);
+		if (s == NULL || !s->srv_expired)
+			return;
+		keep += extent_ids(c, o);
 	}
 	if (c->led.pool.count <= keep)
 		return;
@@ -419,6 +445,38 @@ px_emit_finish(struct px_conn *c, enum px_end to, const struct px_prot *prot,
 	ob->tail += PX_NBSS_HDR + n;
 	px_relay_ops->out_commit(c, to, PX_NBSS_HDR + n);
 	return 0;
+}
+
+void
+px_emit_kick_each(struct px_conn *except, enum px_stall stall)
+{
+	struct px_conn *x, **v;
+	size_t n = 0, k = 0, i;
+
+	for (x = px_rt.conns; x; x = x->next)
+		if (x != except && x->stall == stall)
+			n++;
+	if (n == 0)
+		return;
+	if ((v = malloc(n * sizeof(*v))) == NULL) {
+		log_warnx("out of memory kicking %zu waiting connections: they "
+		    "are looked at again on their next event", n);
+		return;
+	}
+	/* taken first, then kicked: a kick may close any of them (its frame
+	 * bad, its server gone), which unlinks it from px_rt.conns and, held
+	 * by no one, frees it */
+	for (x = px_rt.conns; x && k < n; x = x->next)
+		if (x != except && x->stall == stall) {
+			px_relay_ops->hold(x);
+			v[k++] = x;
+		}
+	for (i = 0; i < k; i++)
+		if (v[i]->state != PX_CONN_CLOSED && v[i]->stall == stall)
+			px_relay_ops->kick(v[i]);
+	for (i = 0; i < k; i++)
+		px_relay_ops->release(v[i]);
+	free(v);
 }
 
 int

@@ -89,6 +89,9 @@ bool px_ids_fresh(struct px_conn *c, const struct smb2_hdr *h,
  * ids a sequential reader keeps for its next read-ahead.  The
  * acknowledgement reserve is tended first (px_emit_tend_reserve). */
 void px_emit_spend_pool(struct px_conn *c, bool force);
+/* Kick every connection but `except` that waits with stall kind `stall`.
+ * Safe when a kick closes other connections: each is held meanwhile. */
+void px_emit_kick_each(struct px_conn *except, enum px_stall stall);
 /*
  * The acknowledgement reserve (DESIGN.md section 3): while smbaccel holds
  * write caching on the connection on a client's behalf, or owes a break
@@ -103,6 +106,9 @@ enum co_rsv_act px_emit_tend_reserve(struct px_conn *c);
 /* An id for a break acknowledgement: the reserve, else a pooled id that
  * buffered data does not need.  False when there is none. */
 bool px_emit_ack_id(struct px_conn *c, uint64_t *id);
+/* The acknowledgement reserve's id spent on an ECHO now: an answer held
+ * for credits with nothing else to refill the bank comes first. */
+void px_emit_release_reserve(struct px_conn *c);
 /* Ids the buffered data of c needs to travel. */
 uint64_t px_emit_data_ids(struct px_conn *c);
 

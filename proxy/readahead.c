@@ -61,9 +61,10 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	    !px_relay_ops->connected(c, PX_SERVER) ||
 	    c->state != PX_CONN_RELAY)
 		return;
-	/* buffered write-behind data has first claim on the ids */
+	/* buffered write-behind data has first claim on the ids, and
+	 * so has data a session's expiry may refuse (wb_keep_ids) */
 	for (x = c->led.opens; x; x = x->next)
-		if (x->wb.len)
+		if (x->wb.len || x->wb_keep_ids)
 			return;
 	/* a fetch must not overtake a write of the same file still in
 	 * flight: smbd may complete them in any order, and the cache would

@@ -483,9 +483,14 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 				return PX_RC_CLOSE;
 		}
 		if (first.command == SMB2_CANCEL) {
-			/* CANCEL of an absorbed request: drop it (rule 6) */
+			/* CANCEL of an absorbed request: drop it (rule 6);
+			 * its id may be one of smbaccel's own requests by now,
+			 * which the CANCEL must not reach */
+			struct px_pending *cp = px_pending_find(&c->led,
+			    first.message_id);
+
 			if (!(first.flags & SMB2_FLAGS_ASYNC_COMMAND) &&
-			    px_pending_find(&c->led, first.message_id) == NULL &&
+			    (cp == NULL || cp->origin == PX_ORIGIN_PROXY) &&
 			    first.message_id < c->led.cr.client_next) {
 				px_stats.requests[SMB2_CANCEL]++;
 				return PX_RC_DONE;

@@ -77,6 +77,7 @@ main(int argc, char **argv)
 	bool json = false;
 	char line[128], buf[65536];
 	ssize_t n;
+	size_t got = 0;
 	int fd, ofd = STDOUT_FILENO, i, rc = 0;
 	struct timeval tv = { 30, 0 };
 
@@ -155,6 +156,7 @@ main(int argc, char **argv)
 		return out_failed(out);
 	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		got += (size_t)n;
 		if (write_all(ofd, buf, (size_t)n) == -1) {
 			fprintf(stderr, "smbaccelctl: write %s: %s\n",
 			    out ? tmp_path : "standard output", strerror(errno));
@@ -165,6 +167,11 @@ main(int argc, char **argv)
 	}
 	if (n == -1) {
 		fprintf(stderr, "smbaccelctl: read: %s\n", strerror(errno));
+		return out_failed(out);
+	}
+	if (got == 0) {
+		/* every command answers something */
+		fprintf(stderr, "smbaccelctl: no answer from smbaccel\n");
 		return out_failed(out);
 	}
 	close(fd);

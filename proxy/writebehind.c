@@ -329,6 +329,23 @@ out:
 		free(data);
 }
 
+/* Must what is buffered be written now for this flush (something is
+ * about to observe it, or nothing will write it later)?  Not for the
+ * housekeeping ones: data held for an expired session waits through
+ * them for its re-authentication. */
+static bool
+wb_cause_needs_data(enum co_flush_cause cause)
+{
+	switch (cause) {
+	case CO_FLUSH_REQUEST: case CO_FLUSH_OBSERVE: case CO_FLUSH_PEER:
+	case CO_FLUSH_BREAK: case CO_FLUSH_DISCONNECT: case CO_FLUSH_SHUTDOWN:
+	case CO_FLUSH_OPAQUE:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Send the buffered extent of o upstream (wb_send). */
 void
 px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
@@ -345,7 +362,7 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	 * WRITE then too, 3.3.5.2.9), else it cannot be written */
 	s = px_session_find(&c->led, o->session_id);
 	if (s != NULL && s->srv_expired) {
-		if (!s->srv_reauth)
+		if (!s->srv_reauth && wb_cause_needs_data(cause))
 			wb_lose_held(c, o, cause);
 		return;
 	}
@@ -541,8 +558,13 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	 * now would only cut the coalesced WRITE short (a server slowed by
 	 * its disk made 8 KiB WRITEs of it).  With none, start one at once.
 	 */
-	if (c->proxy_inflight == 0)
+	if (c->proxy_inflight == 0) {
 		px_wb_flush_all(c, CO_FLUSH_CREDITS);
+		/* nothing went: the pool's last id became the acknowledgement
+		 * reserve, and the held answer would wait for ever */
+		if (c->proxy_inflight == 0)
+			px_emit_release_reserve(c);
+	}
 	return 0;
 }
 
@@ -720,6 +742,12 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	 * opens of the same file holding locks (coherence.c) */
 	of.locked = o->locked;
 	of.breaking = o->breaking;
+	/* where the server may expire the session unseen, a flush keeps
+	 * back the ids to send it again (px_wb_expiry_unseen): only writes
+	 * of half a credit's worth or less leave that many spare (two ids
+	 * donated at least for each one their data takes up again) */
+	if (px_wb_expiry_unseen(s) && w.length > SMB2_UNIT / 2)
+		return PX_AB_FORWARD;
 	/* a deferred error: stop absorbing; once the open is idle the next
 	 * WRITE is answered with it (deferred_error) */
 	of.failed = o->failed_status != 0;

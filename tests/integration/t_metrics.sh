@@ -116,6 +116,34 @@ if want not in names:
 PYEOF
 info "a client's server name with a newline and escapes: shown as $(grep -o "//${esc}/share" "$T/evil.stats")"
 
+# a server part that smbaccel's 255-byte field cuts inside a character:
+# the JSON answers stay valid UTF-8 (U+FFFD where the cut was; before,
+# the lone byte made every strict parser refuse the whole answer)
+"$PY" "$TESTS_DIR/evil_names.py" "$PROXY_PORT" 4 long > "$T/long.out" 2>&1 &
+evil=$!
+for i in $(seq 1 100); do grep -q READY "$T/long.out" && break; sleep 0.1; done
+grep -q READY "$T/long.out" || fail "evil_names.py long: $(cat "$T/long.out")"
+for what in conns shares; do
+	ctl $what --json > "$T/long.$what.json" || fail "smbaccelctl $what --json failed"
+	"$PY" - "$T/long.$what.json" "$what" <<'PYEOF' || fail "smbaccelctl $what --json with a server name cut inside a character"
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read())     # strict: bytes must be UTF-8
+def strings(v):
+    if isinstance(v, dict):
+        v = list(v.values())
+    if isinstance(v, list):
+        for x in v:
+            yield from strings(x)
+    elif isinstance(v, str):
+        yield v
+names = [s for s in strings(d) if s.startswith("a" * 200)]
+print("  %s: %r" % (sys.argv[2], [n[-4:] for n in names]))
+if not names or not all(n.endswith("\ufffd") for n in names):
+    sys.exit("want the cut name ending in U+FFFD: %r" % names)
+PYEOF
+done
+wait "$evil" || fail "evil_names.py long: $(cat "$T/long.out")"
+
 # --- 2. the checker must fail on broken text
 must_fail() {	# must_fail WHAT FILE [JSON]
 	if out=$($CHECK "$2" "${3:-$T/busy.json}" 2>&1); then

@@ -23,7 +23,8 @@
 # and later send (FileRenameInformationEx, FileDispositionInformationEx)
 # waits for the connection's buffered writes, as the classic forms do;
 # and wb_twoopens.py: two opens of one file (one connection, then two)
-# writing the same range leave the last write on smbd's disk.
+# writing the same range leave the last write on smbd's disk; and
+# kick_close.py: connections kicked together that close in their kicks.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/cmp_lib.sh"
@@ -99,6 +100,17 @@ info "two opens: directly $dir; through smbaccel $out"
 assert_eq "one=Y two=Y far=XY" "$dir" "wb_twoopens.py directly"
 assert_eq "$dir" "$out" "wb_twoopens.py through smbaccel, as directly"
 assert_ge $((ov0 + 1)) "$(stat_get write_overlap_waits)" "write_overlap_waits after the second open's write"
+
+# Two connections whose CREATEs wait for a third's buffered data, each
+# followed by a bad frame: the flush's answer kicks both, and each closes
+# in its kick (kick_close.py).  Before smbaccel held the connections it
+# kicks, the sanitized daemon reported a heap-use-after-free here and died.
+for i in 1 2 3; do
+	out=$(timeout 60 "$PY" "$TESTS_DIR/kick_close.py" "$PROXY_PORT" 2>&1) || fail "kick_close.py: $out"
+	info "kicked connections that close, run $i: $out"
+	assert_eq closed=2 "$out" "kick_close.py run $i: connections closed for their bad frames"
+done
+proxy_alive || fail "proxy died kicking connections that close"
 
 # close_compound = no: a reload; new trees take it
 PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" \
