@@ -60,7 +60,8 @@ COALESCE_SRC := coalesce/extent.c coalesce/credits.c coalesce/readahead.c \
               coalesce/signing.c
 # The engine, top layer first (docs/design.md, "Layers"): each file calls
 # only the ones after it; the relay layer is relay.c .. keyed.c.
-PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/listener.c proxy/tproxy.c \
+PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/ctlout.c proxy/listener.c \
+              proxy/tproxy.c \
               proxy/conn.c proxy/side.c proxy/upstream.c \
               proxy/relay.c proxy/lease.c proxy/coherence.c proxy/locks.c \
               proxy/readahead.c proxy/doccache.c proxy/compound.c \

@@ -43,68 +43,6 @@ static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 /* ---- rendering ------------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 character at s (RFC 3629: no overlong
- * form, no surrogate, at most U+10FFFF), 0 if there is none. */
-static size_t
-utf8_len(const unsigned char *s)
-{
-	size_t n, i;
-	uint32_t cp;
-
-	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-		n = 2;
-		cp = s[0] & 0x1F;
-	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-		n = 3;
-		cp = s[0] & 0x0F;
-	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-	    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return n;
-}
-
-static void
-json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	while (s && *s) {
-		unsigned char ch = (unsigned char)*s;
-		size_t n;
-
-		if (ch < 0x80) {
-			if (ch == '"' || ch == '\\')
-				fprintf(f, "\\%c", ch);
-			else if (ch < 0x20)
-				fprintf(f, "\\u%04x", ch);
-			else
-				fputc(ch, f);
-			s++;
-			continue;
-		}
-		/* a name cut inside a character (a server part of 255 bytes,
-		 * say) would make the whole answer invalid JSON */
-		n = utf8_len((const unsigned char *)s);
-		if (n == 0) {
-			fputs("\\ufffd", f);
-			s++;
-		} else {
-			fwrite(s, 1, n, f);
-			s += n;
-		}
-	}
-	fputc('"', f);
-}
-
 /*
  * The scalar counters of `smbaccelctl stats --json`, by name, and how
  * `smbaccelctl metrics` shows them: C a counter (only grows while the
@@ -445,9 +383,9 @@ share_json(FILE *f)
 	for (ss = px_share_stats_first(); ss; ss = ss->next) {
 		fprintf(f, "%s{\"server\":", ss == px_share_stats_first() ?
 		    "" : ",");
-		json_str(f, ss->server);
+		px_ctl_json_str(f, ss->server);
 		fprintf(f, ",\"share\":");
-		json_str(f, ss->share);
+		px_ctl_json_str(f, ss->share);
 		for (i = 0; i < NSHARE_FIELDS; i++)
 			fprintf(f, ",\"%s\":%llu", share_fields[i].name,
 			    (unsigned long long)share_field(ss, i));
@@ -906,13 +844,13 @@ conns_dump(FILE *f, bool json)
 		}
 		fprintf(f, "%s{\"id\":%llu,\"client\":", first ? "" : ",",
 		    (unsigned long long)c->id);
-		json_str(f, a);
+		px_ctl_json_str(f, a);
 		fprintf(f, ",\"server\":");
-		json_str(f, b);
+		px_ctl_json_str(f, b);
 		fprintf(f, ",\"state\":\"%s\",\"dialect\":\"%s\",\"opaque_reason\":",
 		    st, px_dialect_name(c->led.dialect));
 		if (c->opaque)
-			json_str(f, px_opaque_reason_name(c->opaque));
+			px_ctl_json_str(f, px_opaque_reason_name(c->opaque));
 		else
 			fprintf(f, "null");
 		fprintf(f, ",\"age_s\":%.0f,\"idle_s\":%.0f",
@@ -979,9 +917,9 @@ conns_dump(FILE *f, bool json)
 
 			for (t = c->led.trees; t; t = t->next, tf = false) {
 				fprintf(f, "%s{\"share\":", tf ? "" : ",");
-				json_str(f, t->share);
+				px_ctl_json_str(f, t->share);
 				fprintf(f, ",\"server\":");
-				json_str(f, t->server);
+				px_ctl_json_str(f, t->server);
 				fprintf(f, ",\"write_behind\":\"%s\","
 				    "\"read_ahead\":\"%s\",\"proxy_lease\":%s}",
 				    pol_gate_name(t->policy.write_behind),
@@ -1028,9 +966,9 @@ shares_dump(FILE *f, bool json)
 			}
 			fprintf(f, "%s{\"conn\":%llu,\"server\":", first ? "" : ",",
 			    (unsigned long long)c->id);
-			json_str(f, t->server);
+			px_ctl_json_str(f, t->server);
 			fprintf(f, ",\"share\":");
-			json_str(f, t->share);
+			px_ctl_json_str(f, t->share);
 			fprintf(f, ",\"write_behind\":\"%s\",\"read_ahead\":\"%s\","
 			    "\"proxy_lease\":%s,\"coalesce_size\":%llu}",
 			    pol_gate_name(t->policy.write_behind),
@@ -1042,88 +980,6 @@ shares_dump(FILE *f, bool json)
 	}
 	if (json)
 		fprintf(f, "]}\n");
-}
-
-/* ---- keytabs ------------------------------------------------------------------ */
-
-static void
-when_str(time_t t, char *buf, size_t len)
-{
-	struct tm tm;
-
-	if (gmtime_r(&t, &tm) == NULL ||
-	    strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
-		snprintf(buf, len, "%lld", (long long)t);
-}
-
-/* The keytabs in use, their keys (never the key bytes) and when each was
- * read; the last ticket none had a key for. */
-static void
-keytabs_dump(FILE *f, bool json)
-{
-	const struct px_keytab *kt;
-	struct px_keyed_miss m;
-	const char *path, *princ;
-	size_t i, j, n;
-	time_t loaded;
-	uint32_t kvno;
-	int32_t et;
-	char when[64];
-	bool miss = px_keyed_last_miss(&m);
-
-	if (json)
-		fprintf(f, "{\"keytabs\":[");
-	for (i = 0; (kt = px_keyed_keytab(i, &path, &loaded)) != NULL; i++) {
-		n = px_keytab_count(kt);
-		when_str(loaded, when, sizeof(when));
-		if (json) {
-			fprintf(f, "%s{\"path\":", i ? "," : "");
-			json_str(f, path);
-			fprintf(f, ",\"loaded\":%lld,\"keys\":[",
-			    (long long)loaded);
-		} else
-			fprintf(f, "keytab %s: %zu key%s, read %s\n", path, n,
-			    n == 1 ? "" : "s", when);
-		for (j = 0; j < n; j++) {
-			px_keytab_entry(kt, j, &princ, &kvno, &et);
-			if (json) {
-				fprintf(f, "%s{\"principal\":", j ? "," : "");
-				json_str(f, princ);
-				fprintf(f, ",\"kvno\":%lu,\"enctype\":\"%s\"}",
-				    (unsigned long)kvno,
-				    px_krb_enctype_name(et));
-			} else
-				fprintf(f, "  %s kvno %lu %s\n", princ,
-				    (unsigned long)kvno,
-				    px_krb_enctype_name(et));
-		}
-		if (json)
-			fprintf(f, "]}");
-	}
-	if (!json) {
-		if (i == 0)
-			fprintf(f, "no keytab (keytab = in the policy)\n");
-		if (miss) {
-			when_str(m.at, when, sizeof(when));
-			fprintf(f, "last ticket without a key: %s %s kvno %lu at "
-			    "%s; %llu session%s relayed unkeyed for want of "
-			    "a key since start\n", m.service,
-			    px_krb_enctype_name(m.enctype), m.kvno, when,
-			    m.sessions, m.sessions == 1 ? "" : "s");
-		} else if (i > 0)
-			fprintf(f, "no ticket since start lacked a key\n");
-		return;
-	}
-	fprintf(f, "],\"no_matching_key\":");
-	if (miss) {
-		fprintf(f, "{\"service\":");
-		json_str(f, m.service);
-		fprintf(f, ",\"enctype\":\"%s\",\"kvno\":%lu,\"at\":%lld,"
-		    "\"sessions\":%llu}", px_krb_enctype_name(m.enctype), m.kvno,
-		    (long long)m.at, m.sessions);
-	} else
-		fprintf(f, "null");
-	fprintf(f, "}\n");
 }
 
 /* ---- socket ------------------------------------------------------------------ */
@@ -1181,7 +1037,7 @@ run_command(struct ctl_client *cl)
 	else if (strcmp(cmd, "shares") == 0)
 		shares_dump(f, json);
 	else if (strcmp(cmd, "keytabs") == 0)
-		keytabs_dump(f, json);
+		px_ctl_keytabs(f, json);
 	else if (strcmp(cmd, "metrics") == 0)
 		metrics_dump(f);
 	else if (strcmp(cmd, "reload") == 0)

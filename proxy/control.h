@@ -5,11 +5,19 @@
 #ifndef SMBACCEL_CONTROL_H
 #define SMBACCEL_CONTROL_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "proxy/proxy.h"
 
 /* Listen on path; `reload` is what a reload request runs (0: the new
  * policy is in force). */
 int px_control_start(const char *path, int (*reload)(void)) PX_MUSTCHECK;
 void px_control_stop(void);
+
+/* ctlout.c: a JSON string (escaped, valid UTF-8: a byte that starts no
+ * well-formed character becomes U+FFFD), and the keytabs answer. */
+void px_ctl_json_str(FILE *f, const char *s);
+void px_ctl_keytabs(FILE *f, bool json);
 
 #endif

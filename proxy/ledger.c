@@ -325,6 +325,16 @@ drop_opens(struct px_ledger *l, uint64_t sid, bool all_trees, uint32_t tid)
 		if (o->session_id == sid && (all_trees || o->tree_id == tid)) {
 			*pp = o->next;
 			l->nopens--;
+			/* the server closed it with the session or tree: no
+			 * request of it is left to carry the error */
+			if (o->failed_status) {
+				px_stats.deferred_unreported++;
+				log_warnx("conn=%llu file=%s deferred write error "
+				    "0x%08x not reported: its %s ended first",
+				    (unsigned long long)l->conn_id,
+				    o->name ? o->name : "?", o->failed_status,
+				    all_trees ? "session" : "tree");
+			}
 			px_open_free(o);
 		} else
 			pp = &o->next;

@@ -36,7 +36,7 @@ layer() {
 	proxy/alter.[ch]|proxy/emit.[ch]|proxy/keyed.[ch]) echo 2 ;;
 	proxy/conn.[ch]|proxy/side.[ch]|proxy/upstream.[ch]) echo 3 ;;
 	proxy/listener.h|proxy/listener.c|proxy/tproxy.h|proxy/tproxy.c|\
-	proxy/control.h|proxy/control.c) echo 4 ;;
+	proxy/control.h|proxy/control.c|proxy/ctlout.c) echo 4 ;;
 	proxy/daemon.h|proxy/daemon.c|proxy/main.c|proxy/smbaccelctl.c) echo 5 ;;
 	*) echo unknown ;;
 	esac
