@@ -280,6 +280,9 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	/* never overtake a write of the same file in flight */
 	if (!px_wb_file_idle(c, o))
 		return;
+	/* a break acknowledgement's id comes before the fetches', as
+	 * before read-ahead's */
+	(void)px_emit_tend_reserve(c);
 	for (;;) {
 		uint64_t lo, off;
 		uint32_t first, len;

@@ -609,6 +609,7 @@ struct ready_arg {
 	unsigned int busy;          /* ... with data buffered or in flight */
 	struct px_open *any;        /* one of them, on the owing connection */
 	struct px_conn *c;
+	struct px_conn *other;      /* one holding one, of the client's others */
 };
 
 static void
@@ -623,6 +624,8 @@ ready_open(struct px_conn *x, struct px_open *o, void *arg)
 		r->busy++;
 	if (x == r->c && r->any == NULL)
 		r->any = o;
+	if (x != r->c && r->other == NULL)
+		r->other = x;
 }
 
 /* Send the acknowledgement a with message id mid on behalf of open o. */
@@ -716,19 +719,38 @@ progress_conn(struct px_conn *c)
 	bool moved = false;
 
 	for (pp = &c->pl_owed; (a = *pp) != NULL; ) {
-		struct ready_arg r = { 0, 0, NULL, c };
+		struct ready_arg r = { 0, 0, NULL, c, NULL };
 		struct starve_arg sa;
 		double ms;
 
 		(void)each_open(c, a->kind, a->key, &a->fid, ready_open, &r);
 		if (r.live == 0 || r.any == NULL) {
 			/* closed meanwhile (the lease goes with its last
-			 * open), or only another connection's opens left */
+			 * open), or only another connection's opens left:
+			 * that one owes it now (the server takes a lease's
+			 * acknowledgement on any connection of the client,
+			 * MS-SMB2 3.3.5.22.2), else the other client waits
+			 * out the server's break timeout */
+			owed_forget(c, a);
+			if (a->kind == PX_PL_LEASE && r.live > 0 &&
+			    r.other != NULL &&
+			    owed_find(r.other, a->kind, a->key, NULL) == NULL) {
+				*pp = a->next;
+				a->next = r.other->pl_owed;
+				r.other->pl_owed = a;
+				/* its starving is timed there now */
+				px_relay_ops->arm_timer(r.other);
+				log_debug("conn=%llu break of smbaccel's lease: "
+				    "its opens here closed, conn=%llu "
+				    "acknowledges it", (unsigned long long)c->id,
+				    (unsigned long long)r.other->id);
+				moved = true;
+				continue;
+			}
 			log_debug("conn=%llu break of smbaccel's %s not "
 			    "acknowledged: its opens are closing",
 			    (unsigned long long)c->id,
 			    a->kind == PX_PL_LEASE ? "lease" : "oplock");
-			owed_forget(c, a);
 			goto drop;
 		}
 		if (!a->have_id) {
@@ -737,7 +759,16 @@ progress_conn(struct px_conn *c)
 				sa.starved = false;
 				(void)each_open(c, a->kind, a->key, &a->fid,
 				    starve_open, &sa);
-				r.busy = 1;     /* look again once flushed */
+				/* what starving let them absorb is on its way
+				 * now; with none, the acknowledgement goes at
+				 * once (no answer to come would look again) */
+				r.live = r.busy = 0;
+				r.any = NULL;
+				r.other = NULL;
+				(void)each_open(c, a->kind, a->key, &a->fid,
+				    ready_open, &r);
+				if (r.any == NULL)
+					r.busy = 1;
 			} else if (!a->counted) {
 				a->counted = true;
 				px_stats.breaks_unacked++;
