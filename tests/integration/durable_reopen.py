@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""durable_reopen.py PORT SMBD_PID HOLD NAME
+"""durable_reopen.py PORT SMBD_PID HOLD NAME [retry]
 
 A durable reconnect that overtakes the server's teardown of the client's
 previous connection.  Opens NAME on the [dur] share with a batch oplock
@@ -13,8 +13,11 @@ server still has the handle with the old connection: a reconnect that
 reaches it then fails OBJECT_NAME_NOT_FOUND.
 
 Prints "open <tags of the answer>", then "reconnect STATUS" (SUCCESS or
-the NTSTATUS in hex) and "waited S" (seconds from the close of the first
-connection to the reconnect's answer, one decimal).
+the NTSTATUS in hex), "waited S" (seconds from the close of the first
+connection to the reconnect's answer, one decimal) and "tries N".  With
+"retry" a refusal is tried again as --resume does (0.5 s apart, 3 tries):
+smbd may still be tearing the old connection down when smbaccel has seen
+its socket close (ci56, with another test beside it).
 
 durable_reopen.py --resume PORT NAME N [SMBD_PID HOLD]
 A client whose connection failed in the middle of writing NAME (on
@@ -219,6 +222,7 @@ if sys.argv[1] == "--resume":
     resume(int(a[0]), a[1], int(a[2]), *([int(a[3]), float(a[4])] if len(a) > 3 else []))
     sys.exit(0)
 port, master, hold, name = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+retry = sys.argv[5:] == ["retry"]
 c1, child = connect(port, master)
 fid, res = open_durable(c1, name)
 print("open", " ".join(res["tags"]) or "-")
@@ -227,10 +231,14 @@ try:
     c1.drop()
     t0 = time.monotonic()
     c2 = Client(port, "3.0", share="dur")
-    f2, res = reconnect(c2, name, fid)
+    if retry:
+        f2, res, tries = reconnect_retrying(c2, name, fid)
+    else:
+        (f2, res), tries = reconnect(c2, name, fid), 1
     waited = time.monotonic() - t0
     print("reconnect", "SUCCESS" if f2 is not None else "0x%08x" % res["status"])
     print("waited %.1f" % waited)
+    print("tries", tries)
     if f2 is not None:
         c2.close(f2)
     c2.logoff()
