@@ -13,6 +13,9 @@
 # writes_absorbed and ra_hits stay 0.  All dialects without a secret; the
 # lowest and highest with a wrong password or hash; the highest with the
 # other domain's entry.
+# Reloads refused after the new secrets file was read (a keytab that is
+# not one; an upstream that does not resolve) leave the old secrets in
+# force: the wrong password, so the next session is still key-mismatch.
 # Then secrets files the daemon must refuse, with an error naming the
 # problem: mode 0644, mode 0640, owned by a non-root user, a bad line, a
 # missing file.
@@ -75,6 +78,42 @@ nk_case() {
 	assert_ge 3 "$D_sessions_unkeyed" "$label: sessions_unkeyed delta"
 }
 
+# hup_refused WHAT: SIGHUP the proxy, wait for "reload failed: WHAT".
+hup_refused() {
+	local nlog n=50
+	nlog=$(wc -l < "$PROXY_LOG")
+	kill -HUP "$PROXY_PID"
+	until tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -q "reload failed: $1"; do
+		n=$((n - 1)); [ $n -gt 0 ] || fail "no 'reload failed: $1' line after SIGHUP"
+		sleep 0.2
+	done
+	info "reload refused: $(tail -n +"$((nlog + 1))" "$PROXY_LOG" | grep -m1 "reload failed: $1")"
+}
+# refused_reloads DIALECT: the proxy runs with the wrong password.  A
+# reload naming the right one is refused by a later step (a keytab that is
+# not one; an upstream that does not resolve): the wrong password must stay
+# in force, the right one having been read before the refusal.  Without
+# the old keys put back the next session would be keyed.
+refused_reloads() {
+	local d=$1 orig="$T/proxy.conf.orig"
+	cp "$PROXY_CONF" "$orig"
+	write_secrets "$T/secrets-good" "$SMB_USER:password:$SMB_PASS"
+	echo "not a keytab" > "$T/bad.keytab"; chmod 0600 "$T/bad.keytab"
+	sed "s|^secrets = .*|secrets = $T/secrets-good\nkeytab = $T/bad.keytab|" "$orig" > "$PROXY_CONF"
+	hup_refused "keytab refused; old policy kept"
+	nk_case "sign-refused-keytab-$d" "$d" key-mismatch
+	sed -e "s|^secrets = .*|secrets = $T/secrets-good|" \
+	    -e "s|^upstream = .*|upstream = nosuch-upstream.invalid:445|" "$orig" > "$PROXY_CONF"
+	hup_refused "upstream does not resolve; old policy kept"
+	nk_case "sign-refused-upstream-$d" "$d" key-mismatch
+	# the same file with the right password, and nothing else changed: in
+	# force (the case above can fail)
+	sed "s|^secrets = .*|secrets = $T/secrets-good|" "$orig" > "$PROXY_CONF"
+	kill -HUP "$PROXY_PID"
+	wait_log "policy reloaded" 5 || fail "the reload with the right password was not taken"
+	cp "$orig" "$PROXY_CONF"
+}
+
 # run_server KIND SMBD_LINE DIALECTS: smbd with that line, then each
 # secrets configuration with a fresh proxy.
 run_server() {
@@ -114,6 +153,7 @@ run_server() {
 		for d in $ds; do
 			nk_case "$kind-$cfg-$d" "$d" "$why"
 		done
+		[ "$kind-$cfg" = sign-wrongpass ] && refused_reloads "${dialects##* }"
 		assert_eq 0 "$(stat_get bad_signatures)" "$kind-$cfg: stats bad_signatures"
 		proxy_alive || fail "proxy died"
 		stop_proxy
