@@ -19,6 +19,9 @@ The share must be full when it starts.  Modes:
           QUERY_INFO and the CLOSE: the deferred error must come on the
           CLOSE's answer, the compound's last ("query=0xS cquery=0xS
           cclose=0xS").
+  cmpds:  cmpd in a signed session (smbaccel must hold its keys): every
+          answer's signature is checked, the replaced CLOSE answer's too
+          (a bad or missing one fails the run); adds " signed=N".
 Prints "flush=0xSTATUS close=0xSTATUS" or "query=0xSTATUS close=0xSTATUS"
 for those, else "close=0xSTATUS open=N" (N: opens of NAME smbstatus lists right after
 the CLOSE was answered) and, for leftover, " close2=0xSTATUS open_later=N
@@ -52,7 +55,7 @@ def opens_of(fname):
                if f.get("filename") == fname)
 
 
-c = Client(port, "3.0")
+c = Client(port, "3.0", sign=(mode == "cmpds"))
 fid, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
 if mode in ("flush", "query"):
     for i in range(64):
@@ -61,7 +64,7 @@ if mode in ("flush", "query"):
     print("%s=0x%08x close=0x%08x" % (mode, st, c.close(fid)))
     c.logoff()
     sys.exit(0)
-if mode == "cmpd":
+if mode in ("cmpd", "cmpds"):
     for i in range(64):
         c.write(fid, i * 1024, bytes([i]) * 1024, check=False)
     qst = c.query_eof(fid)[0]
@@ -74,10 +77,11 @@ if mode == "cmpd":
     e2 = HDR.pack(b"\xfeSMB", 64, 1, 0, CLOSE, 32, FLAG_RELATED, 0, m + 1, 0xFEFF,
                   c.tid, c.sid, b"\0" * 16) + struct.pack("<HHI16s", 24, 0, 0, fid)
     c.next_id += 2
-    c.nb.send_packet(e1 + e2)
+    c.nb.send_packet(c.sign_msg(e1) + c.sign_msg(e2))
     st = {}
     while len(st) < 2:
         t = c.nb.recv_packet(c.timeout).get_trailer()
+        c.check_msg(t)
         off = 0
         while True:
             status, cmd = struct.unpack_from("<IH", t, off + 8)
@@ -88,7 +92,8 @@ if mode == "cmpd":
             if not nxt:
                 break
             off += nxt
-    print("query=0x%08x cquery=0x%08x cclose=0x%08x" % (qst, st[QUERY_INFO], st[CLOSE]))
+    print("query=0x%08x cquery=0x%08x cclose=0x%08x%s" % (
+        qst, st[QUERY_INFO], st[CLOSE], " signed=%d" % c.signed_answers if c.sign_key else ""))
     c.logoff()
     sys.exit(0)
 if mode in ("one", "leftover"):

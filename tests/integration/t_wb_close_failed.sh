@@ -24,11 +24,15 @@
 #     the server's answer and the CLOSE the deferred DISK_FULL.
 #  1c. The CLOSE in a related compound of the client's own after that
 #     QUERY_INFO: the deferred DISK_FULL on its answer, the compound's last.
+#  1d. 1c in a signed session (smbaccel holds the user's secret): the
+#     answer smbaccel puts in the server's compound is signed alone and
+#     every answer's signature checks (cmp_close.py cmpds checks them all).
 #  3. smbclient mput of a tree through the relay with space: every file
 #     intact (answers split and granted per element), no ledger error.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 . "$TESTS_DIR/cmp_lib.sh"
+. "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "failed writes of the CLOSE compound"
 command -v dumpcap >/dev/null || skip "dumpcap not installed"
 DISK_FULL=0xc000007f
@@ -38,8 +42,10 @@ mount -t tmpfs -o size=4m,mode=0755 tmpfs "$SHARE_DIR" || skip "cannot mount a t
 # unmount (lazily: smbd may still have its cwd there) before lib.sh's cleanup
 trap 'rc=$?; umount -l "$SHARE_DIR" 2>/dev/null; (exit $rc); cleanup' EXIT
 start_smbd
-# long flush timers: the CLOSE, not a timer, must send the data
-PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = always" \
+write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
+# long flush timers: the CLOSE, not a timer, must send the data; the
+# user's secret for 1d's signed session
+PROXY_SHARE_SECTION=no start_proxy "secrets = $T/secrets" "" "[share share]" "write_behind = always" \
     "flush_idle = 30s" "flush_max_age = 60s"
 
 # a second smbaccel, upstream the chain-failing relay
@@ -130,6 +136,20 @@ assert_eq "$DISK_FULL" "$(kv "$out" cclose)" "1c: status of the CLOSE of the cli
 wait_log "deferred write error $DISK_FULL reported on the CLOSE of a compound" 5 ||
     fail "1c: the deferred error was not logged on the compound's CLOSE"
 assert_eq 0 "$(stat_get deferred_unreported)" "1c: stats deferred_unreported"
+
+# 1d. 1c signed: the replaced answer carries a signature of its own that
+# checks, and so does every other answer (cmp_close.py raises otherwise)
+fill
+k0=$(stat_get sessions_keyed)
+out=$(timeout 60 "$PY" "$TESTS_DIR/cmp_close.py" "$PROXY_PORT" "$SMBD_CONF" cmpds c-cmpds 2>&1) ||
+    fail "cmp_close.py cmpds failed: $out"
+info "1d: $out"
+assert_eq 0x00000000 "$(kv "$out" cquery)" "1d: status of the QUERY_INFO of the client's compound"
+assert_eq "$DISK_FULL" "$(kv "$out" cclose)" "1d: status of the CLOSE of the client's compound (the deferred write error)"
+assert_ge 2 "$(kv "$out" signed)" "1d: signed answers checked"
+assert_ge 1 "$(( $(stat_get sessions_keyed) - k0 ))" "1d: sessions keyed (stats sessions_keyed delta)"
+assert_eq 0 "$(stat_get deferred_unreported)" "1d: stats deferred_unreported"
+assert_eq 0 "$(stat_get bad_signatures)" "1d: stats bad_signatures"
 
 # 2a. a server that fails the chain; ids left over
 fill

@@ -15,7 +15,16 @@ Typical use:
     c.write(fid, 0, b"x" * 1024)
     st, data = c.read(fid, 0, 1024)
     c.close(fid)
+
+Client(..., sign=True) signs every request it builds (HMAC-SHA256 at 2.x,
+AES-CMAC at 3.x, MS-SMB2 3.1.4.1) and checks every answer it reads: a bad
+signature, or an unsigned answer that is not an interim or a break
+notification, raises BadSignature, as a client discards such a message
+(3.2.5.1.3).  Requests sent raw (compounds) go through sign_msg and their
+answers through check_msg.
 """
+import hashlib
+import hmac
 import os
 import struct
 import time
@@ -23,6 +32,7 @@ import time
 from impacket.smbconnection import SMBConnection
 from impacket import smb3structs as s3
 from impacket import nmb
+from impacket import crypto
 
 # Count every credit the server grants on a connection, from the NEGOTIATE
 # response on (impacket does not track credits), so the client below knows
@@ -94,6 +104,10 @@ class SMBError(Exception):
         self.status = status
 
 
+class BadSignature(RuntimeError):
+    pass
+
+
 class Response(object):
     def __init__(self, raw):
         self.raw = raw
@@ -108,7 +122,7 @@ class Response(object):
 class Client(object):
     def __init__(self, port, dialect="3.0", share="share", user="smbtest",
                  password="testpass", host="127.0.0.1", timeout=None,
-                 want_credits=2048):
+                 want_credits=2048, sign=False):
         self.port = port
         if timeout is None:
             timeout = float(os.environ.get("WB_SMB_TIMEOUT", "60"))
@@ -117,6 +131,8 @@ class Client(object):
         # impacket encrypts every 3.x session the server allows to be
         # encrypted; a real client (and these tests) encrypt only on demand.
         self.conn.getSMBServer()._Connection["SupportsEncryption"] = False
+        if sign:
+            self.conn.getSMBServer()._Connection["RequireSigning"] = True
         self.conn.login(user, password)
         self.tid = self.conn.connectTree(share)
         self.smb = self.conn.getSMBServer()
@@ -131,6 +147,13 @@ class Client(object):
             self.max_write = min(self.max_write, 65536)
             self.max_read = min(self.max_read, 65536)
         self.timeout = timeout
+        self.sign_key = None
+        if sign:
+            if not self.smb._Session["SigningActivated"]:
+                raise RuntimeError("signing was asked for and is not active")
+            self.sign_key = (self.smb._Session["SessionKey"] if self.dialect < s3.SMB2_DIALECT_30
+                             else self.smb._Session["SigningKey"])
+        self.signed_answers = 0
         self.next_id = self.smb._Connection["SequenceWindow"]
         self.pending = {}       # mid -> command
         self.done = {}          # mid -> Response
@@ -138,6 +161,46 @@ class Client(object):
         self.interims = 0
         self.max_in_flight = 0
         self.wait(self.send(ECHO, struct.pack("<HH", 4, 0), credreq=want_credits))
+
+    # ------------------------------------------------------------ signing
+    def _mac(self, msg):
+        if self.dialect < s3.SMB2_DIALECT_30:
+            return hmac.new(self.sign_key, msg, hashlib.sha256).digest()[:16]
+        return crypto.AES_CMAC(self.sign_key, msg, len(msg))
+
+    def sign_msg(self, msg):
+        """One request (a compound element with its padding) signed when
+        the client signs; unchanged otherwise."""
+        if self.sign_key is None:
+            return msg
+        m = bytearray(msg)
+        struct.pack_into("<I", m, 16, struct.unpack_from("<I", m, 16)[0] | FLAG_SIGNED)
+        m[48:64] = b"\0" * 16
+        m[48:64] = self._mac(bytes(m))
+        return bytes(m)
+
+    def check_msg(self, raw):
+        """Check the signature of every element of an answer read raw."""
+        if self.sign_key is None:
+            return
+        off = 0
+        while True:
+            flags, nxt, mid = struct.unpack_from("<IIQ", raw, off + 16)
+            status = struct.unpack_from("<I", raw, off + 8)[0]
+            el = raw[off:off + nxt] if nxt else raw[off:]
+            if flags & FLAG_SIGNED:
+                m = bytearray(el)
+                m[48:64] = b"\0" * 16
+                if self._mac(bytes(m)) != el[48:64]:
+                    raise BadSignature("bad signature on the answer to message id %d (cmd %d status 0x%08x)"
+                                       % (mid, struct.unpack_from("<H", el, 12)[0], status))
+                self.signed_answers += 1
+            elif mid != NOTIFY_ID and status != STATUS_PENDING:
+                raise BadSignature("unsigned answer to message id %d (cmd %d status 0x%08x) in a signed session"
+                                   % (mid, struct.unpack_from("<H", el, 12)[0], status))
+            if not nxt:
+                return
+            off += nxt
 
     # ------------------------------------------------------------ transport
     def charge_for(self, nbytes):
@@ -171,7 +234,7 @@ class Client(object):
         hdr = HDR.pack(b"\xfeSMB", 64, charge, 0, cmd, credreq, flags, 0, m, 0xFEFF,
                        self.tid if tid is None else tid,
                        self.sid if sid is None else sid, b"\0" * 16)
-        self.nb.send_packet(hdr + body)
+        self.nb.send_packet(self.sign_msg(hdr + body))
         if mid is None:
             self.next_id += need
         if cmd != CANCEL:
@@ -183,6 +246,7 @@ class Client(object):
         raw = self.nb.recv_packet(timeout or self.timeout).get_trailer()
         if raw[:4] != b"\xfeSMB":
             raise RuntimeError("unexpected frame %r" % raw[:4])
+        self.check_msg(raw)
         r = Response(raw)
         if r.mid == NOTIFY_ID:
             self.notifications.append(r)
