@@ -628,7 +628,8 @@ ready_open(struct px_conn *x, struct px_open *o, void *arg)
 		r->other = x;
 }
 
-/* Send the acknowledgement a with message id mid on behalf of open o. */
+/* Send the acknowledgement a with message id mid on behalf of open o; -2
+ * when it could not be built (mid unspent), -1 when sending failed. */
 static int
 send_ack(struct px_conn *c, const struct px_lease_owed *a,
     const struct px_open *o, uint64_t mid)
@@ -654,7 +655,7 @@ send_ack(struct px_conn *c, const struct px_lease_owed *a,
 		    a->level);
 	if (n == 0 || (p = px_emit_pending(c, mid, SMB2_OPLOCK_BREAK, 1)) ==
 	    NULL)
-		return -1;
+		return -2;
 	p->session_id = o->session_id;
 	p->tree_id = o->tree_id;
 	p->fid = a->fid;
@@ -722,6 +723,7 @@ progress_conn(struct px_conn *c)
 		struct ready_arg r = { 0, 0, NULL, c, NULL };
 		struct starve_arg sa;
 		double ms;
+		int rc;
 
 		(void)each_open(c, a->kind, a->key, &a->fid, ready_open, &r);
 		if (r.live == 0 || r.any == NULL) {
@@ -790,7 +792,9 @@ progress_conn(struct px_conn *c)
 			pp = &a->next;      /* an id or the data on its way */
 			continue;
 		}
-		if (send_ack(c, a, r.any, a->mid) == -1) {
+		if ((rc = send_ack(c, a, r.any, a->mid)) < 0) {
+			if (rc == -2)       /* its id goes to the pool */
+				owed_forget(c, a);
 			log_warnx("conn=%llu cannot send a break "
 			    "acknowledgement (id %llu): left to the server's "
 			    "break timeout", (unsigned long long)c->id,
