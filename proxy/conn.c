@@ -73,6 +73,7 @@ px_opaque_reason_name(enum px_opaque_reason r)
 static const char *const close_names[PX_CLOSE_NREASONS] = {
 	"none", "bad-frame", "connect-failed", "connect-timeout", "no-memory",
 	"shutdown", "idle", "server-timeout", "cannot-sign",
+	"not-authentic", "server-unreadable",
 };
 
 const char *

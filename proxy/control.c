@@ -208,6 +208,9 @@ static const struct {
 	    "Bytes of those not decrypted"),
 	C("bad_signatures", bad_signatures,
 	    "Client requests whose signature did not verify"),
+	C("server_not_authentic", server_not_authentic,
+	    "Server answers smbaccel would act on that failed their "
+	    "session's signing or sealing (connection closed)"),
 	C("sessions_server_signs_all", sessions_server_signs_all,
 	    "Unkeyed sessions whose server signs every answer"),
 	C("sessions_expiring", sessions_expiring,

@@ -935,6 +935,117 @@ px_keyed_verify(struct px_conn *c, struct px_session *s, const uint8_t *msg,
 	return false;
 }
 
+/* Does smbaccel act on the answer to p rather than pass it on whole?
+ * Everything but the client's own READs (the bulk of what a server sends,
+ * checked by the client): its own requests' answers, widened READs cut
+ * back, and every other answer, from which the ledger, leases, locks and
+ * the document cache learn (small messages). */
+static bool
+acted_on(const struct px_pending *p)
+{
+	if (p->origin == PX_ORIGIN_PROXY)
+		return true;
+	if (p->command == SMB2_READ)
+		return p->u.io.widened;
+	return p->command != SMB2_NEGOTIATE && p->command != SMB2_SESSION_SETUP;
+}
+
+static struct px_lograte srv_sig_rate;
+
+/* Why the plain answer el to p in keyed session s is not authentic, or
+ * NULL.  It must come as its request went: sealed (then it would not be
+ * plain), or signed where signing is required. */
+static const char *
+plain_not_authentic(struct px_conn *c, struct px_session *s,
+    const struct px_pending *p, const struct smb2_hdr *h, const uint8_t *el,
+    size_t len)
+{
+	const struct px_tree *t = px_tree_find(&c->led, p->session_id,
+	    p->tree_id);
+	bool tree_seals = t && (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+	bool seal, sign;
+
+	if (p->origin == PX_ORIGIN_PROXY) {
+		/* as px_emit_prot sent it */
+		seal = c->led.cipher != 0 && (s->encrypt || s->client_seals ||
+		    tree_seals);
+		sign = !seal && s->signing_required;
+	} else if (p->command == SMB2_READ) {
+		seal = p->u.io.prot_encrypt;
+		sign = p->u.io.prot_sign && s->signing_required;
+	} else {
+		seal = c->led.cipher != 0 && (s->encrypt || tree_seals);
+		sign = !seal && s->signing_required && p->signed_rq;
+	}
+	if (seal)
+		return "plain where its request went sealed";
+	if (!sign)
+		return NULL;
+	if (!(h->flags & SMB2_FLAGS_SIGNED)) {
+		/* a session the server no longer has cannot sign */
+		if (h->status == NT_STATUS_USER_SESSION_DELETED ||
+		    h->status == NT_STATUS_NETWORK_SESSION_EXPIRED)
+			return NULL;
+		return "unsigned in a session that requires signing";
+	}
+	if (px_smb2_verify_ctx(ctx_of(s), &s->kx->keys, c->led.dialect,
+	    c->led.signing_alg, el, len, true, false) != 0)
+		return "bad signature";
+	return NULL;
+}
+
+int
+px_keyed_answers_authentic(struct px_conn *c, const uint8_t *msg,
+    size_t mlen, uint64_t sealed_id)
+{
+	int i, n = px_smb2_compound_count(msg, mlen);
+	size_t off = 0;
+
+	for (i = 0; i < n; i++) {
+		struct smb2_hdr h;
+		const struct px_pending *p;
+		struct px_session *s;
+		const char *why = NULL;
+		const uint8_t *el = msg + off;
+		char more[64];
+
+		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
+			return 0;       /* the relay judges what does not decode */
+		off += h.elem_len;
+		if (!h.is_response || h.message_id == SMB2_NOTIFY_MESSAGE_ID ||
+		    (h.status == NT_STATUS_PENDING &&
+		    (h.flags & SMB2_FLAGS_ASYNC_COMMAND)))
+			continue;       /* breaks and interims: not signed */
+		if ((p = px_pending_find(&c->led, h.message_id)) == NULL ||
+		    !acted_on(p))
+			continue;
+		if ((s = px_session_find(&c->led, p->session_id)) == NULL ||
+		    !s->keyed)
+			continue;       /* nothing to check it with */
+		if (sealed_id != 0) {
+			if (sealed_id != p->session_id)
+				why = "sealed under another session";
+		} else
+			why = plain_not_authentic(c, s, p, &h, el, h.elem_len);
+		if (why == NULL)
+			continue;
+		px_stats.server_not_authentic++;
+		if (px_lograte_ok(&srv_sig_rate, px_now_ms(), PX_LOGRATE_BURST,
+		    PX_LOGRATE_MS))
+			log_warnx("conn=%llu session=0x%llx the server's answer "
+			    "to %s%s (mid=%llu) is not authentic: %s; closing "
+			    "the connection, as a client would, rather than "
+			    "act on it%s", (unsigned long long)c->id,
+			    (unsigned long long)s->id,
+			    p->origin == PX_ORIGIN_PROXY ? "smbaccel's " : "",
+			    px_smb2_cmd_name(p->command),
+			    (unsigned long long)h.message_id, why,
+			    px_lograte_more(&srv_sig_rate, more, sizeof(more)));
+		return -1;
+	}
+	return 0;
+}
+
 int
 px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
     size_t len, bool from_server)
@@ -1034,6 +1145,12 @@ sealed_session(struct px_conn *c, const uint8_t *msg, size_t len)
 	if (s == NULL || !s->keyed || c->led.cipher == 0)
 		return NULL;
 	return s;
+}
+
+bool
+px_keyed_sealed_by_keyed(struct px_conn *c, const uint8_t *msg, size_t len)
+{
+	return sealed_session(c, msg, len) != NULL;
 }
 
 int

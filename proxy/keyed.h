@@ -59,6 +59,15 @@ double px_keyed_expiry_ms(const struct px_conn *c,
 void px_keyed_client_signs(struct px_conn *c, struct px_session *s);
 bool px_keyed_verify(struct px_conn *c, struct px_session *s,
     const uint8_t *msg, size_t len, uint16_t command);
+/* The server's message msg (plaintext; sealed_id: the session it came
+ * sealed under, 0: plain): does every answer in it that smbaccel acts on
+ * rather than passing on whole (its own requests', widened READs', what it
+ * rewrites or learns from) carry the protection its request went with?  A
+ * client checks the same before it believes an answer (MS-SMB2 3.2.5.1.3).
+ * Answers passed on whole (the client's READs) are left to the client.
+ * -1: logged and counted; the connection must close. */
+int px_keyed_answers_authentic(struct px_conn *c, const uint8_t *msg,
+    size_t mlen, uint64_t sealed_id) PX_MUSTCHECK;
 int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
     size_t len, bool from_server) PX_MUSTCHECK;
 /* The plaintext of a sealed message and its session, or NULL; hand the
@@ -69,6 +78,9 @@ int px_keyed_sign(struct px_conn *c, uint64_t session_id, uint8_t *msg,
 uint8_t *px_keyed_decrypt(struct px_conn *c, const uint8_t *msg, size_t len,
     bool from_server, size_t head, size_t *outlen, struct px_session **sp,
     bool *partial);
+/* Does the sealed message msg name a session smbaccel holds the keys of? */
+bool px_keyed_sealed_by_keyed(struct px_conn *c, const uint8_t *msg,
+    size_t len);
 /* The first n bytes of the client's sealed message msg decrypted into
  * out, NOT authenticated (AES-GCM only, px_smb2_peek_ctx): to choose how
  * to open it, never to act on it.  0, or -1. */

@@ -170,6 +170,18 @@ px_pending_find_async(struct px_ledger *l, uint64_t async_id)
 }
 
 bool
+px_ledger_widened_pending(const struct px_ledger *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->tab_cap; i++)
+		if (l->tab[i] && l->tab[i]->origin == PX_ORIGIN_CLIENT &&
+		    l->tab[i]->command == SMB2_READ && l->tab[i]->u.io.widened)
+			return true;
+	return false;
+}
+
+bool
 px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
     uint64_t off, uint64_t len)
 {
@@ -720,8 +732,15 @@ on_tree_connect(struct px_ledger *l, const struct smb2_hdr *h,
 	split_unc(p->u.tcon.path ? p->u.tcon.path : "", t->server,
 	    sizeof(t->server), t->share, sizeof(t->share));
 	t->stats = NULL;
-	if (tr.share_type != SMB2_SHARE_TYPE_DISK) {
+	/* a request whose path did not decode (an extension, a path too
+	 * long or not UTF-16) names no section: its share's policy cannot
+	 * be known, so none of smbaccel's gates opens (not [global]'s) */
+	if (tr.share_type != SMB2_SHARE_TYPE_DISK || p->u.tcon.path == NULL) {
 		memset(&t->policy, 0, sizeof(t->policy)); /* gates off */
+		if (tr.share_type == SMB2_SHARE_TYPE_DISK)
+			log_info("conn=%llu tree=0x%x path of its TREE_CONNECT "
+			    "not decoded: relayed without acceleration",
+			    (unsigned long long)l->conn_id, h->tree_id);
 		return;
 	}
 	pol_share_lookup(l->cfg, t->server, t->share, &t->policy);

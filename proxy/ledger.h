@@ -333,6 +333,9 @@ void px_pending_del(struct px_ledger *l, struct px_pending *p);
 /* Does one of smbaccel's own WRITEs of o in flight overlap [off, off+len)?
  * (A walk of the table: for writes inside the hull of o's writes in
  * flight, wb_inflight_lo/hi, which is all a write past it needs.) */
+/* Is a client READ smbaccel widened still unanswered (its answer must be
+ * cut back: it cannot be relayed opaquely)? */
+bool px_ledger_widened_pending(const struct px_ledger *l);
 bool px_open_writes_overlap(const struct px_ledger *l,
     const struct px_open *o, uint64_t off, uint64_t len);
 

@@ -128,6 +128,10 @@ enum px_close_reason {
 	PX_CLOSE_IDLE,
 	PX_CLOSE_SERVER_TIMEOUT,
 	PX_CLOSE_CANNOT_SIGN,     /* a message to sign or seal, no key */
+	PX_CLOSE_NOT_AUTHENTIC,   /* a server answer smbaccel acts on fails
+	                           * its session's signature or sealing */
+	PX_CLOSE_UNREADABLE,      /* a server message smbaccel cannot read
+	                           * while it holds state of its own */
 	PX_CLOSE_NREASONS
 };
 const char *px_close_reason_name(enum px_close_reason r);
@@ -274,6 +278,8 @@ struct px_stats {
 	                                 * them */
 	uint64_t decrypt_skipped_bytes; /* ... bytes not decrypted so */
 	uint64_t bad_signatures;
+	uint64_t server_not_authentic;  /* server answers smbaccel would act
+	                                 * on, failing their protection */
 	uint64_t sessions_server_signs_all;  /* unkeyed sessions whose server
 	                                      * signs answers it need not */
 	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone

@@ -181,7 +181,8 @@ client_opaque(struct px_conn *c, enum px_opaque_reason r, const char *detail,
 {
 	/* an acknowledgement reserve would never be spent: give it back */
 	c->no_reserve = true;
-	if (!px_relay_quiet(c) || c->led.rsv.held) {
+	if (!px_relay_quiet(c) || c->led.rsv.held ||
+	    px_ledger_widened_pending(&c->led)) {
 		px_wb_flush_all(c, CO_FLUSH_OPAQUE);
 		c->stall = PX_STALL_CONN_IDLE;
 		return PX_RC_STALL;
@@ -638,6 +639,46 @@ px_relay_server_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 
 /* ---- server messages ------------------------------------------------------------- */
 
+/*
+ * A server message the relay cannot read (msg: as it came, or opened).
+ * Sealed under a session smbaccel holds the keys of, it did not open: not
+ * the server's, and the connection closes as a client's would.  Else, with
+ * nothing of smbaccel's outstanding, the rest is relayed opaquely; with
+ * acknowledged data, its own requests, pooled ids or widened READs
+ * outstanding, opaque relay would strand them (their answers would reach
+ * the client, the data never the server): the connection closes and
+ * what it held is logged as lost (px_relay_free).
+ */
+static enum px_rc
+server_unreadable(struct px_conn *c, const uint8_t *msg, size_t mlen,
+    const uint8_t *frame, size_t len)
+{
+	bool sealed = px_classify(msg, mlen) == PX_MAGIC_TRANSFORM;
+
+	if (sealed && px_keyed_sealed_by_keyed(c, msg, mlen)) {
+		px_stats.server_not_authentic++;
+		log_warnx("conn=%llu a sealed message from the server does not "
+		    "open with its session's keys: not authentic; closing the "
+		    "connection, as a client would", (unsigned long long)c->id);
+		(void)px_relay_fail(c, PX_CLOSE_NOT_AUTHENTIC);
+		return PX_RC_CLOSE;
+	}
+	if (!px_relay_quiet(c) || px_ledger_widened_pending(&c->led)) {
+		log_warnx("conn=%llu the server sent a message smbaccel cannot "
+		    "read (%s) while it holds state of its own (acknowledged "
+		    "writes, its requests or message ids): closing the "
+		    "connection (reason=server-unreadable) rather than relay "
+		    "opaquely and strand it", (unsigned long long)c->id,
+		    px_magic_name(px_classify(msg, mlen)));
+		(void)px_relay_fail(c, PX_CLOSE_UNREADABLE);
+		return PX_RC_CLOSE;
+	}
+	px_relay_ops->go_opaque(c, sealed ? PX_OPAQUE_ENCRYPTED_NO_KEY :
+	    PX_OPAQUE_DECODE_ERROR, "detail=server-message");
+	return px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == 0 ?
+	    PX_RC_DONE : PX_RC_CLOSE;
+}
+
 /* The answer to a request the proxy made itself; -1: close the
  * connection. */
 static int
@@ -690,25 +731,11 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 			return px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == 0 ?
 			    PX_RC_DONE : PX_RC_CLOSE;
 		}
-		/* FALLTHROUGH */
+		break;
 	default:
-		if (!px_relay_quiet(c))
-			log_warnx("conn=%llu server sent an undecodable message "
-			    "with write-behind state outstanding",
-			    (unsigned long long)c->id);
-		px_relay_ops->go_opaque(c, px_classify(msg, mlen) == PX_MAGIC_TRANSFORM ?
-		    PX_OPAQUE_ENCRYPTED_NO_KEY : PX_OPAQUE_DECODE_ERROR,
-		    "detail=server-message");
-		return px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == 0 ?
-		    PX_RC_DONE : PX_RC_CLOSE;
+		break;
 	}
-	if (!px_relay_quiet(c))
-		log_warnx("conn=%llu server sent a message it cannot read "
-		    "with write-behind state outstanding",
-		    (unsigned long long)c->id);
-	px_relay_ops->go_opaque(c, PX_OPAQUE_ENCRYPTED_NO_KEY, "detail=server-message");
-	return px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == 0 ? PX_RC_DONE :
-	    PX_RC_CLOSE;
+	return server_unreadable(c, msg, mlen, frame, len);
 }
 
 /*
@@ -728,11 +755,12 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	uint64_t sealed_id = sealed ? sealed->id : 0;
 
 	n = px_smb2_compound_count(msg, mlen);
-	if (n < 1) {
-		px_relay_ops->go_opaque(c, PX_OPAQUE_DECODE_ERROR,
-		    "detail=bad-server-header");
-		return px_relay_ops->send_frame(c, PX_CLIENT, frame, len) == 0 ?
-		    PX_RC_DONE : PX_RC_CLOSE;
+	if (n < 1)
+		return server_unreadable(c, msg, mlen, frame, len);
+	/* what smbaccel would act on must be the server's (keyed.c) */
+	if (px_keyed_answers_authentic(c, msg, mlen, sealed_id) == -1) {
+		(void)px_relay_fail(c, PX_CLOSE_NOT_AUTHENTIC);
+		return PX_RC_CLOSE;
 	}
 	c->smb2_seen = true;
 	c->led.smb1_negotiate = false;

@@ -8,6 +8,9 @@
 # encrypted_out grow, no bad signature), misses are widened and re-signed,
 # fetches signed, or sealed when the client seals (none travels in
 # clear); a reopen by a new connection is served from the copy.
+# Then through an on-path attacker (tamper.py) that changes the data of
+# large READ answers: smbaccel refuses its widened fetches (bad signature:
+# the connection closes) and never serves the changed bytes.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "keyed sessions"
@@ -51,4 +54,42 @@ for c in SMB2_02:sign SMB2_10:sign SMB3_02:sign SMB3_11:sign SMB3_11:seal; do
 done
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"
+
+# An on-path attacker (tamper.py) flips the last byte of every READ answer
+# of 32 KiB or more, signature untouched: the client's own 16 KiB READs
+# pass as the server sent them, smbaccel's widened 64 KiB fetches do not.
+# smbaccel must not cache or serve those: the reader gets right bytes or a
+# closed connection, never the attacker's (smbdd exit 3).  Before, the
+# copy took them and served them signed with the session's key.
+RELAY_PORT=$(free_port) || fail "no free port"
+bg "$PY" "$TESTS_DIR/tamper.py" "$RELAY_PORT" "$SMBD_PORT" 32768 2>>"$T/tamper.log"
+wait_port "$RELAY_PORT" 10 || fail "tamper.py is not accepting"
+P2_PORT=$(free_port) || fail "no free port"
+P2_CTL=$T/control2.sock
+cat > "$T/smbaccel2.conf" <<EOF
+[global]
+listen = 127.0.0.1:$P2_PORT
+upstream = 127.0.0.1:$RELAY_PORT
+mode = forward
+control_socket = $P2_CTL
+secrets = $T/secrets
+
+[share share]
+read_ahead = always
+EOF
+bg "$SMBACCEL" -c "$T/smbaccel2.conf" -f </dev/null >>"$T/proxy2.log" 2>&1
+wait_port "$P2_PORT" 10 || fail "the second smbaccel is not accepting (log: $(tail -n 5 "$T/proxy2.log"))"
+home=$(client_home tamper "client signing = required")
+f=dk-SMB3_02-sign
+out=$(HOME=$home timeout 120 "$SMBDD" read "$(smb_url "$P2_PORT" "$f")" 16K 200 \
+    -U "$SMB_USER%$SMB_PASS" -m SMB3_02 -s "$seed" -R "$size" -V -q 2>&1)
+rc=$?
+info "tampered: smbdd exit $rc: $(echo "$out" | tail -n 1)"
+info "tampered: $(grep -c '^tamper: READ' "$T/tamper.log") answers tampered with; proxy: $(grep -m1 'not authentic' "$T/proxy2.log")"
+[ "$rc" -ne 3 ] || fail "tampered: smbaccel served bytes an on-path attacker changed: $out"
+assert_ge 1 "$(grep -c '^tamper: READ' "$T/tamper.log")" "tampered: READ answers tamper.py changed"
+n=$("$SMBACCELCTL" -s "$P2_CTL" stats --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("server_not_authentic", 0))')
+assert_ge 1 "$n" "tampered: stats server_not_authentic"
+grep -q "is not authentic: bad signature; closing the connection" "$T/proxy2.log" ||
+    fail "tampered: no 'not authentic' log line"
 info "PASS"

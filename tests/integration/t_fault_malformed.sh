@@ -24,6 +24,11 @@
 #     interim response, and a TREE_CONNECT response to a SESSION_SETUP.
 #     Each connection is closed or relayed (opaquely) within 5 s, and a
 #     normal NEGOTIATE through the same smbaccel works after each.
+#  3. the real server behind tamper.py, which puts a message no peer can
+#     read before the server's next answer while smbaccel holds 16 KiB it
+#     acknowledged: the connection closes at once
+#     (reason=server-unreadable), never opaque, the loss logged and
+#     counted.
 # Meanwhile smbclient transfers through the first proxy stay intact; the
 # proxies stay up; every malformed connection has log lines (printed).
 . "$(dirname "$0")/lib.sh"
@@ -99,6 +104,47 @@ while read -r line; do
 	[ -n "$p" ] && conn_log "$p" "$P2_LOG" | sed 's/^/      log: /'
 done < "$T/server.out"
 kill -0 "$p2" 2>/dev/null || { tail -n 20 "$P2_LOG"; fail "the smbaccel in front of the lying server died"; }
+
+# 3. a message smbaccel cannot read from the real server (tamper.py puts
+# one before the server's next answer) while it holds 16 KiB it
+# acknowledged: no opaque relay (the data would never be written and the
+# answers to its own requests would reach the client): the connection
+# closes at once (reason=server-unreadable) and the loss is logged and
+# counted.  Before, the connection turned opaque and the data stayed held
+# until the client went away.
+TP_PORT=$(free_port) || fail "no free port"
+bg "$PY" "$TESTS_DIR/tamper.py" "$TP_PORT" "$SMBD_PORT" 999999999 "$T/garble" 2>>"$T/tamper.log"
+wait_port "$TP_PORT" 10 || fail "tamper.py is not accepting"
+P3_PORT=$(free_port) || fail "no free port"
+P3_LOG=$T/proxy3.log
+cat > "$T/proxy3.conf" <<EOF
+[global]
+listen = 127.0.0.1:$P3_PORT
+upstream = 127.0.0.1:$TP_PORT
+mode = forward
+control_socket = $T/control3.sock
+[share share]
+write_behind = always
+flush_idle = 60s
+flush_max_age = 60s
+EOF
+bg "$SMBACCEL" -c "$T/proxy3.conf" -f </dev/null >>"$P3_LOG" 2>&1
+wait_port "$P3_PORT" 10 || { cat "$P3_LOG"; fail "third smbaccel not accepting"; }
+out=$(timeout 60 "$PY" "$TESTS_DIR/garble_client.py" "$P3_PORT" "$T/garble" garbled 2>&1) ||
+    fail "3: garble_client.py failed: $out"
+info "3: $out; $(grep -m1 'tamper: garbage' "$T/tamper.log")"
+n=50
+until grep -q "reason=server-unreadable" "$P3_LOG"; do
+	n=$((n - 1))
+	[ $n -gt 0 ] || { tail -n 20 "$P3_LOG"; fail "3: the connection was not closed with reason=server-unreadable"; }
+	sleep 0.1
+done
+grep "server-unreadable\|closed with write-behind\|opaque" "$P3_LOG" | sed 's/^/    3: log: /'
+grep -q "opaque reason=" "$P3_LOG" && fail "3: the connection turned opaque with acknowledged data held"
+grep -q "file=garbled offset=0 length=16384 closed with write-behind data not acknowledged" "$P3_LOG" ||
+    fail "3: the loss of the 16 KiB held is not logged with file, offset and length"
+n=$("$SMBACCELCTL" -s "$T/control3.sock" stats --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin).get("lost_bytes", 0))')
+assert_eq 16384 "$n" "3: stats lost_bytes"
 
 touch "$T/stop"
 wait "$bgpid"

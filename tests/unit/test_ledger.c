@@ -442,6 +442,52 @@ test_tree_open_lifecycle(void)
 	pol_free(cfg);
 }
 
+/* A TREE_CONNECT whose path does not decode (the request extension flag,
+ * 2.2.9.1) but which the server accepts gets no gate open: its share's
+ * section cannot be known, and [global]'s settings are not its share's. */
+static void
+test_tree_path_undecoded(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_tree *t;
+	uint8_t body[512];
+	size_t n;
+	struct pol_config *cfg = pol_load_string("[global]\nlisten = 127.0.0.1:1\n"
+	    "upstream = 127.0.0.1:2\nwrite_behind = always\n"
+	    "read_ahead = always\n[share db]\nwrite_behind = off\n"
+	    "read_ahead = off\n", "test", NULL);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+	px_ledger_init(&l, 1);
+	l.cfg = cfg;
+	l.cr.S = l.cr.C = 100;
+	/* as sent, the path decodes: [share db] */
+	connect_tree(&l, 5, "\\\\srv\\db");
+	t = px_tree_find(&l, 0x1234, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_EQUAL(t->policy.write_behind, POL_GATE_OFF);
+	CU_ASSERT_EQUAL(t->policy.read_ahead, POL_GATE_OFF);
+	/* with the extension flag: not decoded, not [global]'s always */
+	h = rq(SMB2_TREE_CONNECT, 6, 1, 1);
+	n = tcon_req_body(body, "\\\\srv\\db");
+	px_put_u16(body + 2, 0x0004);
+	client_req(&l, &h, body, n);
+	memset(body, 0, 16);
+	px_put_u16(body, 16);
+	body[2] = SMB2_SHARE_TYPE_DISK;
+	px_put_u32(body + 12, 0x1f01ff);
+	h = rs(SMB2_TREE_CONNECT, 6, 1, 0);
+	h.tree_id = 8;
+	px_pending_free(server_rsp(&l, &h, body, 16, NULL));
+	t = px_tree_find(&l, 0x1234, 8);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	CU_ASSERT_EQUAL(t->policy.write_behind, POL_GATE_OFF);
+	CU_ASSERT_EQUAL(t->policy.read_ahead, POL_GATE_OFF);
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
 /* A ledger with policy defaults and tree 7 of session 0x1234 connected to
  * \\srv\docs (mid 5); the policy is the caller's to free. */
 static struct pol_config *
@@ -977,6 +1023,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "bank from proxy requests", test_bank_from_proxy_requests);
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
+	CU_add_test(s, "tree path not decoded: no gate", test_tree_path_undecoded);
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "per-share totals", test_share_stats);
