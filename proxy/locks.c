@@ -133,12 +133,28 @@ px_locks_answered(struct px_conn *c, const struct smb2_hdr *h,
 	struct px_open *o;
 	uint16_t i;
 
-	if (h->status != NT_STATUS_SUCCESS)
+	/* a lock request is granted whole or not at all; an unlock request
+	 * is done element by element, and one that fails (RANGE_NOT_LOCKED)
+	 * keeps those before it done (smbd does not undo them, nor does
+	 * MS-SMB2 3.3.5.14.1 ask it to) */
+	if (h->status != NT_STATUS_SUCCESS &&
+	    (h->status != NT_STATUS_RANGE_NOT_LOCKED || k == NULL || k->n == 0 ||
+	    !(k->el[0].flags & SMB2_LOCKFLAG_UNLOCK)))
 		return;
 	if (px_fileid_is_related(&fid) && last_create)
 		fid = *last_create;
 	if ((o = px_open_find(&c->led, &fid)) == NULL)
 		return;         /* closed meanwhile: its locks went with it */
+	if (h->status != NT_STATUS_SUCCESS) {
+		/* the elements up to the first smbaccel does not hold were
+		 * the ones done: the server failed on one it did not hold
+		 * either (what smbaccel keeps, the server granted) */
+		for (i = 0; i < k->n; i++)
+			if (co_brl_unlock(&o->brl, k->el[i].offset,
+			    k->el[i].length) == -1)
+				break;
+		return;
+	}
 	if (k == NULL) {
 		/* granted, but what is not known (no memory for it): no
 		 * I/O of the file is let through unchecked */

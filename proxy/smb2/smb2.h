@@ -128,6 +128,7 @@ const char *px_smb2_cmd_name(uint16_t cmd); /* "WRITE", or "0x0042" style for un
 #define NT_STATUS_MORE_PROCESSING_REQUIRED 0xC0000016u
 #define NT_STATUS_INVALID_PARAMETER        0xC000000Du
 #define NT_STATUS_ACCESS_DENIED            0xC0000022u
+#define NT_STATUS_RANGE_NOT_LOCKED         0xC000007Eu
 #define NT_STATUS_DISK_FULL                0xC000007Fu
 #define NT_STATUS_INSUFFICIENT_RESOURCES   0xC000009Au
 #define NT_STATUS_NOT_SUPPORTED            0xC00000BBu

@@ -31,6 +31,9 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
            posix locking = no only: see s_cross)
   stack    one open locks the same range twice (shared): one unlock leaves
            the other; a third unlock is RANGE_NOT_LOCKED
+  unlock2  one LOCK of two unlock elements, the second no longer locked:
+           RANGE_NOT_LOCKED, the first stays unlocked (smbd does not undo
+           it); h2 then reads and writes the range
   multi    one LOCK request with an exclusive and a shared element
   close    h1's CLOSE drops its locks: h2 reads again
   conn2    an open on a second connection (another client GUID, another
@@ -357,6 +360,23 @@ class Run(object):
         self.say("h2-close", c.close(h2))
         self.say("h1-close", c.close(h1))
 
+    def s_unlock2(self):
+        """One LOCK of two unlock elements, the second of a range no longer
+        locked: smbd unlocks the first and answers RANGE_NOT_LOCKED for the
+        request without undoing it; h2 (opened before, so under smbaccel's
+        lease) then reads and writes the range as directly."""
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h1-lock-0+10", c.lock(h1, [(0, 10, EXCLUSIVE | FAIL_IMMEDIATELY)]))
+        self.rw("h2", c, h2, 0, 10)
+        self.say("h1-unlock-0+10-twice", c.lock(h1, [(0, 10, UNLOCK), (0, 10, UNLOCK)]))
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h1", c, h1, 0, 10)
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
     def s_multi(self):
         c = self.c
         h1 = self.h1_file()
@@ -508,7 +528,7 @@ class Run(object):
         self.say("h2-close", c.close(h2))
 
 
-ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "multi",
+ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "unlock2", "multi",
          "close", "conn2", "conn2-async", "zero", "overflow", "ext-r",
          "ext-w"]
 NEEDS_DIRECT = ("ext-r", "ext-w")
