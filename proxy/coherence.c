@@ -313,6 +313,16 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 	}
 	case SMB2_LOCK:
 	case SMB2_CLOSE:
+		/* a LOCK of the file its compound's CREATE opens: every
+		 * other open of the path is marked now, the new one when
+		 * the answer comes (ledger.c) */
+		if (h->command == SMB2_LOCK &&
+		    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
+		    px_fileid_is_related(&fid) && rel.valid &&
+		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
+			lock_path(c, rel.share, rel.name);
+			break;
+		}
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    (o = px_open_find(&c->led, &fid)) != NULL) {
 			px_ra_drop(o, h->command == SMB2_LOCK ? PX_RA_LOCK :

@@ -1056,7 +1056,10 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 		break;
 	case SMB2_LOCK:
 		if (h->status == NT_STATUS_SUCCESS) {
-			struct px_open *o = px_open_find(l, &p->fid);
+			/* a related LOCK is of the compound's CREATE */
+			struct px_open *o = px_open_find(l,
+			    px_fileid_is_related(&p->fid) && last_create_fid ?
+			    last_create_fid : &p->fid);
 
 			if (o)
 				o->locked = true;

@@ -504,6 +504,61 @@ ledger_with_tree(struct px_ledger *l)
 	return cfg;
 }
 
+/* A related compound of a CREATE and a LOCK of the file it opens (FileId
+ * all 0xFF): the new open is marked locked when the LOCK's answer comes,
+ * as one locked by its own FileId is (every gate of a locked file stays
+ * shut: write-behind, read-ahead, the document cache). */
+static void
+test_related_lock(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct px_open *o;
+	struct smb2_fileid fid = { 79, 179 }, last;
+	struct msg m;
+	uint8_t body[512];
+	bool interim;
+	struct px_pending *p;
+	size_t n;
+	struct pol_config *cfg = ledger_with_tree(&l);
+
+	h = rq(SMB2_CREATE, 6, 1, 1);
+	n = create_req_body(body, "db.mdb", GENERIC_READ | GENERIC_WRITE, 0,
+	    0);
+	client_req(&l, &h, body, n);
+	h = rq(SMB2_LOCK, 7, 1, 1);
+	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+	memset(body, 0, 48);
+	px_put_u16(body, 48);
+	px_put_u16(body + 2, 1);                        /* one lock */
+	memset(body + 8, 0xff, 16);                     /* the CREATE's */
+	px_put_u64(body + 24, 0);
+	px_put_u64(body + 32, 100);
+	px_put_u32(body + 40, 0x2 | 0x10);  /* exclusive, fail immediately */
+	client_req(&l, &h, body, 48);
+	/* the answers, one compound: the CREATE's FileId carries over */
+	memset(&last, 0xff, sizeof(last));
+	h = rs(SMB2_CREATE, 6, 1, 0);
+	n = create_rsp_body(body, 0, 79);
+	mk(&m, &h, body, n);
+	px_ledger_server_response(&l, &m.h, &m.e, &last, &p, &interim);
+	px_pending_free(p);
+	o = px_open_find(&l, &fid);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_FALSE(o->locked);
+	h = rs(SMB2_LOCK, 7, 1, 0);
+	h.flags |= SMB2_FLAGS_RELATED_OPERATIONS;
+	memset(body, 0, 4);
+	px_put_u16(body, 4);
+	mk(&m, &h, body, 4);
+	px_ledger_server_response(&l, &m.h, &m.e, &last, &p, &interim);
+	px_pending_free(p);
+	CU_ASSERT_TRUE(o->locked);
+	CU_ASSERT_EQUAL(l.errors, 0);
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
 /* A CREATE the server answers async (STATUS_PENDING first: it waited for
  * another client's break): the final answer's header holds an AsyncId
  * where the tree id would be, so the open's tree is the request's. */
@@ -1024,6 +1079,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "async interim responses", test_async_interim);
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "tree path not decoded: no gate", test_tree_path_undecoded);
+	CU_add_test(s, "related LOCK of a compound's CREATE", test_related_lock);
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "per-share totals", test_share_stats);
