@@ -39,20 +39,6 @@ log_errors(const struct pol_errors *e)
 		log_warnx("policy: %s", e->msg[i]);
 }
 
-/* A reload refused after the new policy's keys were read: the old
- * policy's back in force.  A file that no longer loads leaves the new
- * one's keys (px_keyed keeps what it has when a load fails): said so. */
-static void
-restore_keys(struct pol_config *old, bool keytabs)
-{
-	if (px_keyed_load_secrets(pol_global(old)->secrets) == -1)
-		log_warnx("reload: the old policy's secrets file no longer "
-		    "loads; the new one's secrets stay in force");
-	if (keytabs && px_keyed_load_keytabs(old) == -1)
-		log_warnx("reload: the old policy's keytabs no longer load; "
-		    "the new one's stay in force");
-}
-
 /* Reload the policy file; 0 on success (new policy in force). */
 static int
 reload_policy(void)
@@ -77,26 +63,27 @@ reload_policy(void)
 		return -1;
 	}
 	pol_errors_free(&errs);
-	if (px_keyed_load_secrets(pol_global(ncfg)->secrets) == -1) {
+	/* the new keys are read, and put in force only with the policy:
+	 * a refused reload leaves the ones in use as they are */
+	switch (px_keyed_stage(ncfg)) {
+	case -1:
 		log_warnx("reload failed: secrets file refused; old policy "
 		    "kept");
 		pol_free(ncfg);
 		return -1;
-	}
-	if (px_keyed_load_keytabs(ncfg) == -1) {
+	case -2:
 		log_warnx("reload failed: keytab refused; old policy kept");
-		/* the new secrets were taken above: back to the old ones */
-		restore_keys(old, false);
 		pol_free(ncfg);
 		return -1;
 	}
 	if (px_listen_reload(pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
-		restore_keys(old, true);
+		px_keyed_discard();
 		pol_free(ncfg);
 		return -1;
 	}
+	px_keyed_commit(ncfg);
 	px_rt.cfg = ncfg;
 	for (c = px_conn_first(); c; c = c->next)
 		c->led.cfg = ncfg;

@@ -63,31 +63,57 @@ struct setup_auth {
 	struct px_krb_accept krb;   /* mech == PX_MECH_KERBEROS */
 };
 
-int
-px_keyed_load_secrets(const char *path)
+static bool
+crypto_up(const char *what)
 {
 	char err[512];
-	struct px_secrets *n;
 
-	if (path == NULL || *path == '\0') {
-		px_secrets_free(secrets);
-		secrets = NULL;
+	if (crypto_ready)
+		return true;
+	if (px_crypto_init(err, sizeof(err)) == -1) {
+		log_warnx("%s: %s", what, err);
+		return false;
+	}
+	crypto_ready = true;
+	return true;
+}
+
+/* The secrets file at path read into *out (NULL: none configured). */
+static int
+secrets_read(const char *path, struct px_secrets **out)
+{
+	char err[512];
+
+	*out = NULL;
+	if (path == NULL || *path == '\0')
 		return 0;
-	}
-	if (!crypto_ready) {
-		if (px_crypto_init(err, sizeof(err)) == -1) {
-			log_warnx("secrets: %s", err);
-			return -1;
-		}
-		crypto_ready = true;
-	}
-	if ((n = px_secrets_load(path, err, sizeof(err))) == NULL) {
+	if (!crypto_up("secrets"))
+		return -1;
+	if ((*out = px_secrets_load(path, err, sizeof(err))) == NULL) {
 		log_warnx("secrets: %s", err);
 		return -1;
 	}
+	return 0;
+}
+
+static void
+secrets_install(struct px_secrets *n, const char *path)
+{
 	px_secrets_free(secrets);
 	secrets = n;
-	log_info("secrets: %zu entries from %s", px_secrets_count(n), path);
+	if (n != NULL)
+		log_info("secrets: %zu entries from %s", px_secrets_count(n),
+		    path);
+}
+
+int
+px_keyed_load_secrets(const char *path)
+{
+	struct px_secrets *n;
+
+	if (secrets_read(path, &n) == -1)
+		return -1;
+	secrets_install(n, path);
 	return 0;
 }
 
@@ -103,45 +129,51 @@ keytabs_free(struct kt_slot *t, size_t n)
 	free(t);
 }
 
-/*
- * Load every keytab cfg names.  All or nothing: on any error the ones in
- * use stay, and -1 (start and reload refuse the policy).
- */
-int
-px_keyed_load_keytabs(const struct pol_config *cfg)
+/* Every keytab cfg names read into *out, *cnt of them; all or nothing. */
+static int
+keytabs_read(const struct pol_config *cfg, struct kt_slot **out, size_t *cnt)
 {
 	struct kt_slot *n = NULL;
-	size_t cnt = 0, i;
+	size_t i;
 	const char *path;
-	char err[512], desc[768];
+	char err[512];
 
-	while (pol_keytab_path(cfg, cnt) != NULL)
-		cnt++;
-	if (cnt > 0 && !crypto_ready) {
-		if (px_crypto_init(err, sizeof(err)) == -1) {
-			log_warnx("keytab: %s", err);
-			return -1;
-		}
-		crypto_ready = true;
-	}
-	if (cnt > 0 && (n = calloc(cnt, sizeof(*n))) == NULL) {
+	*out = NULL;
+	*cnt = 0;
+	while (pol_keytab_path(cfg, *cnt) != NULL)
+		(*cnt)++;
+	if (*cnt == 0)
+		return 0;
+	if (!crypto_up("keytab"))
+		return -1;
+	if ((n = calloc(*cnt, sizeof(*n))) == NULL) {
 		log_warnx("keytab: out of memory");
 		return -1;
 	}
-	for (i = 0; i < cnt; i++) {
+	for (i = 0; i < *cnt; i++) {
 		path = pol_keytab_path(cfg, i);
 		if ((n[i].path = strdup(path)) == NULL) {
 			log_warnx("keytab: out of memory");
-			keytabs_free(n, cnt);
+			keytabs_free(n, *cnt);
 			return -1;
 		}
 		if ((n[i].kt = px_keytab_load(path, err, sizeof(err))) == NULL) {
 			log_warnx("%s", err);   /* "keytab PATH: why" */
-			keytabs_free(n, cnt);
+			keytabs_free(n, *cnt);
 			return -1;
 		}
 		n[i].loaded = time(NULL);
 	}
+	*out = n;
+	return 0;
+}
+
+static void
+keytabs_install(struct kt_slot *n, size_t cnt)
+{
+	char desc[768];
+	size_t i;
+
 	keytabs_free(keytabs, nkeytabs);
 	keytabs = n;
 	nkeytabs = cnt;
@@ -149,7 +181,65 @@ px_keyed_load_keytabs(const struct pol_config *cfg)
 		px_keytab_describe(n[i].kt, desc, sizeof(desc));
 		log_info("keytab: %s: %s", n[i].path, desc);
 	}
+}
+
+/*
+ * Load every keytab cfg names.  All or nothing: on any error the ones in
+ * use stay, and -1 (start and reload refuse the policy).
+ */
+int
+px_keyed_load_keytabs(const struct pol_config *cfg)
+{
+	struct kt_slot *n;
+	size_t cnt;
+
+	if (keytabs_read(cfg, &n, &cnt) == -1)
+		return -1;
+	keytabs_install(n, cnt);
 	return 0;
+}
+
+/* A policy's keys read, not yet in force (px_keyed_stage). */
+static struct {
+	bool set;
+	struct px_secrets *secrets;
+	struct kt_slot *kt;
+	size_t nkt;
+} staged;
+
+void
+px_keyed_discard(void)
+{
+	if (!staged.set)
+		return;
+	px_secrets_free(staged.secrets);
+	keytabs_free(staged.kt, staged.nkt);
+	memset(&staged, 0, sizeof(staged));
+}
+
+int
+px_keyed_stage(const struct pol_config *cfg)
+{
+	px_keyed_discard();
+	if (secrets_read(pol_global(cfg)->secrets, &staged.secrets) == -1)
+		return -1;
+	if (keytabs_read(cfg, &staged.kt, &staged.nkt) == -1) {
+		px_secrets_free(staged.secrets);
+		staged.secrets = NULL;
+		return -2;
+	}
+	staged.set = true;
+	return 0;
+}
+
+void
+px_keyed_commit(const struct pol_config *cfg)
+{
+	if (!staged.set)
+		return;
+	secrets_install(staged.secrets, pol_global(cfg)->secrets);
+	keytabs_install(staged.kt, staged.nkt);
+	memset(&staged, 0, sizeof(staged));
 }
 
 const struct px_keytab *

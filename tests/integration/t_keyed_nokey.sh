@@ -14,7 +14,8 @@
 # lowest and highest with a wrong password or hash; the highest with the
 # other domain's entry.
 # Reloads refused after the new secrets file was read (a keytab that is
-# not one; an upstream that does not resolve) leave the old secrets in
+# not one; an upstream that does not resolve; the secrets file in use
+# edited in place, with a keytab that is not one) leave the old secrets in
 # force: the wrong password, so the next session is still key-mismatch.
 # Then secrets files the daemon must refuse, with an error naming the
 # problem: mode 0644, mode 0640, owned by a non-root user, a bad line, a
@@ -106,6 +107,15 @@ refused_reloads() {
 	    -e "s|^upstream = .*|upstream = nosuch-upstream.invalid:445|" "$orig" > "$PROXY_CONF"
 	hup_refused "upstream does not resolve; old policy kept"
 	nk_case "sign-refused-upstream-$d" "$d" key-mismatch
+	# the file in use edited in place to the right password, and a keytab
+	# that is not one: refused, and what the file held when it was last
+	# taken stays in force (before, it was read again from disk)
+	cp "$T/secrets" "$T/secrets.wrong"
+	write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
+	sed "s|^secrets = .*|&\nkeytab = $T/bad.keytab|" "$orig" > "$PROXY_CONF"
+	hup_refused "keytab refused; old policy kept"
+	nk_case "sign-refused-edited-$d" "$d" key-mismatch
+	cp "$T/secrets.wrong" "$T/secrets"
 	# the same file with the right password, and nothing else changed: in
 	# force (the case above can fail)
 	sed "s|^secrets = .*|secrets = $T/secrets-good|" "$orig" > "$PROXY_CONF"
