@@ -63,6 +63,20 @@ struct setup_auth {
 	struct px_krb_accept krb;   /* mech == PX_MECH_KERBEROS */
 };
 
+/* A request's setup_auth freed with its pending entry, however that ends
+ * (answered, refused, the connection gone): keys wiped first. */
+static void
+auth_free(void *p)
+{
+	struct setup_auth *sa = p;
+
+	if (sa == NULL)
+		return;
+	px_krb_accept_wipe(&sa->krb);
+	OPENSSL_cleanse(sa, sizeof(*sa));
+	free(sa);
+}
+
 static bool
 crypto_up(const char *what)
 {
@@ -479,6 +493,7 @@ px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
 	    (sa = calloc(1, sizeof(*sa))) == NULL)
 		return;
 	p->u.sess.auth = sa;
+	p->u.sess.auth_free = auth_free;
 	rc = px_ntlm_parse_authenticate(sr.sec_buf, sr.sec_buf_len, &sa->ntlm);
 	sa->mech = sa->ntlm.mech;
 	sa->ntlm_ok = rc == PX_NTLM_OK;
@@ -643,8 +658,13 @@ reauth_key(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
 		    "final response does not verify with the session's keys "
 		    "(kept, as the server keeps them)",
 		    (unsigned long long)c->id, (unsigned long long)s->id);
-	if (sa->mech == PX_MECH_KERBEROS && sa->krb.result == PX_KRB_R_OK) {
-		s->kx->tkt_end = sa->krb.ticket_end;
+	/* the new ticket: read at the request, or with an AP-REP that came
+	 * in a MORE_PROCESSING answer (the final request then carries no
+	 * Kerberos token) */
+	if ((sa->mech == PX_MECH_KERBEROS && sa->krb.result == PX_KRB_R_OK) ||
+	    (sa->mech == PX_MECH_NONE && s->kx->have_krb_key)) {
+		s->kx->tkt_end = sa->mech == PX_MECH_NONE ? s->kx->krb_end :
+		    sa->krb.ticket_end;
 		if (s->expiring)
 			log_info("conn=%llu session=0x%llx re-authenticated "
 			    "with a ticket that ends %s: acted on again",
@@ -688,9 +708,14 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 		/* the last leg of a Kerberos exchange whose AP-REP came in
 		 * a MORE_PROCESSING response (krb_more_processing) */
 		if (s->kx != NULL && s->kx->have_krb_key) {
+			const char *why;
+
 			sa->mech = PX_MECH_KERBEROS;
-			return accept_key(c, s, s->kx->krb_key,
+			why = accept_key(c, s, s->kx->krb_key,
 			    s->kx->krb_keylen, h, msg, len, false);
+			if (why == NULL)
+				s->kx->tkt_end = s->kx->krb_end;
+			return why;
 		}
 		return "no-ntlm";
 	default:
@@ -817,7 +842,7 @@ krb_more_processing(struct px_conn *c, struct px_session *s,
 		    px_krb_session_key(&sa->krb, m, kx->krb_key,
 		    &kx->krb_keylen) == PX_KRB_R_OK) {
 			kx->have_krb_key = true;
-			kx->tkt_end = sa->krb.ticket_end;
+			kx->krb_end = sa->krb.ticket_end;
 		}
 	}
 	free(m);
@@ -851,8 +876,17 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 		krb_more_processing(c, s, p, msg, len);
 		return;
 	}
-	if (h->status != NT_STATUS_SUCCESS)
+	if (h->status != NT_STATUS_SUCCESS) {
+		/* refused: what the exchange yielded is no longer needed */
+		if (p->u.sess.auth != NULL)
+			px_krb_accept_wipe(&((struct setup_auth *)
+			    p->u.sess.auth)->krb);
+		if (s->kx) {
+			s->kx->have_krb_key = false;
+			OPENSSL_cleanse(s->kx->krb_key, sizeof(s->kx->krb_key));
+		}
 		return;
+	}
 	if (p->u.sess.auth == NULL || !((struct setup_auth *)
 	    p->u.sess.auth)->reauth)
 		memcpy(s->preauth, p->u.sess.preauth, 64);

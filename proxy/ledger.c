@@ -41,6 +41,9 @@ px_pending_free(struct px_pending *p)
 		free(p->u.create.name);
 	else if (p->command == SMB2_TREE_CONNECT)
 		free(p->u.tcon.path);
+	else if (p->command == SMB2_SESSION_SETUP &&
+	    p->origin == PX_ORIGIN_CLIENT && p->u.sess.auth_free != NULL)
+		p->u.sess.auth_free(p->u.sess.auth);
 	else if (p->command == SMB2_SESSION_SETUP && p->origin == PX_ORIGIN_CLIENT)
 		free(p->u.sess.auth);
 	else if (p->command == SMB2_LOCK)

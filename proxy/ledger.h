@@ -26,6 +26,8 @@ struct px_keyed {
 	bool have_krb_key;
 	size_t krb_keylen;
 	uint8_t krb_key[PX_KRB_KEY_MAX];
+	int64_t krb_end;                 /* ... and its ticket's end, taken
+	                                  * when the exchange succeeds */
 	struct px_smb_keys keys;
 	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
@@ -158,7 +160,8 @@ struct px_pending {
 			uint8_t security_mode;
 			bool binding;            /* SMB2_SESSION_FLAG_BINDING */
 			uint8_t preauth[64];     /* hash including this request */
-			void *auth;              /* struct px_ntlm_auth, malloc'd */
+			void *auth;              /* keyed.c's, malloc'd */
+			void (*auth_free)(void *); /* frees (and wipes) it */
 		} sess;
 		struct {
 			struct px_brl_req *req; /* its elements (locks.c) */
