@@ -173,6 +173,39 @@ px_pending_find_async(struct px_ledger *l, uint64_t async_id)
 }
 
 bool
+px_ledger_read_compressed(struct px_ledger *l, const uint8_t *msg,
+    size_t mlen)
+{
+	struct smb2_hdr h;
+	const struct px_tree *t;
+	size_t off = 0;
+	uint64_t sid = 0;
+	uint32_t tid = 0;
+
+	if (!l->compression)
+		return false;
+	while (off < mlen && px_smb2_hdr_decode(msg, mlen, off, &h) == 0) {
+		if (!(h.flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
+			sid = h.session_id;
+			tid = h.tree_id;
+		}
+		if (h.command == SMB2_READ) {
+			if (h.elem_len >= SMB2_HDR_LEN + 4 &&
+			    (msg[off + SMB2_HDR_LEN + 3] &
+			    SMB2_READFLAG_REQUEST_COMPRESSED))
+				return true;
+			t = px_tree_find(l, sid, tid);
+			if (t && (t->share_flags & SMB2_SHAREFLAG_COMPRESS_DATA))
+				return true;
+		}
+		if (h.next_command == 0)
+			break;
+		off += h.elem_len;
+	}
+	return false;
+}
+
+bool
 px_ledger_widened_pending(const struct px_ledger *l)
 {
 	size_t i;
@@ -747,6 +780,14 @@ on_tree_connect(struct px_ledger *l, const struct smb2_hdr *h,
 		return;
 	}
 	pol_share_lookup(l->cfg, t->server, t->share, &t->policy);
+	/* a share with CompressData on a connection that negotiated
+	 * compression: the server may answer any READ compressed, which
+	 * smbaccel cannot read: it fetches nothing there (and the client's
+	 * first READ turns the connection opaque, px_ledger_read_compressed) */
+	if (l->compression && (tr.share_flags & SMB2_SHAREFLAG_COMPRESS_DATA)) {
+		t->policy.read_ahead = POL_GATE_OFF;
+		t->policy.read_cache = false;
+	}
 	if ((t->stats = px_share_stats_get(t->server, t->share)) != NULL)
 		t->stats->tree_connects++;
 }
@@ -883,6 +924,7 @@ on_negotiate(struct px_ledger *l, const struct smb2_hdr *h,
 		l->cipher = 1;
 	/* no SIGNING_CAPABILITIES answer: AES-CMAC (MS-SMB2 3.2.5.2) */
 	l->signing_alg = nr.has_signing_alg ? nr.signing_alg : 1;
+	l->compression = nr.dialect == SMB2_DIALECT_0311 && nr.compression;
 	l->negotiated = nr.dialect != SMB2_DIALECT_WILDCARD;
 }
 

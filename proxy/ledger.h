@@ -315,6 +315,7 @@ struct px_ledger {
 	                             * minus px_now_ms() */
 	uint16_t cipher;            /* 3.1.1 ENCRYPTION_CAPABILITIES answer */
 	uint16_t signing_alg;       /* 3.1.1 SIGNING_CAPABILITIES answer */
+	bool compression;           /* 3.1.1 compression negotiated */
 	uint8_t preauth_req[64];    /* hash over the last NEGOTIATE request */
 	uint8_t preauth[64];        /* connection preauth hash (3.1.1) */
 	uint64_t errors;
@@ -336,6 +337,11 @@ void px_pending_del(struct px_ledger *l, struct px_pending *p);
 /* Does one of smbaccel's own WRITEs of o in flight overlap [off, off+len)?
  * (A walk of the table: for writes inside the hull of o's writes in
  * flight, wb_inflight_lo/hi, which is all a write past it needs.) */
+/* May the server answer a READ of the client's message msg compressed
+ * (compression negotiated, and the READ asks for it or its share has
+ * CompressData, MS-SMB2 3.3.5.12)?  smbaccel cannot read such an answer. */
+bool px_ledger_read_compressed(struct px_ledger *l, const uint8_t *msg,
+    size_t mlen);
 /* Is a client READ smbaccel widened still unanswered (its answer must be
  * cut back: it cannot be relayed opaquely)? */
 bool px_ledger_widened_pending(const struct px_ledger *l);

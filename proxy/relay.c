@@ -387,6 +387,10 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		    "detail=response-from-client", frame, len);
 	compound = n > 1;
 	c->smb2_seen = true;
+	/* a READ the server may answer compressed: opaque before it goes */
+	if (px_ledger_read_compressed(&c->led, msg, mlen))
+		return client_opaque(c, PX_OPAQUE_COMPRESSED,
+		    "detail=read-may-be-answered-compressed", frame, len);
 	/* a handle left open after a failed compound takes a leftover id */
 	if (px_cmp_kick(c) == -1)
 		return PX_RC_CLOSE;

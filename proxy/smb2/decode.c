@@ -366,6 +366,21 @@ negctx_rsp(void *arg, uint16_t type, const uint8_t *data, uint16_t len)
 		out->has_signing_alg = true;
 		out->signing_alg = px_get_u16(data + 2);
 		break;
+	case SMB2_COMPRESSION_CAPABILITIES: {
+		/* CompressionAlgorithmCount(2) Padding(2) Flags(4) ids: any
+		 * id but NONE (0) means compressed messages may come; one
+		 * that does not parse is taken to mean so too */
+		uint16_t i, cnt;
+
+		if (len < 8 || (cnt = px_get_u16(data)) > (len - 8) / 2) {
+			out->compression = true;
+			break;
+		}
+		for (i = 0; i < cnt; i++)
+			if (px_get_u16(data + 8 + 2 * i) != 0)
+				out->compression = true;
+		break;
+	}
 	default:
 		break;
 	}

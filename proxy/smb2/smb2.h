@@ -245,6 +245,9 @@ struct smb2_negotiate_rsp {
 	bool has_signing_alg;
 	uint16_t signing_alg;        /* 0 HMAC-SHA256, 1 CMAC, 2 GMAC */
 	uint16_t preauth_hash_alg;
+	bool compression;            /* COMPRESSION_CAPABILITIES answered with
+	                              * an algorithm (2.2.4.1.3): the server
+	                              * may send compressed messages */
 };
 int px_smb2_negotiate_rsp_decode(const struct smb2_elem *e,
     struct smb2_negotiate_rsp *out) PX_MUSTCHECK;
@@ -329,6 +332,8 @@ int px_smb2_session_setup_rsp_decode(const struct smb2_elem *e,
 #define SMB2_SHARE_TYPE_DISK 0x01
 #define SMB2_SHARE_TYPE_PIPE 0x02
 #define SMB2_SHAREFLAG_ENCRYPT_DATA 0x00008000u
+#define SMB2_SHAREFLAG_COMPRESS_DATA 0x00100000u
+#define SMB2_READFLAG_REQUEST_COMPRESSED 0x02
 
 struct smb2_tree_connect_req {
 	uint16_t flags;

@@ -559,6 +559,39 @@ test_related_lock(void)
 	pol_free(cfg);
 }
 
+/* A READ the server may answer compressed (compression negotiated, and
+ * the READ asks for it or its share has CompressData): smbaccel must turn
+ * the connection opaque before it goes; not without compression. */
+static void
+test_read_compressed(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	struct msg m;
+	uint8_t body[64];
+	struct px_tree *t;
+	struct pol_config *cfg = ledger_with_tree(&l);
+
+	h = rq(SMB2_READ, 6, 1, 1);
+	memset(body, 0, 49);
+	px_put_u16(body, 49);
+	px_put_u32(body + 4, 4096);
+	body[3] = 0x02;                 /* SMB2_READFLAG_REQUEST_COMPRESSED */
+	mk(&m, &h, body, 49);
+	CU_ASSERT_FALSE(px_ledger_read_compressed(&l, m.b, m.e.len));
+	l.compression = true;
+	CU_ASSERT_TRUE(px_ledger_read_compressed(&l, m.b, m.e.len));
+	body[3] = 0;
+	mk(&m, &h, body, 49);
+	CU_ASSERT_FALSE(px_ledger_read_compressed(&l, m.b, m.e.len));
+	t = px_tree_find(&l, 0x1234, 7);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	t->share_flags |= 0x00100000;   /* SMB2_SHAREFLAG_COMPRESS_DATA */
+	CU_ASSERT_TRUE(px_ledger_read_compressed(&l, m.b, m.e.len));
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
 /* A CREATE the server answers async (STATUS_PENDING first: it waited for
  * another client's break): the final answer's header holds an AsyncId
  * where the tree id would be, so the open's tree is the request's. */
@@ -1080,6 +1113,7 @@ ut_register_ledger(void)
 	CU_add_test(s, "tree/open/break lifecycle", test_tree_open_lifecycle);
 	CU_add_test(s, "tree path not decoded: no gate", test_tree_path_undecoded);
 	CU_add_test(s, "related LOCK of a compound's CREATE", test_related_lock);
+	CU_add_test(s, "READ answered compressed", test_read_compressed);
 	CU_add_test(s, "async CREATE answer: the request's tree", test_async_create_tree);
 	CU_add_test(s, "related elements: the previous element's ids", test_related_ids);
 	CU_add_test(s, "per-share totals", test_share_stats);

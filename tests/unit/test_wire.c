@@ -984,6 +984,39 @@ test_negotiate_valid(void)
 	CU_ASSERT_EQUAL(r.preauth_hash_alg, 0);
 }
 
+/* A COMPRESSION_CAPABILITIES answer (2.2.4.1.3) naming an algorithm:
+ * compressed messages may come; naming NONE only, or absent: not. */
+static void
+test_negotiate_compression(void)
+{
+	uint8_t b[BUFSZ];
+	struct smb2_elem e;
+	struct smb2_negotiate_rsp r;
+	size_t n, o;
+
+	elem_of(&e, b, mk_negotiate_rsp(b));
+	CU_ASSERT_EQUAL_FATAL(px_smb2_negotiate_rsp_decode(&e, &r), 0);
+	CU_ASSERT_FALSE(r.compression);
+	n = mk_negotiate_rsp(b);
+	memset(b + n, 0, 4);                    /* pad to 224 */
+	px_put_u16(b + 70, 4);                  /* four contexts */
+	o = put_negctx(b, 224, SMB2_COMPRESSION_CAPABILITIES, 10);
+	px_put_u16(b + o, 1);                   /* one algorithm */
+	px_put_u16(b + o + 2, 0);
+	px_put_u32(b + o + 4, 0);
+	px_put_u16(b + o + 8, 0x0002);          /* LZ77 */
+	elem_of(&e, b, o + 10);
+	CU_ASSERT_EQUAL_FATAL(px_smb2_negotiate_rsp_decode(&e, &r), 0);
+	CU_ASSERT_TRUE(r.compression);
+	CU_ASSERT_EQUAL(r.signing_alg, 2);      /* the others still read */
+	px_put_u16(b + o + 8, 0x0000);          /* NONE */
+	CU_ASSERT_EQUAL_FATAL(px_smb2_negotiate_rsp_decode(&e, &r), 0);
+	CU_ASSERT_FALSE(r.compression);
+	px_put_u16(b + o, 7);                   /* a count the data lacks */
+	CU_ASSERT_EQUAL_FATAL(px_smb2_negotiate_rsp_decode(&e, &r), 0);
+	CU_ASSERT_TRUE(r.compression);
+}
+
 static void
 test_session_tcon_valid(void)
 {
@@ -2647,6 +2680,7 @@ ut_register_wire(void)
 	CU_add_test(s, "header bad fields", test_hdr_bad);
 	CU_add_test(s, "compound of 3, related", test_compound3);
 	CU_add_test(s, "negotiate valid", test_negotiate_valid);
+	CU_add_test(s, "negotiate compression", test_negotiate_compression);
 	CU_add_test(s, "session/tree connect valid", test_session_tcon_valid);
 	CU_add_test(s, "create valid", test_create_valid);
 	CU_add_test(s, "rename info", test_rename_info);
