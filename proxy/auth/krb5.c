@@ -630,7 +630,8 @@ px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 	if (g.tok != NULL && g.toklen >= sizeof(NEGOEX_SIG) &&
 	    memcmp(g.tok, NEGOEX_SIG, sizeof(NEGOEX_SIG)) == 0)
 		m->negoex = true;
-	if (g.mech != PX_MECH_KERBEROS || g.tok == NULL)
+	/* an empty token is no Kerberos message (spnego.c calls it NONE) */
+	if (g.mech != PX_MECH_KERBEROS || g.tok == NULL || g.toklen == 0)
 		return PX_NTLM_OTHER;
 	if (g.tok[0] == PX_DER_APP(0)) {
 		rc = gss_framed(g.tok, g.toklen, m);

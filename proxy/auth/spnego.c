@@ -59,7 +59,10 @@ mech_of_oid(const struct px_der *oid)
 /*
  * The mechanism of an inner token: NTLMSSP by its signature, Kerberos by
  * its GSS framing (0x60 + krb5 OID) or a bare AP-REQ ([APPLICATION 14]),
- * else what the SPNEGO OID said (hint), or OTHER.
+ * else what the SPNEGO OID said (hint), or OTHER.  An empty token (an
+ * OCTET STRING `04 00`) carries no mechanism's message: NONE, as if it
+ * were absent, whatever the hint, so that no parser looks at its first
+ * byte.
  */
 static enum px_gss_mech
 mech_of_token(const uint8_t *t, size_t n, enum px_gss_mech hint)
@@ -67,6 +70,8 @@ mech_of_token(const uint8_t *t, size_t n, enum px_gss_mech hint)
 	struct px_der d, app, oid;
 	uint8_t tag;
 
+	if (n == 0)
+		return PX_MECH_NONE;
 	if (n >= sizeof(NTLMSSP_SIG) && memcmp(t, NTLMSSP_SIG, 8) == 0)
 		return PX_MECH_NTLMSSP;
 	px_der_init(&d, t, n);

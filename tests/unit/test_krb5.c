@@ -1579,6 +1579,51 @@ test_built_framings(void)
 	    PX_NTLM_BAD);
 }
 
+/*
+ * An empty mechToken / responseToken (`04 00`) under a Kerberos OID is no
+ * Kerberos message, and nothing may look at its first byte: it would be
+ * the byte after the security buffer (ASan saw the parser read it).  The
+ * reviewer's input is parsed from a heap copy of its exact length (the
+ * SANITIZE=1 build catches a read past it), then with a byte after it
+ * that a parser reading on would take for GSS framing.
+ */
+static void
+test_empty_token(void)
+{
+	static const uint8_t resp[] = { 0xa1, 0x13, 0x30, 0x11, 0xa1, 0x0b,
+	    0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02,
+	    0xa2, 0x02, 0x04, 0x00 };
+	struct px_krb_msg m;
+	struct px_ntlm_challenge c;
+	struct buf q = { .n = 0 };
+	uint8_t *h;
+
+	h = malloc(sizeof(resp) + 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	memcpy(h, resp, sizeof(resp));
+	CU_ASSERT_EQUAL(px_krb_parse(h, sizeof(resp), &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_NONE);
+	CU_ASSERT_EQUAL(m.type, PX_KRB_MSG_NONE);
+	h[sizeof(resp)] = 0x60;
+	CU_ASSERT_EQUAL(px_krb_parse(h, sizeof(resp) + 1, &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_NONE);
+	h[sizeof(resp)] = 0x6E;
+	CU_ASSERT_EQUAL(px_krb_parse(h, sizeof(resp) + 1, &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(px_ntlm_parse_challenge(h, sizeof(resp) + 1, &c),
+	    PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(c.mech, PX_MECH_NONE);
+	free(h);
+	/* the same in a NegTokenInit's mechToken (krb5 first) and in a
+	 * NegTokenResp with the MS krb5 OID */
+	spnego_init(&q, OID_KRB5_DER, sizeof(OID_KRB5_DER));
+	CU_ASSERT_EQUAL(px_krb_parse(q.b, q.n, &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_NONE);
+	q.n = 0;
+	spnego_resp(&q);
+	CU_ASSERT_EQUAL(px_krb_parse(q.b, q.n, &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_NONE);
+}
+
 static void
 test_built_keys(void)
 {
@@ -1953,6 +1998,8 @@ ut_register_krb5(void)
 		  test_built_enctypes_and_subkeys },
 		{ "built: framings, u2u, NEGOEX, KRB-ERROR",
 		  test_built_framings },
+		{ "empty SPNEGO token under a Kerberos OID",
+		  test_empty_token },
 		{ "built: which key, kvno", test_built_keys },
 		{ "lying DER: security buffers", test_lying_outer },
 		{ "lying DER: inside the encryption", test_lying_inner },
