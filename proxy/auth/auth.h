@@ -40,7 +40,10 @@ int px_crypto_init(char *err, size_t errlen) PX_MUSTCHECK;
  *     [DOMAIN\]user:password:<text to the end of the line>
  * Blanks around the principal, the type and the hash are ignored; a
  * password is taken verbatim (only a trailing '\r' is removed).  The file
- * must be a regular file owned by root with no group/other permission bits.
+ * must be a regular file owned by root with no group/other permission
+ * bits, and the path must not be a symbolic link (O_NOFOLLOW; links in
+ * the directories above it are followed).  A FIFO or device at the path
+ * is refused without blocking on its open.
  */
 #define PX_SECRETS_MAX_ENTRIES 10000
 #define PX_SECRETS_MAX_LINE    1024          /* bytes, without the newline */
@@ -51,8 +54,9 @@ struct px_secrets;
 
 /*
  * Parse the file.  Returns NULL and a sentence in err naming the reason
- * (ownership, permissions, size, "line N: ...") on any problem: a file
- * with one bad line is refused whole.
+ * (ownership, permissions, "not a regular file", "a symbolic link, not
+ * followed", size, "line N: ...") on any problem: a file with one bad
+ * line is refused whole.
  */
 struct px_secrets *px_secrets_load(const char *path, char *err,
     size_t errlen);
@@ -447,9 +451,10 @@ int px_krb_parse_enc_ap_rep(const uint8_t *p, size_t n, bool *has_subkey,
 /*
  * A keytab (MIT format: https://web.mit.edu/kerberos/krb5-latest/doc/
  * formats/keytab_file_format.html), read with MIT krb5's keytab API.  The
- * same rules as the secrets file: a regular file owned by root with no
- * group or other permission bits (checked on the opened descriptor, which
- * is also what krb5 reads, through /proc/self/fd), bounded in size; a file
+ * same rules as the secrets file: a regular file, not a symbolic link,
+ * owned by root with no group or other permission bits (checked on the
+ * opened descriptor, which is also what krb5 reads, through /proc/self/fd),
+ * bounded in size; a file
  * that does not walk cleanly to its end (truncated, a record running past
  * the end), that krb5 cannot read whole, or that holds no key smbaccel can
  * use is refused with a sentence in err.  Keys are wiped when freed.

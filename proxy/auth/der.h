@@ -1,7 +1,8 @@
 /*
  * der.h - internal to proxy/auth/: the DER reader (der.c) and the
  * SPNEGO/GSS unwrapping (spnego.c) that the NTLM and Kerberos parsers
- * share.  Nothing outside proxy/auth/ includes it.
+ * share, and the few other functions one auth/ file lends another.
+ * Nothing outside proxy/auth/ includes it.
  *
  * The reader accepts only single-byte tags and definite lengths of at most
  * 4 length bytes, and checks every length against its enclosing element:
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "proxy/auth/auth.h"
 
@@ -115,5 +117,16 @@ int px_gss_unwrap(const uint8_t *buf, size_t len, struct px_gss_tok *g)
 int px_keytab_try_ticket(const struct px_keytab *kt,
     const struct px_krb_enc_data *enc, uint8_t *out, size_t *outlen,
     bool *had_enctype, bool *had_kvno) PX_MUSTCHECK;
+
+/*
+ * secrets.c for keytab.c: open a file of secrets (what: "secrets file",
+ * "keytab") by the rules they share: not a symbolic link (O_NOFOLLOW), a
+ * regular file (a FIFO or device is refused without blocking on its
+ * open), owned by root, no group or other permission bits.  The
+ * descriptor (blocking, close-on-exec) and *st, or -1 with
+ * "what path: reason" in err.
+ */
+int px_secret_file_open(const char *what, const char *path, struct stat *st,
+    char *err, size_t errlen) PX_MUSTCHECK;
 
 #endif

@@ -4,9 +4,10 @@
  *
  * A keytab holds the long-term keys of the file server's account: whoever
  * has it can decrypt every ticket issued to that server and impersonate
- * the server to clients.  So it gets the rules of the secrets file: a
- * regular file owned by root with no group or other permission bits,
- * checked on the opened descriptor, bounded in size.  The file is read
+ * the server to clients.  So it gets the rules of the secrets file
+ * (px_secret_file_open): a regular file, not a symbolic link, owned by
+ * root with no group or other permission bits, checked on the opened
+ * descriptor, bounded in size.  The file is read
  * once into memory and walked record by record (MIT's keytab reader stops
  * quietly at a truncated record, which would drop keys without a word);
  * the bytes walked are then handed to krb5's keytab API through a memfd,
@@ -529,29 +530,8 @@ px_keytab_load(const char *path, char *err, size_t errlen)
 
 	if (px_krb_init(err, errlen) == -1)
 		return NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		snprintf(err, errlen, "keytab %s: %s", path, strerror(errno));
+	if ((fd = px_secret_file_open("keytab", path, &st, err, errlen)) == -1)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1) {
-		snprintf(err, errlen, "keytab %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "keytab %s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "keytab %s: owned by uid %lu, must be "
-		    "owned by root", path, (unsigned long)st.st_uid);
-		goto out;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, "keytab %s: mode %04o gives access to "
-		    "group or others, must be 0600 or 0400", path,
-		    (unsigned)(st.st_mode & 07777));
-		goto out;
-	}
 	if (st.st_size > (off_t)PX_KEYTAB_MAX_SIZE) {
 		snprintf(err, errlen, "keytab %s: larger than %u bytes", path,
 		    PX_KEYTAB_MAX_SIZE);

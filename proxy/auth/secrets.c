@@ -2,8 +2,9 @@
  * secrets.c - the secrets file: [DOMAIN\]user -> NT hash (DESIGN.md 7).
  *
  * The file holds password equivalents, so it is refused unless it is a
- * regular file owned by root with no group or other permission bits; the
- * checks are made on the opened descriptor (fstat), not on the path.  A
+ * regular file (not a symbolic link, not a FIFO or device) owned by root
+ * with no group or other permission bits; the checks are made on the
+ * opened descriptor (fstat), not on the path.  A
  * file with one bad line is refused whole, with the line number, so that
  * a typo never silently drops a user.  Sizes are bounded (file, line,
  * entry count).  Hashes are wiped when the table is freed.
@@ -23,6 +24,7 @@
 #include <openssl/crypto.h>
 
 #include "proxy/auth/auth.h"
+#include "proxy/auth/der.h"
 
 struct px_secret {
 	char domain[PX_SECRETS_NAME_MAX + 1];   /* "" = any domain */
@@ -183,6 +185,64 @@ find(const struct px_secrets *s, const char *domain, const char *user)
 	return NULL;
 }
 
+/*
+ * The rules of a file of secrets, this one and a keytab (keytab.c), made
+ * on the opened descriptor so that what is checked is what is read.  The
+ * open itself must not block or follow anything: O_NONBLOCK, since opening
+ * a FIFO for reading waits for a writer (start-up and reload would hang
+ * before fstat could refuse it), cleared once the file is known to be
+ * regular; O_NOFOLLOW, since a symbolic link lets whoever may change it,
+ * or the directory it lies in, choose which file is read.
+ */
+int
+px_secret_file_open(const char *what, const char *path, struct stat *st,
+    char *err, size_t errlen)
+{
+	struct stat lst;
+	int fd, fl, e;
+
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC |
+	    O_NOCTTY)) == -1) {
+		e = errno;
+		if (e == ELOOP && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+			snprintf(err, errlen, "%s %s: a symbolic link, not "
+			    "followed (name the file itself)", what, path);
+		else
+			snprintf(err, errlen, "%s %s: %s", what, path,
+			    strerror(e));
+		return -1;
+	}
+	if (fstat(fd, st) == -1) {
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s %s: not a regular file", what, path);
+		goto fail;
+	}
+	if (st->st_uid != 0) {
+		snprintf(err, errlen, "%s %s: owned by uid %lu, must be owned "
+		    "by root", what, path, (unsigned long)st->st_uid);
+		goto fail;
+	}
+	if (st->st_mode & 077) {
+		snprintf(err, errlen, "%s %s: mode %04o gives access to group "
+		    "or others, must be 0600 or stricter", what, path,
+		    (unsigned)(st->st_mode & 07777));
+		goto fail;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) == -1 ||
+	    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1) {
+		snprintf(err, errlen, "%s %s: fcntl: %s", what, path,
+		    strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
 /* Read the whole file into a NUL-terminated buffer after the checks. */
 static char *
 read_checked(const char *path, size_t *lenp, char *err, size_t errlen)
@@ -193,32 +253,9 @@ read_checked(const char *path, size_t *lenp, char *err, size_t errlen)
 	ssize_t r;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
-		snprintf(err, errlen, "secrets file %s: %s", path,
-		    strerror(errno));
+	if ((fd = px_secret_file_open("secrets file", path, &st, err,
+	    errlen)) == -1)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1) {
-		snprintf(err, errlen, "secrets file %s: %s", path,
-		    strerror(errno));
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "secrets file %s: not a regular file",
-		    path);
-		goto fail;
-	}
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "secrets file %s: owned by uid %lu, "
-		    "must be owned by root", path, (unsigned long)st.st_uid);
-		goto fail;
-	}
-	if (st.st_mode & 077) {
-		snprintf(err, errlen, "secrets file %s: mode %04o gives "
-		    "access to group or others, must be 0600 or stricter",
-		    path, (unsigned)(st.st_mode & 07777));
-		goto fail;
-	}
 	if (st.st_size < 0 || (uintmax_t)st.st_size > PX_SECRETS_MAX_SIZE) {
 		snprintf(err, errlen, "secrets file %s: larger than %u bytes",
 		    path, PX_SECRETS_MAX_SIZE);

@@ -33,6 +33,7 @@
  *          user-to-user, NEGOEX, KRB-ERROR, and DER that lies.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -996,6 +997,132 @@ test_keytab_file(void)
 	free(g);
 	free(b);
 	tmp_clean();
+}
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * px_keytab_load (keytab true) or px_secrets_load under a 2 s alarm whose
+ * handler does not restart an interrupted call: a load that blocks in the
+ * open of a FIFO fails with EINTR ("Interrupted system call") instead of
+ * hanging the tests.
+ */
+static void *
+load_timed(bool keytab, const char *path, char *err, size_t errlen)
+{
+	struct sigaction sa, old;
+	void *r;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, &old) == -1)
+		return NULL;
+	alarm(2);
+	r = keytab ? (void *)px_keytab_load(path, err, errlen) :
+	    (void *)px_secrets_load(path, err, errlen);
+	alarm(0);
+	sigaction(SIGALRM, &old, NULL);
+	return r;
+}
+
+static void
+free_loaded(bool keytab, void *r)
+{
+	if (keytab)
+		px_keytab_free(r);
+	else
+		px_secrets_free(r);
+}
+
+/*
+ * The keytab and the secrets file share their rules (secrets.c,
+ * px_secret_file_open): a FIFO at the path is refused at once as "not a
+ * regular file" (it used to block start-up and reload in open(2) until a
+ * writer came), and so is a device; a symbolic link at the path is not
+ * followed, though a link among the directories above it is.
+ */
+static void
+test_secret_file_kinds(void)
+{
+	static const char sec[] = "u:password:x\n";
+	char dir[64], p[128], q[128], err[512];
+	uint8_t *b;
+	size_t n;
+	int fd, k;
+	void *r;
+
+	b = slurp(DATA "dc.keytab", &n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	snprintf(dir, sizeof(dir), "/tmp/ut-secfile.XXXXXX");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+	for (k = 0; k < 2; k++) {
+		bool keytab = k == 0;
+
+		/* the file itself, for the links */
+		snprintf(p, sizeof(p), "%s/file", dir);
+		CU_ASSERT_FATAL((fd = open(p, O_CREAT | O_WRONLY | O_TRUNC,
+		    0600)) != -1);
+		CU_ASSERT_FATAL(keytab ? write(fd, b, n) == (ssize_t)n :
+		    write(fd, sec, strlen(sec)) == (ssize_t)strlen(sec));
+		close(fd);
+		if (geteuid() == 0) {
+			r = load_timed(keytab, p, err, sizeof(err));
+			UT_CHECK(r != NULL, "%s: %s", p, err);
+			free_loaded(keytab, r);
+		}
+		/* a FIFO, root's and mode 0600 like a good file */
+		snprintf(p, sizeof(p), "%s/fifo", dir);
+		CU_ASSERT_EQUAL_FATAL(mkfifo(p, 0600), 0);
+		r = load_timed(keytab, p, err, sizeof(err));
+		UT_CHECK(r == NULL && strstr(err, "not a regular file") !=
+		    NULL && strstr(err, p) != NULL, "%s FIFO: %s",
+		    keytab ? "keytab" : "secrets", r ? "accepted" : err);
+		free_loaded(keytab, r);
+		unlink(p);
+		/* a device */
+		r = load_timed(keytab, "/dev/null", err, sizeof(err));
+		UT_CHECK(r == NULL && strstr(err, "not a regular file") !=
+		    NULL, "/dev/null: %s", r ? "accepted" : err);
+		free_loaded(keytab, r);
+		/* a symbolic link to the good file, and one to the FIFO */
+		snprintf(p, sizeof(p), "%s/link", dir);
+		CU_ASSERT_EQUAL_FATAL(symlink("file", p), 0);
+		r = load_timed(keytab, p, err, sizeof(err));
+		UT_CHECK(r == NULL && strstr(err, "a symbolic link, not "
+		    "followed") != NULL && strstr(err, p) != NULL,
+		    "%s link: %s", keytab ? "keytab" : "secrets",
+		    r ? "accepted" : err);
+		free_loaded(keytab, r);
+		unlink(p);
+		snprintf(q, sizeof(q), "%s/fifo", dir);
+		CU_ASSERT_EQUAL_FATAL(mkfifo(q, 0600), 0);
+		CU_ASSERT_EQUAL_FATAL(symlink("fifo", p), 0);
+		r = load_timed(keytab, p, err, sizeof(err));
+		UT_CHECK(r == NULL && strstr(err, "symbolic link") != NULL,
+		    "link to a FIFO: %s", r ? "accepted" : err);
+		free_loaded(keytab, r);
+		unlink(p);
+		unlink(q);
+		/* a link to the directory: only the last component counts */
+		snprintf(p, sizeof(p), "%s/dirlink", dir);
+		CU_ASSERT_EQUAL_FATAL(symlink(".", p), 0);
+		snprintf(q, sizeof(q), "%s/dirlink/file", dir);
+		if (geteuid() == 0) {
+			r = load_timed(keytab, q, err, sizeof(err));
+			UT_CHECK(r != NULL, "%s: %s", q, err);
+			free_loaded(keytab, r);
+		}
+		unlink(p);
+		snprintf(p, sizeof(p), "%s/file", dir);
+		unlink(p);
+	}
+	rmdir(dir);
+	free(b);
 }
 
 /* ---- the captured exchanges with the DC ----------------------------------- */
@@ -1989,6 +2116,8 @@ ut_register_krb5(void)
 		{ "RFC 3962 CTS vectors; an encryption built without krb5",
 		  test_rfc3962_cts },
 		{ "keytab file rules", test_keytab_file },
+		{ "keytab and secrets file: FIFO, device, symbolic link",
+		  test_secret_file_kinds },
 		{ "DC capture: ticket, authenticator, AP-REP, signature",
 		  test_dc_capture },
 		{ "DC capture: keytabs without the key", test_dc_capture_keys },
