@@ -243,43 +243,75 @@ ktu16(const uint8_t *p, bool be)
  * components, name_type (version 2), timestamp, vno8, keyblock (type,
  * counted contents), then an optional 32-bit vno.  MIT's reader trusts
  * these counts further than it should (it leaks, and may read the next
- * record, on a lying one), so it only ever sees records that pass.
+ * record, on a lying one), so it only ever sees records that pass.  The
+ * counts and lengths are 16-bit, and MIT reads them as krb5_int16: one
+ * above INT16_MAX is negative to it, and it stops at that entry (leaking
+ * the principal it has started) where this walk would have gone on, so
+ * such a length is refused here, by name.  0, or -1 with the field and
+ * what is wrong with it in why.
  */
 static int
-check_record(const uint8_t *r, size_t n, bool v2)
+check_record(const uint8_t *r, size_t n, bool v2, char *why, size_t whysz)
 {
 	size_t off = 2, i, nc, l;
+	char field[32];
 
-	if (n < 2)
-		goto bad;
-	nc = ktu16(r, v2);
-	if (!v2) {
-		if (nc == 0)
-			goto bad;
-		nc--;           /* version 1 counts the realm */
+	if (n < 2) {
+		snprintf(why, whysz, "no room for its component count");
+		return -1;
 	}
-	if (nc == 0 || nc > 16)
-		goto bad;
+	nc = ktu16(r, v2);
+	if (nc < (v2 ? 1u : 2u) || nc > (v2 ? 16u : 17u)) {
+		snprintf(why, whysz, "component count %zu, must be %s", nc,
+		    v2 ? "1 to 16" : "2 to 17 with the realm (version 1)");
+		return -1;
+	}
+	if (!v2)
+		nc--;           /* version 1 counts the realm */
 	for (i = 0; i <= nc; i++) {     /* realm, then the components */
-		if (n - off < 2)
-			goto bad;
+		if (i == 0)
+			snprintf(field, sizeof(field), "the realm");
+		else
+			snprintf(field, sizeof(field), "component %zu", i);
+		if (n - off < 2) {
+			snprintf(why, whysz, "%s's length runs past its "
+			    "record", field);
+			return -1;
+		}
 		l = ktu16(r + off, v2);
 		off += 2;
-		if (l == 0 || l > n - off)
-			goto bad;
+		if (l == 0 || l > INT16_MAX) {
+			snprintf(why, whysz, "%s's length is %zu, must be 1 to "
+			    "%d", field, l, INT16_MAX);
+			return -1;
+		}
+		if (l > n - off) {
+			snprintf(why, whysz, "%s (%zu bytes) runs past its "
+			    "record", field, l);
+			return -1;
+		}
 		off += l;
 	}
 	l = (v2 ? 4 : 0) + 4 + 1 + 2;   /* name_type, timestamp, vno8, type */
-	if (n - off < l + 2)
-		goto bad;
+	if (n - off < l + 2) {
+		snprintf(why, whysz, "the fields after the principal run past "
+		    "its record");
+		return -1;
+	}
 	off += l;
 	l = ktu16(r + off, v2);         /* key length */
 	off += 2;
-	if (l == 0 || l > n - off)
-		goto bad;
+	if (l == 0 || l > INT16_MAX) {
+		snprintf(why, whysz, "the key's length is %zu, must be 1 to %d",
+		    l, INT16_MAX);
+		return -1;
+	}
+	if (l > n - off) {
+		snprintf(why, whysz, "the key (%zu bytes) runs past its record",
+		    l);
+		return -1;
+	}
 	return 0;
-bad:
-	return -1;
 }
 
 /*
@@ -295,6 +327,7 @@ walk(const uint8_t *b, size_t n, size_t *nrec, char *why, size_t whysz)
 	size_t off = 2, cnt = 0;
 	uint32_t raw;
 	int64_t size;
+	char what[128];
 
 	*nrec = 0;
 	if (n < 2 || b[0] != 0x05 || (b[1] != 0x01 && b[1] != 0x02)) {
@@ -331,10 +364,9 @@ walk(const uint8_t *b, size_t n, size_t *nrec, char *why, size_t whysz)
 				return -1;
 			}
 			if (check_record(b + off, (size_t)size,
-			    b[1] == 0x02) == -1) {
+			    b[1] == 0x02, what, sizeof(what)) == -1) {
 				snprintf(why, whysz, "entry %zu at byte %zu: "
-				    "malformed (a name or key length runs past "
-				    "its record)", cnt, off - 4);
+				    "malformed (%s)", cnt, off - 4, what);
 				return -1;
 			}
 		}

@@ -999,6 +999,105 @@ test_keytab_file(void)
 	tmp_clean();
 }
 
+/*
+ * A version 2 keytab image of one aes256 entry whose realm, only
+ * component and key are rlen, clen and klen bytes long (realm 'R',
+ * component 'c', key 0x11), its record sized to hold them.  *n gets the
+ * image's length; free() it.
+ */
+static uint8_t *
+kt_image(size_t rlen, size_t clen, size_t klen, size_t *n)
+{
+	size_t rec = 2 + 2 + rlen + 2 + clen + 4 + 4 + 1 + 2 + 2 + klen;
+	uint8_t *b, *p;
+
+	*n = 2 + 4 + rec;
+	if ((b = calloc(1, *n)) == NULL)
+		return NULL;
+	p = b;
+	*p++ = 0x05;
+	*p++ = 0x02;
+	*p++ = (uint8_t)(rec >> 24);
+	*p++ = (uint8_t)(rec >> 16);
+	*p++ = (uint8_t)(rec >> 8);
+	*p++ = (uint8_t)rec;
+	*p++ = 0;                        /* num_components */
+	*p++ = 1;
+	*p++ = (uint8_t)(rlen >> 8);
+	*p++ = (uint8_t)rlen;
+	memset(p, 'R', rlen);
+	p += rlen;
+	*p++ = (uint8_t)(clen >> 8);
+	*p++ = (uint8_t)clen;
+	memset(p, 'c', clen);
+	p += clen;
+	p += 3;
+	*p++ = 1;                        /* name_type KRB5_NT_PRINCIPAL */
+	p += 4;                          /* timestamp */
+	*p++ = 1;                        /* vno8 */
+	*p++ = 0;
+	*p++ = PX_ENCTYPE_AES256_SHA1;
+	*p++ = (uint8_t)(klen >> 8);
+	*p++ = (uint8_t)klen;
+	memset(p, 0x11, klen);
+	return b;
+}
+
+/*
+ * Keytab lengths are 16-bit, and MIT reads them as signed (krb5_int16):
+ * one of 32768 or more is negative to it, and it stopped at that entry
+ * (leaking the principal it had started) while the walk, reading them
+ * unsigned, had passed it, so the load was refused as "krb5 read 0 of its
+ * 1 entries", naming no field.  Such a length is refused by the walk,
+ * naming the field; 32767 is still a length.
+ */
+static void
+test_keytab_int16_lengths(void)
+{
+	static const struct {
+		size_t rlen, clen, klen;
+		const char *want;   /* NULL: loads */
+	} c[] = {
+		{ 16, 4, 32, NULL },
+		{ 32767, 4, 32, NULL },
+		{ 16, 32767, 32, NULL },
+		{ 32768, 4, 32, "the realm's length is 32768, must be 1 to "
+		  "32767" },
+		{ 65535, 4, 32, "the realm's length is 65535" },
+		{ 16, 32768, 32, "component 1's length is 32768, must be 1 "
+		  "to 32767" },
+		{ 16, 4, 32768, "the key's length is 32768, must be 1 to "
+		  "32767" },
+		{ 16, 4, 65535, "the key's length is 65535" },
+	};
+	struct px_keytab *kt;
+	char err[512];
+	const char *p;
+	uint8_t *b;
+	size_t i, n;
+
+	if (geteuid() != 0)
+		return;
+	for (i = 0; i < NELEM(c); i++) {
+		b = kt_image(c[i].rlen, c[i].clen, c[i].klen, &n);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(p = tmp_keytab(b, n, 0600));
+		err[0] = '\0';
+		kt = px_keytab_load(p, err, sizeof(err));
+		if (c[i].want == NULL)
+			UT_CHECK(kt != NULL && px_keytab_count(kt) == 1,
+			    "case %zu refused: %s", i, err);
+		else
+			UT_CHECK(kt == NULL && strstr(err, "entry 1 at byte "
+			    "2: malformed") != NULL && strstr(err,
+			    c[i].want) != NULL, "case %zu: %s", i,
+			    kt ? "accepted" : err);
+		px_keytab_free(kt);
+		free(b);
+	}
+	tmp_clean();
+}
+
 static void
 on_alarm(int sig)
 {
@@ -2118,6 +2217,8 @@ ut_register_krb5(void)
 		{ "keytab file rules", test_keytab_file },
 		{ "keytab and secrets file: FIFO, device, symbolic link",
 		  test_secret_file_kinds },
+		{ "keytab: 16-bit lengths are signed to MIT krb5",
+		  test_keytab_int16_lengths },
 		{ "DC capture: ticket, authenticator, AP-REP, signature",
 		  test_dc_capture },
 		{ "DC capture: keytabs without the key", test_dc_capture_keys },
