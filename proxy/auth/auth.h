@@ -401,6 +401,11 @@ enum px_krb_msg_type {
 struct px_krb_msg {
 	enum px_gss_mech mech;        /* what SPNEGO/GSS said it is */
 	bool negoex;                  /* a NEGOEX message (MS-NEGOEX) */
+	bool unsupported;             /* Kerberos (mech), but in a form not
+	                               * followed: IAKERB (OID 1.3.6.1.5.2.5,
+	                               * its own framing), or GSS framing with
+	                               * another mechanism's OID under a
+	                               * Kerberos label */
 	enum px_krb_msg_type type;
 	bool user_to_user;            /* U2U OID, TGT-REQ, or use-session-key */
 	/* AP-REQ */
@@ -424,7 +429,9 @@ struct px_krb_msg {
  * its enclosing element; the EncryptedData windows point into buf.
  * Returns PX_NTLM_OK with m->type set, PX_NTLM_OTHER when the buffer is
  * well formed but carries no Kerberos message (m->mech, m->negoex say
- * what), or PX_NTLM_BAD.
+ * what), or PX_NTLM_BAD.  PX_NTLM_OTHER with m->mech PX_MECH_KERBEROS
+ * always has m->unsupported set: a Kerberos exchange smbaccel cannot key
+ * (the session's reason is px_krb_accept_req's PX_KRB_R_UNSUPPORTED).
  */
 int px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
     PX_MUSTCHECK;
@@ -509,6 +516,11 @@ enum px_krb_result {
 	PX_KRB_R_DECRYPT_FAILED,   /* "decrypt-failed" */
 	PX_KRB_R_USER_TO_USER,     /* "user-to-user" */
 	PX_KRB_R_MALFORMED,        /* "kerberos-malformed" */
+	PX_KRB_R_UNSUPPORTED,      /* "kerberos-unsupported": a Kerberos token
+	                            * in a form not followed (IAKERB; see
+	                            * px_krb_msg.unsupported), or, from
+	                            * px_krb_session_key, a px_krb_accept
+	                            * holding no key */
 	PX_KRB_R_ERROR,            /* "kerberos-error": out of memory, krb5 */
 };
 const char *px_krb_result_name(enum px_krb_result r);
@@ -537,14 +549,24 @@ struct px_krb_accept {
  * Decrypt the AP-REQ's ticket with every key of kt of the ticket's enctype,
  * whatever its principal or kvno (one machine key serves cifs/, host/ and
  * the account name), then its authenticator.  kt NULL: no keytab.  The
- * result is also left in a->result.
+ * result is also left in a->result.  req may be any parsed token: one
+ * that is not an AP-REQ gives PX_KRB_R_USER_TO_USER (TGT-REQ),
+ * PX_KRB_R_UNSUPPORTED (req->unsupported: IAKERB) or PX_KRB_R_MALFORMED.
+ *
+ * A px_krb_accept that this function never filled is all zero, and its
+ * result, 0, reads as PX_KRB_R_OK: a caller that keeps one for a token it
+ * did not pass here (px_krb_parse's PX_NTLM_OTHER) sets result itself
+ * (PX_KRB_R_UNSUPPORTED when m->unsupported).
  */
 enum px_krb_result px_krb_accept_req(const struct px_krb_msg *req,
     const struct px_keytab *kt, struct px_krb_accept *a);
 /*
  * The SMB session key once the server has answered: rep is the AP-REP of
  * the final response, or NULL when it carried none.  key gets the whole
- * key (*keylen bytes: 16 for aes128 and rc4, 32 for aes256).
+ * key (*keylen bytes: 16 for aes128 and rc4, 32 for aes256).  PX_KRB_R_OK
+ * only with a key (*keylen > 0): a that holds none (never filled by
+ * px_krb_accept_req, or wiped) gives PX_KRB_R_UNSUPPORTED, else
+ * a->result when that is not PX_KRB_R_OK.
  */
 enum px_krb_result px_krb_session_key(const struct px_krb_accept *a,
     const struct px_krb_msg *rep, uint8_t key[PX_KRB_KEY_MAX],

@@ -589,15 +589,14 @@ gss_framed(const uint8_t *t, size_t n, struct px_krb_msg *m)
 	    rest[0] == 0x01 ? 14 : rest[0] == 0x02 ? 15 : 30, m);
 }
 
-int
-px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
+static int
+parse_token(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 {
 	struct px_gss_tok g;
 	struct px_der d, app, oid;
 	uint8_t tag;
 	int rc;
 
-	memset(m, 0, sizeof(*m));
 	if (buf == NULL || len == 0)
 		return PX_NTLM_BAD;
 	/* a bare GSS krb5 token, not in SPNEGO: px_gss_unwrap would hand
@@ -643,6 +642,25 @@ px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
 	if (krb_message(g.tok, g.toklen, -1, m) == -1)
 		return PX_NTLM_BAD;
 	return PX_NTLM_OK;
+}
+
+/*
+ * A token that says Kerberos but is no message parsed here (IAKERB, whose
+ * messages travel in its own framing, draft-ietf-kitten-iakerb; a GSS
+ * token of another OID under a Kerberos SPNEGO label) is marked
+ * unsupported, so that nobody takes its zero-filled result for a
+ * Kerberos exchange followed.
+ */
+int
+px_krb_parse(const uint8_t *buf, size_t len, struct px_krb_msg *m)
+{
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	rc = parse_token(buf, len, m);
+	if (rc == PX_NTLM_OTHER && m->mech == PX_MECH_KERBEROS)
+		m->unsupported = true;
+	return rc;
 }
 
 /* ---- the decrypted parts --------------------------------------------------- */
@@ -825,6 +843,7 @@ px_krb_result_name(enum px_krb_result r)
 	case PX_KRB_R_DECRYPT_FAILED: return "decrypt-failed";
 	case PX_KRB_R_USER_TO_USER: return "user-to-user";
 	case PX_KRB_R_MALFORMED: return "kerberos-malformed";
+	case PX_KRB_R_UNSUPPORTED: return "kerberos-unsupported";
 	case PX_KRB_R_ERROR: return "kerberos-error";
 	}
 	return "?";
@@ -870,6 +889,7 @@ px_krb_accept_req(const struct px_krb_msg *req, const struct px_keytab *kt,
 	memset(a, 0, sizeof(*a));
 	if (req->type != PX_KRB_MSG_AP_REQ) {
 		r = req->user_to_user ? PX_KRB_R_USER_TO_USER :
+		    req->unsupported ? PX_KRB_R_UNSUPPORTED :
 		    PX_KRB_R_MALFORMED;
 		goto out;
 	}
@@ -954,6 +974,11 @@ px_krb_session_key(const struct px_krb_accept *a, const struct px_krb_msg *rep,
 	*keylen = 0;
 	if (a->result != PX_KRB_R_OK)
 		return a->result;
+	/* result 0 is OK, so a struct px_krb_accept_req never filled (kept
+	 * for an IAKERB token, say) passes the test above: without a ticket
+	 * key there is no key at all (every subkey came with one) */
+	if (a->ticket_key.len == 0)
+		return PX_KRB_R_UNSUPPORTED;
 	memset(&subkey, 0, sizeof(subkey));
 	if (rep != NULL) {
 		if (rep->type != PX_KRB_MSG_AP_REP)

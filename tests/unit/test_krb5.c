@@ -1850,6 +1850,80 @@ test_empty_token(void)
 	CU_ASSERT_EQUAL(m.mech, PX_MECH_NONE);
 }
 
+/*
+ * IAKERB (draft-ietf-kitten-iakerb) is Kerberos by its OID, but its
+ * messages travel in its own framing, which is not followed: px_krb_parse
+ * says PX_NTLM_OTHER with mech Kerberos, and used to leave nothing else,
+ * so a caller that kept its zeroed px_krb_accept (result 0, PX_KRB_R_OK)
+ * got PX_KRB_R_OK and a key of 0 bytes from px_krb_session_key.  The token
+ * is now marked unsupported, px_krb_accept_req says so, and
+ * px_krb_session_key gives no OK without a key: for a zeroed struct, one
+ * refused, and one wiped after it was accepted.
+ */
+static void
+test_iakerb_and_no_key(void)
+{
+	static const uint8_t iakerb[] = { 0x60, 0x0c, 0x06, 0x06, 0x2b, 0x06,
+	    0x01, 0x05, 0x02, 0x05, 0x05, 0x01, 0x30, 0x00 };
+	static const uint8_t OID_IAKERB_DER[] = { 0x06, 0x06, 0x2b, 0x06,
+	    0x01, 0x05, 0x02, 0x05 };
+	struct px_krb_key svc, sk;
+	struct px_krb_accept a;
+	struct px_krb_msg m;
+	struct buf q = { .n = 0 };
+	uint8_t key[PX_KRB_KEY_MAX], *h;
+	size_t kl;
+
+	/* the reviewer's bare token, from a heap copy of its length */
+	h = malloc(sizeof(iakerb));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	memcpy(h, iakerb, sizeof(iakerb));
+	CU_ASSERT_EQUAL(px_krb_parse(h, sizeof(iakerb), &m), PX_NTLM_OTHER);
+	free(h);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_KERBEROS);
+	CU_ASSERT(m.unsupported);
+	CU_ASSERT_EQUAL(m.type, PX_KRB_MSG_NONE);
+	CU_ASSERT_EQUAL(px_krb_accept_req(&m, NULL, &a), PX_KRB_R_UNSUPPORTED);
+	CU_ASSERT_EQUAL(a.result, PX_KRB_R_UNSUPPORTED);
+	CU_ASSERT_STRING_EQUAL(px_krb_result_name(a.result),
+	    "kerberos-unsupported");
+	kl = 99;
+	CU_ASSERT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
+	    PX_KRB_R_UNSUPPORTED);
+	CU_ASSERT_EQUAL(kl, 0);
+	/* IAKERB as SPNEGO's first mechanism, with its token */
+	put(&q, "\x30\x00", 2);
+	gss_frame(&q, OID_IAKERB_DER, sizeof(OID_IAKERB_DER), 5);
+	spnego_init(&q, OID_IAKERB_DER, sizeof(OID_IAKERB_DER));
+	CU_ASSERT_EQUAL(px_krb_parse(q.b, q.n, &m), PX_NTLM_OTHER);
+	CU_ASSERT_EQUAL(m.mech, PX_MECH_KERBEROS);
+	CU_ASSERT(m.unsupported);
+	/* what is not Kerberos is not "unsupported Kerberos" */
+	CU_ASSERT_EQUAL(px_krb_parse((const uint8_t *)"NTLMSSP\0\1\0\0\0", 12,
+	    &m), PX_NTLM_OTHER);
+	CU_ASSERT_FALSE(m.unsupported);
+	/* a px_krb_accept never filled: result 0 reads as OK, but no key */
+	memset(&a, 0, sizeof(a));
+	kl = 99;
+	CU_ASSERT_NOT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
+	    PX_KRB_R_OK);
+	CU_ASSERT_EQUAL(kl, 0);
+	/* accepted, then wiped: no key either; before the wipe, one */
+	mkkey(&svc, PX_ENCTYPE_AES256_SHA1, 1);
+	mkkey(&sk, PX_ENCTYPE_AES128_SHA1, 2);
+	ap_req(&q, &svc, 1, &sk, NULL, 0);
+	gss_frame(&q, OID_KRB5_DER, sizeof(OID_KRB5_DER), 1);
+	CU_ASSERT_EQUAL_FATAL(accept_built(&q, &svc, 1, &a, &m), PX_KRB_R_OK);
+	CU_ASSERT_FALSE(m.unsupported);
+	CU_ASSERT_EQUAL(px_krb_session_key(&a, NULL, key, &kl), PX_KRB_R_OK);
+	CU_ASSERT_EQUAL(kl, 16);
+	px_krb_accept_wipe(&a);
+	kl = 99;
+	CU_ASSERT_NOT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
+	    PX_KRB_R_OK);
+	CU_ASSERT_EQUAL(kl, 0);
+}
+
 static void
 test_built_keys(void)
 {
@@ -2230,6 +2304,8 @@ ut_register_krb5(void)
 		  test_built_framings },
 		{ "empty SPNEGO token under a Kerberos OID",
 		  test_empty_token },
+		{ "IAKERB; no session key without a key",
+		  test_iakerb_and_no_key },
 		{ "built: which key, kvno", test_built_keys },
 		{ "lying DER: security buffers", test_lying_outer },
 		{ "lying DER: inside the encryption", test_lying_inner },
