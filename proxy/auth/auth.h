@@ -147,6 +147,16 @@ int px_ntlm_parse_challenge(const uint8_t *buf, size_t len,
     struct px_ntlm_challenge *out) PX_MUSTCHECK;
 int px_ntlm_parse_authenticate(const uint8_t *buf, size_t len,
     struct px_ntlm_auth *out) PX_MUSTCHECK;
+/*
+ * Wipe what an AUTHENTICATE gave that is secret: NTProofStr and the rest
+ * of the NTLMv2 response (with the server challenge, a password guess can
+ * be checked against them offline) and the EncryptedRandomSessionKey
+ * (with the NT hash, the session key).  mech, ntlm_type, flags, anonymous,
+ * domain and user stay for the log; px_ntlm_session_key refuses what is
+ * left (PX_KEY_UNSUPPORTED).  Call it when the exchange is done with, and
+ * on every path that frees a struct holding one.  NULL ok; idempotent.
+ */
+void px_ntlm_auth_wipe(struct px_ntlm_auth *a);
 
 enum px_key_result {
 	PX_KEY_OK = 0,
@@ -229,6 +239,13 @@ struct px_smb_keys {
 int px_smb_keys_derive(uint16_t dialect, const uint8_t *session_key,
     size_t session_key_len, const uint8_t preauth[PX_PREAUTH_LEN],
     uint16_t cipher, struct px_smb_keys *out) PX_MUSTCHECK;
+/*
+ * Wipe k whole (keys, dialect, cipher): keys derived but not accepted
+ * (the server's signature did not verify), and every px_smb_keys before
+ * it is freed.  A wiped k signs, verifies, encrypts and decrypts nothing
+ * (its dialect, 0, matches none).  NULL ok.
+ */
+void px_smb_keys_wipe(struct px_smb_keys *k);
 
 /*
  * Sign one compound element in place (msg = its header, len = its length
@@ -528,7 +545,8 @@ const char *px_krb_result_name(enum px_krb_result r);
 /*
  * What the AP-REQ yielded, kept until the server's answer.  Flat (no
  * pointers), so it can be freed with free(); wipe it with
- * px_krb_accept_wipe() first.
+ * px_krb_accept_wipe() first, on every path that frees it (a request
+ * whose answer never comes too).
  */
 struct px_krb_accept {
 	enum px_krb_result result;
@@ -571,6 +589,15 @@ enum px_krb_result px_krb_accept_req(const struct px_krb_msg *req,
 enum px_krb_result px_krb_session_key(const struct px_krb_accept *a,
     const struct px_krb_msg *rep, uint8_t key[PX_KRB_KEY_MAX],
     size_t *keylen);
+/*
+ * Wipe the keys of a (ticket key, authenticator subkey; has_auth_subkey
+ * cleared).  result, the names, the enctypes, kvno and ticket_end stay
+ * for the log; px_krb_session_key gives no key from a wiped a.  NULL ok;
+ * idempotent.  Every struct of this module that holds key material has
+ * its wipe: px_ntlm_auth_wipe, px_smb_keys_wipe, px_krb_accept_wipe, and
+ * the frees of px_secrets, px_keytab and px_smb_ctx; a px_krb_key alone
+ * is wiped with OPENSSL_cleanse().
+ */
 void px_krb_accept_wipe(struct px_krb_accept *a);
 
 #endif

@@ -852,8 +852,11 @@ px_krb_result_name(enum px_krb_result r)
 void
 px_krb_accept_wipe(struct px_krb_accept *a)
 {
+	if (a == NULL)
+		return;
 	OPENSSL_cleanse(&a->ticket_key, sizeof(a->ticket_key));
 	OPENSSL_cleanse(&a->auth_subkey, sizeof(a->auth_subkey));
+	a->has_auth_subkey = false;
 }
 
 /* Decrypt e with key and usage into a fresh buffer; NULL on failure. */

@@ -303,6 +303,19 @@ bad:
 	return PX_NTLM_BAD;
 }
 
+void
+px_ntlm_auth_wipe(struct px_ntlm_auth *a)
+{
+	if (a == NULL)
+		return;
+	OPENSSL_cleanse(a->nt_proof, sizeof(a->nt_proof));
+	OPENSSL_cleanse(a->blob, sizeof(a->blob));
+	OPENSSL_cleanse(a->enc_session_key, sizeof(a->enc_session_key));
+	a->nt_response_len = 0;
+	a->blob_len = 0;
+	a->has_enc_key = false;
+}
+
 /* ---- NTLMv2 session key (MS-NLMP 3.3.2, 3.2.5.1.2) ------------------------- */
 
 /* HMAC_MD5(key, a || b) into out[16]. */

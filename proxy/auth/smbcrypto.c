@@ -336,6 +336,13 @@ fail:
 	return rc;
 }
 
+void
+px_smb_keys_wipe(struct px_smb_keys *k)
+{
+	if (k != NULL)
+		OPENSSL_cleanse(k, sizeof(*k));
+}
+
 /* ---- per-session contexts --------------------------------------------------- */
 
 /*

@@ -843,6 +843,72 @@ test_windows_capture(void)
 
 /* ---- key derivation --------------------------------------------------------- */
 
+static bool
+all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n > 0)
+		if (b[--n] != 0)
+			return false;
+	return true;
+}
+
+/*
+ * The wipes of what keyed.c keeps (auth.h): px_ntlm_auth_wipe clears the
+ * NTLMv2 response and the encrypted session key of an AUTHENTICATE (names
+ * and flags stay for the log, and no key comes from what is left);
+ * px_smb_keys_wipe clears derived keys, which then sign nothing.
+ */
+static void
+test_wipes(void)
+{
+	static struct nlmp v;
+	static struct px_ntlm_auth a;
+	struct px_ntlm_challenge c;
+	struct px_smb_keys k;
+	uint8_t key[16], sk[16], msg[SMB2_HDR_LEN + 8];
+
+	nlmp_build(&v, "User", "Domain", NLMP_FLAGS, true);
+	CU_ASSERT_EQUAL_FATAL(px_ntlm_parse_challenge(v.chal, v.challen, &c),
+	    PX_NTLM_OK);
+	CU_ASSERT_EQUAL_FATAL(px_ntlm_parse_authenticate(v.auth, v.authlen,
+	    &a), PX_NTLM_OK);
+	CU_ASSERT(a.has_enc_key);
+	CU_ASSERT_EQUAL(px_ntlm_session_key(&c, &a, v.nthash, key), PX_KEY_OK);
+	px_ntlm_auth_wipe(&a);
+	CU_ASSERT(all_zero(a.nt_proof, sizeof(a.nt_proof)));
+	CU_ASSERT(all_zero(a.blob, sizeof(a.blob)));
+	CU_ASSERT(all_zero(a.enc_session_key, sizeof(a.enc_session_key)));
+	CU_ASSERT_EQUAL(a.blob_len, 0);
+	CU_ASSERT_EQUAL(a.nt_response_len, 0);
+	CU_ASSERT_FALSE(a.has_enc_key);
+	CU_ASSERT_STRING_EQUAL(a.user, "User");
+	CU_ASSERT_STRING_EQUAL(a.domain, "Domain");
+	CU_ASSERT_EQUAL(a.flags, NLMP_FLAGS);
+	CU_ASSERT_NOT_EQUAL(px_ntlm_session_key(&c, &a, v.nthash, key),
+	    PX_KEY_OK);
+	px_ntlm_auth_wipe(&a);
+	px_ntlm_auth_wipe(NULL);
+
+	unhex(ANAT_SK, sk, 16);
+	CU_ASSERT_EQUAL_FATAL(px_smb_keys_derive(SMB2_DIALECT_0300, sk, 16,
+	    NULL, PX_CIPHER_AES128_CCM, &k), 0);
+	memset(msg, 0, sizeof(msg));
+	msg[0] = 0xFE;
+	msg[1] = 'S';
+	msg[2] = 'M';
+	msg[3] = 'B';
+	msg[4] = SMB2_HDR_LEN;
+	CU_ASSERT_EQUAL(px_smb2_sign(&k, SMB2_DIALECT_0300, PX_SIGN_AES_CMAC,
+	    msg, sizeof(msg), false, false), 0);
+	px_smb_keys_wipe(&k);
+	CU_ASSERT(all_zero(&k, sizeof(k)));
+	CU_ASSERT_EQUAL(px_smb2_sign(&k, SMB2_DIALECT_0300, PX_SIGN_AES_CMAC,
+	    msg, sizeof(msg), false, false), -1);
+	px_smb_keys_wipe(NULL);
+}
+
 static void
 test_keys(void)
 {
@@ -2323,6 +2389,7 @@ ut_register_crypto(void)
 	CU_add_test(s, "windows 3.1.1 capture end to end",
 	    test_windows_capture);
 	CU_add_test(s, "key derivation", test_keys);
+	CU_add_test(s, "wiping an AUTHENTICATE and derived keys", test_wipes);
 	CU_add_test(s, "signing", test_signing);
 	CU_add_test(s, "encryption vectors", test_encrypt_vectors);
 	CU_add_test(s, "encryption round trips, tampering",

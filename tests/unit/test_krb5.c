@@ -1867,7 +1867,7 @@ test_iakerb_and_no_key(void)
 	    0x01, 0x05, 0x02, 0x05, 0x05, 0x01, 0x30, 0x00 };
 	static const uint8_t OID_IAKERB_DER[] = { 0x06, 0x06, 0x2b, 0x06,
 	    0x01, 0x05, 0x02, 0x05 };
-	struct px_krb_key svc, sk;
+	struct px_krb_key svc, sk, asub;
 	struct px_krb_accept a;
 	struct px_krb_msg m;
 	struct buf q = { .n = 0 };
@@ -1922,6 +1922,28 @@ test_iakerb_and_no_key(void)
 	CU_ASSERT_NOT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
 	    PX_KRB_R_OK);
 	CU_ASSERT_EQUAL(kl, 0);
+	/* the wipe takes the authenticator's subkey too, and keeps the
+	 * names for the log */
+	mkkey(&asub, PX_ENCTYPE_AES256_SHA1, 3);
+	ap_req(&q, &svc, 1, &sk, &asub, 0);
+	gss_frame(&q, OID_KRB5_DER, sizeof(OID_KRB5_DER), 1);
+	CU_ASSERT_EQUAL_FATAL(accept_built(&q, &svc, 1, &a, &m), PX_KRB_R_OK);
+	CU_ASSERT(a.has_auth_subkey);
+	CU_ASSERT_EQUAL(px_krb_session_key(&a, NULL, key, &kl), PX_KRB_R_OK);
+	CU_ASSERT_EQUAL(kl, 32);
+	px_krb_accept_wipe(&a);
+	CU_ASSERT_FALSE(a.has_auth_subkey);
+	for (kl = 0; kl < sizeof(a.auth_subkey.bytes); kl++)
+		if (a.auth_subkey.bytes[kl] != 0 ||
+		    a.ticket_key.bytes[kl] != 0)
+			break;
+	CU_ASSERT_EQUAL(kl, sizeof(a.auth_subkey.bytes));
+	CU_ASSERT_EQUAL(a.auth_subkey.len + a.ticket_key.len, 0);
+	CU_ASSERT_STRING_EQUAL(a.service, "cifs/fs.example.test@EXAMPLE.TEST");
+	CU_ASSERT_NOT_EQUAL(px_krb_session_key(&a, NULL, key, &kl),
+	    PX_KRB_R_OK);
+	px_krb_accept_wipe(&a);
+	px_krb_accept_wipe(NULL);
 }
 
 static void
