@@ -598,6 +598,10 @@ px_relay_client_stream(struct px_conn *c, const uint8_t *frame, size_t full)
 	}
 	if (must_wait(c, &h, &e, false) || px_coh_must_wait(c, &h, &e))
 		return false;
+	/* nothing acknowledged stays behind a frame that goes out piece by
+	 * piece: a client that leaves in its middle leaves the server
+	 * waiting for the rest, and nothing more can follow it */
+	px_wb_flush_all(c, CO_FLUSH_OBSERVE);
 	/* what read-ahead and document copies hold of the range goes, as
 	 * for any WRITE (it needs only the header and the fixed body) */
 	px_coh_on_request(c, &h, &e);
