@@ -452,6 +452,11 @@ krb_setup_req(struct px_conn *c, const struct smb2_session_setup_req *sr,
 	sa->negoex = m->negoex;
 	if (rc == PX_NTLM_OTHER) {
 		sa->mech = m->negoex ? PX_MECH_OTHER : m->mech;
+		/* IAKERB: Kerberos smbaccel cannot key; its result must not
+		 * read as OK (a re-authentication would take a ticket end
+		 * of 0, "never") */
+		if (m->unsupported)
+			sa->krb.result = PX_KRB_R_UNSUPPORTED;
 		free(m);
 		return;
 	}
@@ -524,21 +529,24 @@ accept_key(struct px_conn *c, struct px_session *s, const uint8_t *key,
     bool unsigned_ok)
 {
 	struct px_keyed *kx = s->kx;
+	const char *why = NULL;
 
 	if (px_smb_keys_derive(c->led.dialect, key, keylen, s->preauth,
 	    c->led.cipher, &kx->keys) == -1)
-		return "kdf-failed";
-	if (!(h->flags & SMB2_FLAGS_SIGNED) && !unsigned_ok)
-		return "unverified";
-	if ((h->flags & SMB2_FLAGS_SIGNED) &&
+		why = "kdf-failed";
+	else if (!(h->flags & SMB2_FLAGS_SIGNED) && !unsigned_ok)
+		why = "unverified";
+	else if ((h->flags & SMB2_FLAGS_SIGNED) &&
 	    px_smb2_verify(&kx->keys, c->led.dialect, c->led.signing_alg, msg,
 	    len, true, false) == -1)
-		return "key-mismatch";
-	if (c->led.cipher &&
+		why = "key-mismatch";
+	else if (c->led.cipher &&
 	    (px_nonce_gen_init(&kx->nonce_s2c, c->led.cipher) == -1 ||
 	    px_nonce_gen_init(&kx->nonce_c2s, c->led.cipher) == -1))
-		return "nonce-init-failed";
-	return NULL;
+		why = "nonce-init-failed";
+	if (why != NULL)        /* keys not taken are not kept */
+		px_smb_keys_wipe(&kx->keys);
+	return why;
 }
 
 static const char *
@@ -906,6 +914,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 			s->auth = sa->negoex ? "negoex" :
 			    px_gss_mech_name(sa->mech);
 		px_krb_accept_wipe(&sa->krb);
+		px_ntlm_auth_wipe(&sa->ntlm);
 	}
 	reauth = p->u.sess.auth != NULL &&
 	    ((struct setup_auth *)p->u.sess.auth)->reauth;
