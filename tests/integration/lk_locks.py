@@ -34,6 +34,9 @@ The scenarios (MS-FSA 2.1.5.2 / 2.1.5.3; Samba's brl_conflict_other):
   unlock2  one LOCK of two unlock elements, the second no longer locked:
            RANGE_NOT_LOCKED, the first stays unlocked (smbd does not undo
            it); h2 then reads and writes the range
+  cmpd-lock  h2 opened first; one related compound opens h3 and locks
+           [0,100) by the FileId its CREATE gives (all 0xFF): h2's I/O in
+           the range conflicts (unsigned runs only: it is sent raw)
   multi    one LOCK request with an exclusive and a shared element
   close    h1's CLOSE drops its locks: h2 reads again
   conn2    an open on a second connection (another client GUID, another
@@ -118,6 +121,50 @@ class Conn(object):
         p["Data"] = body
         ans = self.smb.recvSMB(self.smb.sendSMB(p))
         return ans["Status"]
+
+    def create_lock(self, name, elems):
+        """One related compound of a CREATE of name (FILE_OPEN, read and
+        write) and a LOCK with elems of the file it opens (FileId all
+        0xFF), unsigned: (FileId or None, CREATE status, LOCK status)."""
+        smb = self.smb
+        nb = smb._NetBIOSSession
+        sid = smb._Session["SessionID"]
+        mid = smb._Connection["SequenceWindow"]
+        smb._Connection["SequenceWindow"] += 2
+        hdr = struct.Struct("<4sHHIHHIIQIIQ16s")
+        nm = name.encode("utf-16le")
+        cr = struct.pack("<HBBIQQIIIIIHHII", 57, 0, 0, 2, 0, 0,
+                         GENERIC_READ | GENERIC_WRITE, 0x80, 7, FILE_OPEN,
+                         0x40, 120, len(nm), 0, 0) + nm
+        cr += b"\0" * (-(64 + len(cr)) % 8)
+        lk = struct.pack("<HHI16s", 48, len(elems), 0, b"\xff" * 16) + b"".join(
+            struct.pack("<QQII", o, n, f, 0) for o, n, f in elems)
+        e1 = hdr.pack(b"\xfeSMB", 64, 1, 0, s3.SMB2_CREATE, 32, 0, 64 + len(cr),
+                      mid, 0xFEFF, self.tid, sid, b"\0" * 16) + cr
+        e2 = hdr.pack(b"\xfeSMB", 64, 1, 0, s3.SMB2_LOCK, 32, 0x4, 0,
+                      mid + 1, 0xFEFF, self.tid, sid, b"\0" * 16) + lk
+        nb.send_packet(e1 + e2)
+        st, fid = {}, None
+        while len(st) < 2:
+            t = nb.recv_packet(60).get_trailer()
+            off = 0
+            while True:
+                status, cmd, _, flags, nxt, m = struct.unpack_from("<IHHIIQ", t, off + 8)
+                if m in (mid, mid + 1) and not (status == 0x103 and flags & 2):
+                    st[cmd] = status
+                    if cmd == s3.SMB2_CREATE and status == 0:
+                        fid = t[off + 128:off + 144]
+                if not nxt:
+                    break
+                off += nxt
+        if fid is not None:
+            import copy
+            from impacket import smb3 as smb3mod
+            o = copy.deepcopy(smb3mod.OPEN)
+            o["TreeConnect"] = self.tid
+            o["FileName"] = name
+            smb._Session["OpenTable"][fid] = o
+        return fid, st[s3.SMB2_CREATE], st[s3.SMB2_LOCK]
 
     def read(self, fid, off, n):
         try:
@@ -377,6 +424,26 @@ class Run(object):
         self.say("h2-close", c.close(h2))
         self.say("h1-close", c.close(h1))
 
+    def s_cmpd_lock(self):
+        """h2 opened first (under smbaccel's lease); then one related
+        compound opens h3 and locks [0,100) by the FileId its CREATE gives:
+        h2's reads and writes in the range conflict as directly."""
+        c = self.c
+        h1 = self.h1_file()
+        h2 = c.create(self.name(), FILE_OPEN)
+        self.rw("h2", c, h2, 0, 10)
+        h3, cst, lst = c.create_lock(self.name(), [(0, 100, EXCLUSIVE | FAIL_IMMEDIATELY)])
+        self.say("h3-create", cst)
+        self.say("h3-lock-0+100", lst)
+        self.rw("h2", c, h2, 0, 10)
+        self.rw("h2", c, h2, 150, 10)
+        if h3 is not None:
+            self.say("h3-unlock-0+100", c.lock(h3, [(0, 100, UNLOCK)]))
+            self.rw("h2", c, h2, 0, 10)
+            self.say("h3-close", c.close(h3))
+        self.say("h2-close", c.close(h2))
+        self.say("h1-close", c.close(h1))
+
     def s_multi(self):
         c = self.c
         h1 = self.h1_file()
@@ -528,7 +595,7 @@ class Run(object):
         self.say("h2-close", c.close(h2))
 
 
-ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "unlock2", "multi",
+ORDER = ["late-x", "late-s", "early-x", "early-s", "cross", "stack", "unlock2", "cmpd-lock", "multi",
          "close", "conn2", "conn2-async", "zero", "overflow", "ext-r",
          "ext-w"]
 NEEDS_DIRECT = ("ext-r", "ext-w")

@@ -135,6 +135,23 @@ done
 # alone, also for two opens' shared locks on one range (lk_locks.py cross)
 LK_DIR=$DUR_DIR lk_case udur 3.0 --share dur --skip overflow
 
+# a LOCK in one related compound with its CREATE (cmpd-lock) under
+# write_behind = always, which absorbs without a lease: the other open's
+# WRITE into the range must not be absorbed and acknowledged (the path is
+# marked locked as the request passes); before, it got SUCCESS where smbd
+# answers FILE_LOCK_CONFLICT
+stop_proxy
+PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = always" "flush_idle = 1s"
+lk_run cl-direct "$SMBD_PORT" 3.0 dcl --only cmpd-lock
+lk_run cl-proxy "$PROXY_PORT" 3.0 pcl --only cmpd-lock
+diff "$T/cl-direct.out" "$T/cl-proxy.out" > "$T/cl.diff" ||
+    { sed 's/^/    /' "$T/cl.diff"; fail "cmpd-lock under write_behind = always: answers through smbaccel differ from smbd's"; }
+grep -q "cmpd-lock h2-write-0+10 FILE_LOCK_CONFLICT" "$T/cl-direct.out" ||
+    fail "cmpd-lock: smbd did not refuse the write into the locked range (the case shows nothing)"
+info "cmpd-lock under write_behind = always: $(wc -l < "$T/cl-direct.out") steps alike"
+stop_proxy
+PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 1s"
+
 # ---- 4. the per-open bound (unsigned, 3.0)
 lk_run ovf-direct "$SMBD_PORT" 3.0 dovf --only overflow
 snap ovf-before
@@ -187,7 +204,7 @@ start_smbd "server signing = mandatory"
 write_secrets "$T/secrets" "$SMB_USER:password:$SMB_PASS"
 PROXY_PORT= PROXY_SHARE_SECTION=no start_proxy "secrets = $T/secrets" "" "[share share]" "flush_idle = 1s"
 for d in 3.0 2.1; do
-	lk_case "k${d//./}" "$d" --sign --skip overflow,cross
+	lk_case "k${d//./}" "$d" --sign --skip overflow,cross,cmpd-lock
 	assert_ge 1 "$D_sessions_keyed" "k${d//./}: keyed sessions"
 	assert_ge 4 "$D_signed_out" "k${d//./}: messages smbaccel signed"
 done
@@ -199,7 +216,7 @@ stop_smbd
 # ---- 3. keyed and sealed
 start_smbd "server smb encrypt = required"
 PROXY_PORT= PROXY_SHARE_SECTION=no start_proxy "secrets = $T/secrets" "" "[share share]" "flush_idle = 1s"
-lk_case s30 3.0 --seal --skip overflow,cross
+lk_case s30 3.0 --seal --skip overflow,cross,cmpd-lock
 assert_ge 1 "$D_sessions_keyed" "s30: keyed sessions"
 assert_ge 4 "$D_encrypted_out" "s30: messages smbaccel sealed"
 assert_eq 0 "$(stat_get sessions_unkeyed)" "sealed: unkeyed sessions"
