@@ -904,35 +904,6 @@ on_client_eof(struct px_conn *c)
 }
 
 /*
- * An incomplete frame that can never become a message we would pass on:
- * an unknown protocol signature, or a length beyond anything the dialect
- * allows.  Waiting for its bytes would hold the connection (and up to
- * 16 MiB) for nothing.
- */
-static bool
-frame_implausible(const struct px_conn *c, const uint8_t *p, size_t have)
-{
-	size_t len = (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
-	size_t limit = 1024 * 1024;
-
-	if (c->state != PX_CONN_RELAY)
-		return false;
-	if (c->led.negotiated) {
-		size_t m = c->led.max_write;
-
-		if (c->led.max_read > m)
-			m = c->led.max_read;
-		limit = m + 1024 * 1024;   /* headers, compounds, transform */
-		if (limit > FRAME_MAX)
-			limit = FRAME_MAX;
-	}
-	if (len > limit)
-		return true;
-	return have >= PX_NBSS_HDR + 4 &&
-	    px_classify(p + PX_NBSS_HDR, have - PX_NBSS_HDR) == PX_MAGIC_UNKNOWN;
-}
-
-/*
  * Hand complete frames to the relay.  Stops at a stall (the frame stays
  * buffered) and when the peer's queue is full.
  */
@@ -986,7 +957,7 @@ process_input(struct px_side *s)
 			 * is goes through as it arrives (cut-through) instead
 			 * of being held until complete */
 			if (p[0] == PX_NBSS_MESSAGE && have >= PX_NBSS_HDR &&
-			    frame_implausible(c, p, have)) {
+			    px_side_implausible(s, p, have)) {
 				log_warnx("conn=%llu %s sent a frame that cannot be "
 				    "SMB (length %u, magic %02x%02x%02x%02x), "
 				    "closing", (unsigned long long)c->id, s->name,
@@ -1080,47 +1051,6 @@ conn_kick(struct px_conn *c)
 	conn_leave(c);
 }
 
-/*
- * Wake for a large client frame once, when it has all arrived, not once per
- * piece the client's stack delivers (on a loaded LAN a 1 MiB WRITE comes in
- * dozens): while the input holds the start of a frame that still lacks at
- * least LOWAT_MIN bytes and is not cut through (process_input has seen its
- * head and decided), the client socket's SO_RCVLOWAT is what it lacks.
- * The kernel still wakes at EOF, an error or memory pressure (tcp_poll),
- * caps the value at half the receive buffer, and grows the buffer to hold
- * it.  Only the client's side: on the server's (a WAN) it would also
- * clamp the receive window.
- */
-#define LOWAT_MIN (64 * 1024)
-static void
-set_lowat(struct px_side *s)
-{
-	size_t have = px_buf_len(&s->in), full;
-	int want = 0;
-
-	if (s != &s->link->cli || s->lowat < 0)
-		return;
-	if (s->stream_left == 0 && have >= PX_STREAM_HEAD) {
-		const uint8_t *p = s->in.data + s->in.head;
-
-		full = PX_NBSS_HDR + ((size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
-		if (p[0] == PX_NBSS_MESSAGE && full > have &&
-		    full - have >= LOWAT_MIN)
-			want = (int)(full - have);
-	}
-	if (want == s->lowat)
-		return;
-	if (setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &(int){ want ? want : 1 },
-	    sizeof(int)) == -1) {
-		log_warn("conn=%llu SO_RCVLOWAT %d on the client socket, not "
-		    "tried again on this connection",
-		    (unsigned long long)s->link->c.id, want ? want : 1);
-		s->lowat = -1;
-		return;
-	}
-	s->lowat = want;
-}
-
 static void
 side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -1178,7 +1108,7 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		    "outstanding", (unsigned long long)c->id);
 	process_input(s);
 	if (c->state != PX_CONN_CLOSED && s->fd != -1 && !s->rd_eof)
-		set_lowat(s);
+		px_side_set_lowat(s);
 }
 
 static void

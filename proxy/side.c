@@ -2,8 +2,9 @@
  * side.c - one end of a connection: its socket's watchers, its output
  * queue and the hold queue beside it, and what may be read from it
  * (backpressure: a side is read only while its peer's output queue is
- * under queue_limit, relayd relay_read).  Used by conn.c only; it calls
- * nothing above it.
+ * under queue_limit, relayd relay_read); and the framing questions about
+ * one end's input (a frame that can never be valid, SO_RCVLOWAT).  Used
+ * by conn.c only; it calls nothing above it.
  */
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "proxy/relay.h"
 #include "proxy/side.h"
 
 /* ---- watchers ------------------------------------------------------------ */
@@ -198,6 +200,79 @@ px_side_send(struct px_side *s, const uint8_t *msg, size_t len)
 	b->tail += len + PX_NBSS_HDR;
 	px_side_out_commit(s, len + PX_NBSS_HDR);
 	return 0;
+}
+
+/* ---- framing ----------------------------------------------------------------- */
+
+/*
+ * An incomplete frame that can never become a message we would pass on:
+ * an unknown protocol signature, or a length beyond anything the dialect
+ * allows.  Waiting for its bytes would hold the connection (and up to
+ * 16 MiB) for nothing.
+ */
+bool
+px_side_implausible(const struct px_side *s, const uint8_t *p, size_t have)
+{
+	const struct px_conn *c = &s->link->c;
+	size_t len = (size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3];
+	size_t limit = 1024 * 1024;
+
+	if (c->state != PX_CONN_RELAY)
+		return false;
+	if (c->led.negotiated) {
+		size_t m = c->led.max_write;
+
+		if (c->led.max_read > m)
+			m = c->led.max_read;
+		limit = m + 1024 * 1024;   /* headers, compounds, transform */
+		if (limit > FRAME_MAX)
+			limit = FRAME_MAX;
+	}
+	if (len > limit)
+		return true;
+	return have >= PX_NBSS_HDR + 4 &&
+	    px_classify(p + PX_NBSS_HDR, have - PX_NBSS_HDR) == PX_MAGIC_UNKNOWN;
+}
+
+/*
+ * Wake for a large client frame once, when it has all arrived, not once per
+ * piece the client's stack delivers (on a loaded LAN a 1 MiB WRITE comes in
+ * dozens): while the input holds the start of a frame that still lacks at
+ * least LOWAT_MIN bytes and is not cut through (process_input has seen its
+ * head and decided), the client socket's SO_RCVLOWAT is what it lacks.
+ * The kernel still wakes at EOF, an error or memory pressure (tcp_poll),
+ * caps the value at half the receive buffer, and grows the buffer to hold
+ * it.  Only the client's side: on the server's (a WAN) it would also
+ * clamp the receive window.
+ */
+#define LOWAT_MIN (64 * 1024)
+void
+px_side_set_lowat(struct px_side *s)
+{
+	size_t have = px_buf_len(&s->in), full;
+	int want = 0;
+
+	if (s != &s->link->cli || s->lowat < 0)
+		return;
+	if (s->stream_left == 0 && have >= PX_STREAM_HEAD) {
+		const uint8_t *p = s->in.data + s->in.head;
+
+		full = PX_NBSS_HDR + ((size_t)p[1] << 16 | (size_t)p[2] << 8 | p[3]);
+		if (p[0] == PX_NBSS_MESSAGE && full > have &&
+		    full - have >= LOWAT_MIN)
+			want = (int)(full - have);
+	}
+	if (want == s->lowat)
+		return;
+	if (setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &(int){ want ? want : 1 },
+	    sizeof(int)) == -1) {
+		log_warn("conn=%llu SO_RCVLOWAT %d on the client socket, not "
+		    "tried again on this connection",
+		    (unsigned long long)s->link->c.id, want ? want : 1);
+		s->lowat = -1;
+		return;
+	}
+	s->lowat = want;
 }
 
 void

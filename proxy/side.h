@@ -130,5 +130,11 @@ int px_side_stream(struct px_side *s, const uint8_t *p, size_t len)
     PX_MUSTCHECK;
 /* The cut-through frame to s is complete: release what was held. */
 int px_side_release_hold(struct px_side *s) PX_MUSTCHECK;
+/* The incomplete frame p[0..have) read from s can never become a message
+ * smbaccel would pass on (unknown signature, impossible length). */
+bool px_side_implausible(const struct px_side *s, const uint8_t *p,
+    size_t have);
+/* The client's SO_RCVLOWAT for the frame at the head of its input. */
+void px_side_set_lowat(struct px_side *s);
 
 #endif
