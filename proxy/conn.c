@@ -154,13 +154,16 @@ op_out_commit(struct px_conn *c, enum px_end to, size_t n)
 	px_side_out_commit(side_of(c, to), n);
 }
 
+/* A server that closed, reset or failed a write takes nothing more: what
+ * the relay would send it (read-ahead, document fetches, ECHOs) is not
+ * started. */
 static bool
 op_connected(const struct px_conn *c, enum px_end end)
 {
 	const struct px_link *l = px_link_of_const(c);
 
 	if (end == PX_SERVER)
-		return l->srv.fd != -1;
+		return l->srv.fd != -1 && !l->srv.rd_eof && !l->srv.wr_shut;
 	return l->cli.fd != -1 && !l->cli.rd_eof;
 }
 
@@ -704,8 +707,10 @@ watchdog_expired(struct px_conn *c, double now)
 		return false;
 	}
 	since = l->srv_rx_ms > l->srv_wait_ms ? l->srv_rx_ms : l->srv_wait_ms;
+	/* a server that closed or reset polls readable for ever: only an
+	 * open socket's waiting bytes are not silence */
 	if (now - since < (double)glob()->server_timeout_ms ||
-	    fd_ready(l->srv.fd, POLLIN))
+	    (!l->srv.rd_eof && fd_ready(l->srv.fd, POLLIN)))
 		return false;
 	log_warnx("conn=%llu server sent nothing for %.0f s with %zu "
 	    "request(s) outstanding (server_timeout %u ms): closing",
