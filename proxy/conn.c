@@ -6,7 +6,8 @@
  * relay.c, which forwards them to the peer's output buffer, absorbs them,
  * or asks to wait (a stall: the frame stays at the head of the input
  * buffer and reading stops).  Backpressure: a side is read only while the
- * peer's output queue is under queue_limit (relayd relay_read).
+ * peer's output queue is under queue_limit (relayd relay_read), the client
+ * also only while its own is (smbaccel answers much of what it asks).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@ static void side_write_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void conn_timer_cb(struct ev_loop *loop, ev_timer *w, int revents);
 static void connect_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void process_input(struct px_side *s);
+static void resume_client(struct px_link *l);
 static void wake_waiters(void);
 static void conn_free(struct px_conn *c) __attribute__((noinline));
 static void conn_enter(struct px_conn *c);
@@ -920,6 +922,7 @@ process_input(struct px_side *s)
 	const struct pol_global *g = glob();
 	size_t largest = 0;              /* largest frame handled here */
 
+	s->out_stopped = false;
 	while (c->state != PX_CONN_CLOSED && px_buf_len(&s->in) > 0) {
 		size_t flen;
 		uint8_t type;
@@ -953,6 +956,10 @@ process_input(struct px_side *s)
 			break;
 		if (px_buf_len(&s->peer->out) >= g->queue_limit)
 			break;
+		if (s == &l->cli && px_side_out_full(s)) {
+			s->out_stopped = true;   /* resume_client */
+			break;
+		}
 		fr = px_frame_parse(p, px_buf_len(&s->in), FRAME_MAX, &flen,
 		    &type);
 		if (fr == PX_FRAME_NEED) {
@@ -1039,9 +1046,25 @@ process_input(struct px_side *s)
 		on_client_eof(c);
 	if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
 		conn_update(c);
+	if (s == &l->srv)
+		resume_client(l);       /* a cut-through READ released its hold */
 	return;
 nomem:
 	px_conn_close(c, PX_CLOSE_NO_MEMORY);
+}
+
+/*
+ * The client's frames waited for its own output queue (out_stopped,
+ * px_side_out_full): once that is under queue_limit again, handle them.
+ * Its queue shrinks only as it is written, or when a frame cut through
+ * from the server ends and what was held moves behind it.
+ */
+static void
+resume_client(struct px_link *l)
+{
+	if (l->cli.out_stopped && l->c.state != PX_CONN_CLOSED &&
+	    !px_side_out_full(&l->cli))
+		process_input(&l->cli);
 }
 
 static void
@@ -1152,6 +1175,8 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 		process_input(s->peer);
 	else if (c->state != PX_CONN_CLOSED && !conn_check_done(c))
 		conn_update(c);
+	if (s == &l->cli)
+		resume_client(l);
 }
 
 /* ---- shutdown ----------------------------------------------------------------- */

@@ -2,9 +2,10 @@
  * side.c - one end of a connection: its socket's watchers, its output
  * queue and the hold queue beside it, and what may be read from it
  * (backpressure: a side is read only while its peer's output queue is
- * under queue_limit, relayd relay_read); and the framing questions about
- * one end's input (a frame that can never be valid, SO_RCVLOWAT).  Used
- * by conn.c only; it calls nothing above it.
+ * under queue_limit, relayd relay_read, and the client also only while
+ * its own is); and the framing questions about one end's input (a frame
+ * that can never be valid, SO_RCVLOWAT).  Used by conn.c only; it calls
+ * nothing above it.
  */
 #include <linux/sockios.h>
 #include <netinet/in.h>
@@ -33,6 +34,10 @@ may_read(const struct px_side *s)
 		return false;
 	if (px_buf_len(&s->peer->out) >= pol_global(px_rt.cfg)->queue_limit)
 		return false;
+	/* a client that does not read its answers: smbaccel answers many
+	 * of its requests itself, and would queue those answers unbounded */
+	if (s == &l->cli && px_side_out_full(s))
+		return false;
 	/* shutting down: no new client requests, only the drain */
 	if (s == &l->cli && px_rt.stopping)
 		return false;
@@ -43,6 +48,13 @@ may_read(const struct px_side *s)
 	if (px_buf_len(&s->in) >= FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
 		return false;
 	return true;
+}
+
+bool
+px_side_out_full(const struct px_side *s)
+{
+	return px_buf_len(&s->out) + px_buf_len(&s->hold) >=
+	    pol_global(px_rt.cfg)->queue_limit;
 }
 
 void

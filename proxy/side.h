@@ -39,6 +39,9 @@ struct px_side {
 	uint64_t bytes_in;
 	size_t rd_want;            /* bytes asked of the next read (adaptive) */
 	size_t stream_left;        /* bytes of a cut-through frame to pass on */
+	bool out_stopped;          /* the client's frames wait for its own
+	                            * output queue to go under queue_limit
+	                            * (px_side_out_full) */
 	int lowat;                 /* SO_RCVLOWAT set on fd (0: the default,
 	                            * -1: setting it failed, not used) */
 	struct px_link *link;
@@ -111,6 +114,10 @@ void px_server_timed_out(struct px_conn *c);
 void px_side_lost(struct px_side *s);
 /* Start or stop s's watchers for what it may do now. */
 void px_side_update(struct px_side *s);
+/* Is what waits for s (its output and hold queues) at queue_limit?  The
+ * client's requests then wait too: the answers smbaccel makes itself
+ * (cache hits, absorbed WRITEs) go to that queue. */
+bool px_side_out_full(const struct px_side *s);
 /*
  * Where a message for side s goes: its output queue, or, while the other
  * side is cutting a large frame through to s, a hold queue appended once

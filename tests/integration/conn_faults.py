@@ -10,10 +10,21 @@ conn_faults.py servergone PORT BIG MIB READY GO1 GO2
     creates READY.  Once GO1 exists, sends a FLUSH of sg.bin (its data
     goes upstream with it), still reading nothing.  Once GO2 exists,
     reads what comes until the connection ends; prints "read N MiB".
+
+conn_faults.py noread PORT NAME LOCALCOPY N READY1 GO1 READY2 GO2
+    A client that does not read its answers while smbaccel makes them
+    itself: 400 random 4 KiB reads of NAME (the document cache fetches
+    it whole; every byte checked against LOCALCOPY), then READY1.  Once
+    GO1 exists, N READs of 64 KiB of it are sent at once (from a thread:
+    smbaccel may stop reading them) and none of their answers read; READY2
+    once all are sent or after 5 s.  Once GO2 exists, every answer is
+    read and checked; prints "sent N" and "verified N".
 """
 import os
+import random
 import struct
 import sys
+import threading
 import time
 
 from wb_smb import Client, FLUSH, FILE_OPEN, FILE_OVERWRITE_IF, GENERIC_READ, GENERIC_WRITE
@@ -61,11 +72,48 @@ def servergone(c, big, mib, ready, go1, go2):
     say("read %d MiB" % (drain(c) >> 20))
 
 
+def noread(c, name, copy, n, ready1, go1, ready2, go2):
+    model = open(copy, "rb").read()
+    fid, _ = c.create(name, access=GENERIC_READ, disposition=FILE_OPEN)
+    rnd = random.Random(5)
+    for _ in range(400):
+        off = rnd.randrange(0, len(model) // 4096) * 4096
+        st, d = c.read(fid, off, 4096)
+        if st != 0 or d != model[off:off + 4096]:
+            sys.exit("random READ at %d: status 0x%08x or wrong bytes" % (off, st))
+    say("port", c.nb.get_socket().getsockname()[1])
+    touch(ready1)
+    wait_file(go1)
+    n = min(n, c.credits() - 8)
+    frames, send = [], c.nb.send_packet
+    c.nb.send_packet = frames.append      # build them, send below
+    offs = [(i * 65536) % (len(model) - 65536) for i in range(n)]
+    mids = [c.read_req(fid, off, 65536) for off in offs]
+    c.nb.send_packet = send
+    blob = b"".join(struct.pack(">I", len(f)) + f for f in frames)
+    t = threading.Thread(target=c.nb.get_socket().sendall, args=(blob,))
+    t.start()
+    t.join(5)
+    say("sent", n, "all" if not t.is_alive() else "partly (smbaccel stopped reading)")
+    touch(ready2)
+    wait_file(go2)
+    for m, off in zip(mids, offs):
+        st, d = Client.parse_read(c.wait(m))
+        if st != 0 or d != model[off:off + 65536]:
+            sys.exit("pipelined READ at %d: status 0x%08x or wrong bytes" % (off, st))
+    t.join()
+    say("verified", n)
+    c.close(fid)
+    c.logoff()
+
+
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
     c = Client(port, "3.0")
     if mode == "servergone":
         servergone(c, sys.argv[3], int(sys.argv[4]), *sys.argv[5:8])
+    elif mode == "noread":
+        noread(c, sys.argv[3], sys.argv[4], int(sys.argv[5]), *sys.argv[6:10])
     else:
         sys.exit("unknown mode " + mode)
 
