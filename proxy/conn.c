@@ -1146,7 +1146,7 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	struct px_link *l = s->link;
 	struct px_conn *c = &l->c;
 	ssize_t n;
-	bool was_full;
+	bool was_full, lost = false;
 
 	(void)loop;
 	(void)revents;
@@ -1164,12 +1164,20 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 				log_warn("conn=%llu write to %s",
 				    (unsigned long long)c->id, s->name);
 			px_side_lost(s);
+			lost = true;
 			break;
 		}
 		px_buf_consume(&s->out, (size_t)n);
 		l->last_ms = px_now_ms();
 	}
 	px_buf_shrink(&s->out, 4 * 1024 * 1024);
+	/* a client whose socket failed is gone, as at its EOF: the drain
+	 * starts now, and its reconnects wait behind it */
+	if (lost && s == &l->cli) {
+		on_client_eof(c);
+		if (c->state == PX_CONN_CLOSED)
+			return;
+	}
 	/* the peer may read again; its buffered input may now move */
 	if (was_full && px_buf_len(&s->out) < glob()->queue_limit)
 		process_input(s->peer);
