@@ -1086,51 +1086,19 @@ side_read_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	struct px_link *l = s->link;
 	struct px_conn *c = &l->c;
 	ssize_t n;
-	size_t room;
 
 	(void)loop;
 	(void)revents;
-	if (s->rd_want == 0)
-		s->rd_want = READ_FIRST;
-	if (px_buf_reserve(&s->in, s->lowat > 0 && (size_t)s->lowat >
-	    s->rd_want ? (size_t)s->lowat : s->rd_want) == -1) {
+	if ((n = px_side_read(s)) == -2) {
 		px_conn_close(c, PX_CLOSE_NO_MEMORY);
 		return;
 	}
-	room = s->in.cap - s->in.tail;
-	n = read(s->fd, s->in.data + s->in.tail, room);
-	if (n > 0 && (size_t)n == room && s->rd_want < READ_CHUNK)
-		s->rd_want *= 2;
-	else if (n > 0 && (size_t)n < s->rd_want / 8 && s->rd_want > READ_FIRST)
-		s->rd_want /= 2;
-	if (n == -1) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		if (errno == ETIMEDOUT && s == &l->cli)
-			px_client_timed_out(c, PX_KA_WHY);
-		else if (errno == ETIMEDOUT)
-			px_server_timed_out(c);
-		else if (errno != ECONNRESET)
-			log_warn("conn=%llu read from %s",
-			    (unsigned long long)c->id, s->name);
-		s->rd_eof = true;
-		s->rd_reset = true;
-		ev_io_stop(px_rt.loop, &s->rio);
-	} else if (n == 0) {
-		s->rd_eof = true;
-		ev_io_stop(px_rt.loop, &s->rio);
-	} else {
-		s->in.tail += (size_t)n;
-		s->bytes_in += (uint64_t)n;
-		l->last_ms = px_now_ms();
-		if (s == &l->srv) {
-			l->srv_rx_ms = l->last_ms;
-			opening_done(c);
-		}
+	if (n == -1)
+		return;
+	if (n > 0 && s == &l->srv) {
+		l->srv_rx_ms = l->last_ms;
+		opening_done(c);
 	}
-	if (s->rd_eof)
-		log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,
-		    s->rd_reset ? "reset" : "closed");
 	if (s->rd_eof && s == &l->srv && !px_relay_quiet(c))
 		log_warnx("conn=%llu server closed with write-behind data "
 		    "outstanding", (unsigned long long)c->id);
@@ -1145,32 +1113,12 @@ side_write_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	struct px_side *s = w->data;
 	struct px_link *l = s->link;
 	struct px_conn *c = &l->c;
-	ssize_t n;
-	bool was_full, lost = false;
+	bool was_full, lost;
 
 	(void)loop;
 	(void)revents;
 	was_full = px_buf_len(&s->out) >= glob()->queue_limit;
-	while (px_buf_len(&s->out) > 0) {
-		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
-		if (n == -1) {
-			if (errno == EAGAIN || errno == EINTR)
-				break;
-			if (errno == ETIMEDOUT && s == &l->cli)
-				px_client_timed_out(c, PX_KA_WHY);
-			else if (errno == ETIMEDOUT)
-				px_server_timed_out(c);
-			else if (errno != EPIPE && errno != ECONNRESET)
-				log_warn("conn=%llu write to %s",
-				    (unsigned long long)c->id, s->name);
-			px_side_lost(s);
-			lost = true;
-			break;
-		}
-		px_buf_consume(&s->out, (size_t)n);
-		l->last_ms = px_now_ms();
-	}
-	px_buf_shrink(&s->out, 4 * 1024 * 1024);
+	lost = !px_side_write(s);
 	/* a client whose socket failed is gone, as at its EOF: the drain
 	 * starts now, and its reconnects wait behind it */
 	if (lost && s == &l->cli) {

@@ -7,6 +7,7 @@
  * that can never be valid, SO_RCVLOWAT).  Used by conn.c only; it calls
  * nothing above it.
  */
+#include <errno.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -212,6 +213,93 @@ px_side_send(struct px_side *s, const uint8_t *msg, size_t len)
 	b->tail += len + PX_NBSS_HDR;
 	px_side_out_commit(s, len + PX_NBSS_HDR);
 	return 0;
+}
+
+/* ---- the socket ------------------------------------------------------------ */
+
+/*
+ * Read what s's socket has into its input buffer; reads start at
+ * READ_FIRST and double while they fill what they were given, up to
+ * READ_CHUNK (side.h).  Returns the bytes read; 0 at EOF or on an error
+ * (rd_eof set, rd_reset too for an error, a timeout logged and counted,
+ * reading stopped); -1 when nothing is there yet; -2 out of memory.
+ */
+ssize_t
+px_side_read(struct px_side *s)
+{
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
+	ssize_t n;
+	size_t room;
+
+	if (s->rd_want == 0)
+		s->rd_want = READ_FIRST;
+	if (px_buf_reserve(&s->in, s->lowat > 0 && (size_t)s->lowat >
+	    s->rd_want ? (size_t)s->lowat : s->rd_want) == -1)
+		return -2;
+	room = s->in.cap - s->in.tail;
+	n = read(s->fd, s->in.data + s->in.tail, room);
+	if (n > 0 && (size_t)n == room && s->rd_want < READ_CHUNK)
+		s->rd_want *= 2;
+	else if (n > 0 && (size_t)n < s->rd_want / 8 && s->rd_want > READ_FIRST)
+		s->rd_want /= 2;
+	if (n > 0) {
+		s->in.tail += (size_t)n;
+		s->bytes_in += (uint64_t)n;
+		l->last_ms = px_now_ms();
+		return n;
+	}
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return -1;
+	if (n == -1 && errno == ETIMEDOUT && s == &l->cli)
+		px_client_timed_out(c, PX_KA_WHY);
+	else if (n == -1 && errno == ETIMEDOUT)
+		px_server_timed_out(c);
+	else if (n == -1 && errno != ECONNRESET)
+		log_warn("conn=%llu read from %s", (unsigned long long)c->id,
+		    s->name);
+	s->rd_eof = true;
+	s->rd_reset = n == -1;
+	ev_io_stop(px_rt.loop, &s->rio);
+	log_debug("conn=%llu %s %s", (unsigned long long)c->id, s->name,
+	    s->rd_reset ? "reset" : "closed");
+	return 0;
+}
+
+/*
+ * Write s's output queue until the socket takes no more.  false: the
+ * socket failed (logged unless the peer reset or closed it; a timeout
+ * counted), and s is lost (px_side_lost).
+ */
+bool
+px_side_write(struct px_side *s)
+{
+	struct px_link *l = s->link;
+	struct px_conn *c = &l->c;
+	ssize_t n;
+	bool ok = true;
+
+	while (px_buf_len(&s->out) > 0) {
+		n = write(s->fd, s->out.data + s->out.head, px_buf_len(&s->out));
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			if (errno == ETIMEDOUT && s == &l->cli)
+				px_client_timed_out(c, PX_KA_WHY);
+			else if (errno == ETIMEDOUT)
+				px_server_timed_out(c);
+			else if (errno != EPIPE && errno != ECONNRESET)
+				log_warn("conn=%llu write to %s",
+				    (unsigned long long)c->id, s->name);
+			px_side_lost(s);
+			ok = false;
+			break;
+		}
+		px_buf_consume(&s->out, (size_t)n);
+		l->last_ms = px_now_ms();
+	}
+	px_buf_shrink(&s->out, 4 * 1024 * 1024);
+	return ok;
 }
 
 /* ---- framing ----------------------------------------------------------------- */

@@ -112,6 +112,13 @@ void px_server_timed_out(struct px_conn *c);
 #define PX_KA_WHY "stopped answering TCP (keepalive probes or retransmissions)"
 /* s is gone: what it would have got is dropped, its reads are over. */
 void px_side_lost(struct px_side *s);
+/* Read from s's socket into s->in: bytes read; 0 at EOF or on an error
+ * (rd_eof, rd_reset for an error; reading stopped); -1 nothing yet; -2
+ * out of memory. */
+ssize_t px_side_read(struct px_side *s);
+/* Write s->out until the socket takes no more; false if it failed (s is
+ * lost: px_side_lost). */
+bool px_side_write(struct px_side *s);
 /* Start or stop s's watchers for what it may do now. */
 void px_side_update(struct px_side *s);
 /* Is what waits for s (its output and hold queues) at queue_limit?  The
