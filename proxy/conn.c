@@ -48,6 +48,8 @@ static void conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
 static void conn_arm_timer(struct px_conn *c);
 static void conn_kick(struct px_conn *c);
 static void on_client_eof(struct px_conn *c);
+static void srv_spend(struct px_conn *c);
+static bool spent_answered(struct px_conn *c);
 static bool conn_check_done(struct px_conn *c);
 
 static const char *const state_names[] = {
@@ -156,8 +158,9 @@ op_out_commit(struct px_conn *c, enum px_end to, size_t n)
 	px_side_out_commit(side_of(c, to), n);
 }
 
-/* A server that closed, reset or failed a write takes nothing more: what
- * the relay would send it (read-ahead, document fetches, ECHOs) is not
+/* A server that closed, reset or failed a write, or that a client left
+ * inside a cut-through WRITE (srv_spend), takes nothing more: what the
+ * relay would send it (read-ahead, document fetches, ECHOs) is not
  * started. */
 static bool
 op_connected(const struct px_conn *c, enum px_end end)
@@ -165,7 +168,8 @@ op_connected(const struct px_conn *c, enum px_end end)
 	const struct px_link *l = px_link_of_const(c);
 
 	if (end == PX_SERVER)
-		return l->srv.fd != -1 && !l->srv.rd_eof && !l->srv.wr_shut;
+		return l->srv.fd != -1 && !l->srv.rd_eof && !l->srv.wr_shut &&
+		    !l->srv_spent;
 	return l->cli.fd != -1 && !l->cli.rd_eof;
 }
 
@@ -252,6 +256,7 @@ conn_free(struct px_conn *c)
 	px_buf_free(&l->srv.out);
 	px_buf_free(&l->cli.hold);
 	px_buf_free(&l->srv.hold);
+	free(l->await);
 	free(l);
 }
 
@@ -864,6 +869,12 @@ conn_check_done(struct px_conn *c)
 	struct px_link *l = px_link_of(c);
 	struct px_side *cl = &l->cli, *sv = &l->srv;
 
+	if (l->srv_spent && spent_answered(c)) {
+		log_info("conn=%llu the answers awaited have come: closing",
+		    (unsigned long long)c->id);
+		px_conn_close(c, PX_CLOSE_NONE);
+		return true;
+	}
 	/* client gone: once write-behind has drained, pass the EOF on */
 	if (cl->rd_eof && px_buf_len(&cl->in) == 0 && px_relay_quiet(c) &&
 	    px_buf_len(&sv->out) == 0 && !sv->wr_shut && sv->fd != -1) {
@@ -900,6 +911,10 @@ on_client_eof(struct px_conn *c)
 	c->client_gone = true;
 	if (c->state == PX_CONN_DRAINING || c->state == PX_CONN_CLOSED)
 		return;
+	if (l->cli.stream_left > 0) {
+		srv_spend(c);
+		return;
+	}
 	if (!px_relay_quiet(c) || px_buf_len(&l->cli.in) > 0) {
 		log_info("conn=%llu client %s with %llu bytes buffered: writing "
 		    "them before closing the server connection",
@@ -908,6 +923,64 @@ on_client_eof(struct px_conn *c)
 		conn_set_state(c, PX_CONN_DRAINING);
 		px_relay_flush_all(c, CO_FLUSH_DISCONNECT);
 	}
+}
+
+/*
+ * The client left inside a WRITE being cut through to the server
+ * (stream_left): the rest of that frame will never come, and the server
+ * would read whatever followed as its continuation, so the server
+ * connection can take nothing more (what is held for it stays held,
+ * px_side_outbuf).  Buffered data is not flushed.  The connection waits
+ * (draining: the client's reconnects wait behind it) for the answers to
+ * the requests sent before, then closes (at once if none is awaited), and
+ * what it still holds is logged as lost (px_relay_free).  Left to the
+ * watchdog, it waited server_timeout for an answer the server could never
+ * give, then blamed a silent server.
+ */
+static void
+srv_spend(struct px_conn *c)
+{
+	struct px_link *l = px_link_of(c);
+	const struct px_ledger *led = &c->led;
+	size_t i;
+
+	log_warnx("conn=%llu client %s inside a WRITE being forwarded: %zu "
+	    "bytes of it never sent; the server connection cannot be used "
+	    "further", (unsigned long long)c->id, l->cli.rd_reset ? "reset" :
+	    "closed", l->cli.stream_left);
+	l->srv_spent = true;
+	px_buf_consume(&l->cli.in, px_buf_len(&l->cli.in));
+	/* the answers awaited: requests in flight but the cut WRITE, and
+	 * not those gone async (a CHANGE_NOTIFY may never complete) */
+	if (led->npending && (l->await = calloc(led->npending,
+	    sizeof(*l->await))) != NULL)
+		for (i = 0; i < led->tab_cap; i++)
+			if (led->tab[i] && !led->tab[i]->async_id &&
+			    led->tab[i]->mid != l->cut_mid)
+				l->await[l->nawait++] = led->tab[i]->mid;
+	if (l->nawait == 0) {
+		px_conn_close(c, PX_CLOSE_NONE);
+		return;
+	}
+	log_info("conn=%llu waits for the answers to %zu request(s) sent "
+	    "before, then closes", (unsigned long long)c->id, l->nawait);
+	conn_set_state(c, PX_CONN_DRAINING);
+}
+
+/* Have the answers srv_spend waits for come (or gone async)? */
+static bool
+spent_answered(struct px_conn *c)
+{
+	struct px_link *l = px_link_of(c);
+	const struct px_pending *p;
+	size_t i, n = 0;
+
+	for (i = 0; i < l->nawait; i++)
+		if ((p = px_pending_find(&c->led, l->await[i])) != NULL &&
+		    !p->async_id)
+			l->await[n++] = l->await[i];
+	l->nawait = n;
+	return n == 0;
 }
 
 /*
@@ -987,6 +1060,8 @@ process_input(struct px_side *s)
 			    !(s == &l->cli ? px_relay_client_stream(c, p, full) :
 			    px_relay_server_stream(c, p, full)))
 				break;
+			if (s == &l->cli)
+				l->cut_mid = px_get_u64(p + PX_NBSS_HDR + 24);
 			if (px_side_stream(s->peer, p, have) == -1)
 				goto nomem;
 			px_buf_consume(&s->in, have);
@@ -1022,7 +1097,8 @@ process_input(struct px_side *s)
 		if (flen > largest)
 			largest = flen;
 	}
-	if (s->rd_eof && px_buf_len(&s->in) > 0 && c->state != PX_CONN_OPAQUE) {
+	if (s->rd_eof && px_buf_len(&s->in) > 0 && c->state != PX_CONN_OPAQUE &&
+	    !(s == &l->cli && s->stream_left > 0)) {   /* srv_spend's */
 		size_t flen;
 		uint8_t type;
 
@@ -1145,7 +1221,8 @@ px_conn_shutdown_all(void)
 	for (c = px_rt.conns; c; c = next) {
 		next = c->next;
 		if (!px_relay_quiet(c)) {
-			px_relay_flush_all(c, CO_FLUSH_SHUTDOWN);
+			if (!px_link_of(c)->srv_spent)
+				px_relay_flush_all(c, CO_FLUSH_SHUTDOWN);
 			continue;
 		}
 		px_conn_close(c, PX_CLOSE_SHUTDOWN);

@@ -69,6 +69,14 @@ struct px_link {
 	                                      * (0: none outstanding) */
 	double cli_check_ms;                 /* next px_side_unanswered check
 	                                      * of the client (0: none due) */
+	/* the client left inside a WRITE cut through to the server: the
+	 * server connection takes nothing more (conn.c srv_spend) */
+	bool srv_spent;
+	uint64_t cut_mid;                    /* MessageId of the client's
+	                                      * WRITE being cut through */
+	uint64_t *await;                     /* srv_spend: requests sent
+	                                      * before it, still unanswered */
+	size_t nawait;
 	unsigned int depth;                  /* entry points on the stack */
 	bool free_pending;                   /* closed; free at depth 0 */
 };

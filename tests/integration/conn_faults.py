@@ -4,6 +4,16 @@ t_conn_* tests of smbaccel's connection layer (conn.c).  Each prints
 "port LOCALPORT" once its connection is up and waits for the files the
 test creates (GO...) between its steps.
 
+conn_faults.py cutwrite PORT DIALECT CLOSED [READY GO]
+    Writes 100 KiB in 1 KiB writes to cw-a.bin (absorbed and held),
+    prints "sha256 HEX" of them, then sends 400 KiB of a 2 MiB WRITE to
+    cw-b.bin (smbaccel cuts it through to the server as it comes) and
+    closes the socket.  Creates CLOSED, then connects again at once and
+    prints "reconnect S" (seconds its session took to set up) and "echo
+    STATUS".  With READY and GO: creates READY after the writes, waits
+    for GO, and sends a FLUSH of cw-a.bin (its data goes upstream with
+    it) just before the 2 MiB WRITE, without waiting for its answer.
+
 conn_faults.py servergone PORT BIG MIB READY GO1 GO2
     Writes 64 KiB in 1 KiB writes to sg.bin (absorbed and held), then
     sends MIB READs of 1 MiB of BIG and reads none of their answers;
@@ -62,6 +72,34 @@ def drain(c):
     except Exception as e:
         say("connection ended:", type(e).__name__)
     return got
+
+
+def cutwrite(port, dialect, closed, ready=None, go=None):
+    c = Client(port, dialect)
+    bfid, _ = c.create("cw-b.bin", disposition=FILE_OVERWRITE_IF)
+    fid, _ = c.create("cw-a.bin", disposition=FILE_OVERWRITE_IF)
+    data = b"".join(bytes([i]) * 1024 for i in range(100))
+    for i in range(100):
+        c.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
+    say("sha256", hashlib.sha256(data).hexdigest())
+    if go:
+        touch(ready)
+        wait_file(go)
+        c.send(FLUSH, struct.pack("<HHI16s", 24, 0, 0, fid))
+    frames, send = [], c.nb.send_packet
+    c.nb.send_packet = frames.append      # build it, send part of it below
+    c.write_req(bfid, 0, b"w" * (2 << 20))
+    c.nb.send_packet = send
+    sock = c.nb.get_socket()
+    sock.sendall(struct.pack(">I", len(frames[0])) + frames[0][:400 << 10])
+    time.sleep(1)
+    sock.close()
+    touch(closed)
+    t = time.time()
+    c2 = Client(port, dialect)
+    say("reconnect %.2f" % (time.time() - t))
+    say("echo 0x%08x" % c2.echo())
+    c2.logoff()
 
 
 def servergone(c, big, mib, ready, go1, go2):
@@ -135,6 +173,8 @@ def noread(c, name, copy, n, ready1, go1, ready2, go2):
 
 def main():
     mode, port = sys.argv[1], int(sys.argv[2])
+    if mode == "cutwrite":
+        return cutwrite(port, *sys.argv[3:8])
     c = Client(port, "3.0")
     if mode == "servergone":
         servergone(c, sys.argv[3], int(sys.argv[4]), *sys.argv[5:8])
