@@ -6,6 +6,9 @@
  * policy and every error is logged with its line.
  * SIGTERM/SIGINT: stop accepting, flush every write-behind buffer, close
  * each connection once it is quiet, exit; drain_timeout bounds the wait.
+ * A second signal closes every connection at once.  Either way what was
+ * acknowledged to clients and never written is logged by range as each
+ * connection closes, and the exit status says it (PX_EXIT_LOST).
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -25,6 +28,8 @@
 static ev_signal sig_term, sig_int, sig_hup;
 static ev_timer drain_timer, status_timer, watchdog_timer;
 static double drain_deadline;
+static uint64_t lost_at_stop;     /* px_stats.lost_bytes at the first signal */
+#define PX_EXIT_LOST 3            /* stopped; acknowledged writes were lost */
 /* what conn.c calls up for: out of descriptors pauses accepting */
 static const struct px_conn_hooks conn_hooks = {
 	.out_of_fds = px_listen_pause,
@@ -142,6 +147,16 @@ watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)sd_notify(0, "WATCHDOG=1");
 }
 
+/* Close every connection now: each logs what it loses (px_relay_free). */
+static void
+close_all(void)
+{
+	struct px_conn *c;
+
+	while ((c = px_conn_first()) != NULL)
+		px_conn_close(c, PX_CLOSE_SHUTDOWN);
+}
+
 static void
 drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -154,12 +169,9 @@ drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	if (px_now_ms() >= drain_deadline) {
-		struct px_conn *c;
-
 		log_warnx("drain_timeout reached with %zu connections; closing",
 		    px_conn_count());
-		while ((c = px_conn_first()) != NULL)
-			px_conn_close(c, PX_CLOSE_SHUTDOWN);
+		close_all();
 		ev_break(loop, EVBREAK_ALL);
 	}
 }
@@ -171,7 +183,10 @@ stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 
 	(void)revents;
 	if (px_rt.stopping) {
-		log_info("second signal %d: exiting now", w->signum);
+		log_warnx("second signal %d: closing %zu connections now, with "
+		    "%llu buffered bytes not written", w->signum,
+		    px_conn_count(), (unsigned long long)px_stats.wb_bytes_now);
+		close_all();
 		ev_break(loop, EVBREAK_ALL);
 		return;
 	}
@@ -179,6 +194,7 @@ stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	    "buffered bytes on %zu connections)", w->signum,
 	    (unsigned long long)px_stats.wb_bytes_now, px_conn_count());
 	px_rt.stopping = true;
+	lost_at_stop = px_stats.lost_bytes;
 	(void)sd_notify(0, "STOPPING=1");
 	px_listen_stop();
 	px_control_stop();
@@ -230,7 +246,8 @@ px_daemon_run(const char *cfg_path, bool foreground)
 {
 	struct pol_errors errs = { 0 };
 	const struct pol_global *g;
-	uint64_t wd_usec = 0;
+	uint64_t wd_usec = 0, lost;
+	int rc = 0;
 
 	px_rt.cfg_path = cfg_path;
 	if ((px_rt.cfg = pol_load_file(cfg_path, &errs)) == NULL) {
@@ -298,6 +315,15 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	(void)sd_notify(0, "READY=1");
 	notify_status();
 	ev_run(px_rt.loop, 0);
+	/* writes the clients were told had succeeded, lost while stopping
+	 * (a second signal, drain_timeout, a server gone in the drain) */
+	if (px_rt.stopping &&
+	    (lost = px_stats.lost_bytes - lost_at_stop) > 0) {
+		log_warnx("%llu bytes acknowledged to clients were not written "
+		    "while stopping (ranges logged above)",
+		    (unsigned long long)lost);
+		rc = PX_EXIT_LOST;
+	}
 	px_control_stop();
 	px_tproxy_teardown();
 	px_dc_stop();
@@ -306,5 +332,5 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	pol_free(px_rt.cfg);
 	px_rt.cfg = NULL;
 	px_keyed_shutdown();
-	return 0;
+	return rc;
 }
