@@ -416,7 +416,7 @@ conn_start_connect(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
 	const struct sockaddr_storage *dst = &c->dst_addr;
-	int sfd;
+	int sfd, rc, e;
 	char b[64];
 
 	px_addr_str(dst, b, sizeof(b));
@@ -425,8 +425,7 @@ conn_start_connect(struct px_conn *c)
 	sfd = socket(dst->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0);
 	if (sfd == -1) {
-		int e = errno;
-
+		e = errno;
 		log_warn("conn=%llu upstream socket", (unsigned long long)c->id);
 		if (e == EMFILE || e == ENFILE || e == ENOBUFS ||
 		    e == ENOMEM) {
@@ -437,18 +436,17 @@ conn_start_connect(struct px_conn *c)
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
-	if (glob()->mode != POL_MODE_FORWARD && glob()->tproxy_mark &&
+	/* without the mark the interception rules may divert our own
+	 * upstream connection back to us (checked at start: daemon.c) */
+	if (glob()->mode != POL_MODE_FORWARD &&
 	    setsockopt(sfd, SOL_SOCKET, SO_MARK, &glob()->tproxy_mark,
 	    sizeof(glob()->tproxy_mark)) == -1) {
-		static bool warned;
-
-		/* without the mark the interception rules may catch our own
-		 * upstream connection: say so (once) */
-		if (!warned)
-			log_warn("conn=%llu SO_MARK %u on the upstream socket "
-			    "(needs CAP_NET_ADMIN)", (unsigned long long)c->id,
-			    glob()->tproxy_mark);
-		warned = true;
+		log_warn("conn=%llu SO_MARK 0x%x on the upstream socket, not "
+		    "connecting unmarked", (unsigned long long)c->id,
+		    glob()->tproxy_mark);
+		close(sfd);
+		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
+		return;
 	}
 	px_upstream_prepare(&l->up, sfd, dst, c->id);
 	l->srv.fd = sfd;
@@ -456,9 +454,17 @@ conn_start_connect(struct px_conn *c)
 	ev_io_init(&l->srv.rio, side_read_cb, sfd, EV_READ);
 	l->srv.rio.data = &l->srv;
 	l->connect_deadline_ms = l->started_ms + (double)glob()->connect_timeout_ms;
-	if (connect(sfd, (const struct sockaddr *)dst,
+	rc = connect(sfd, (const struct sockaddr *)dst,
 	    dst->ss_family == AF_INET ? sizeof(struct sockaddr_in) :
-	    sizeof(struct sockaddr_in6)) == 0) {
+	    sizeof(struct sockaddr_in6));
+	e = errno;
+	/* bound by the connect: should the connection come back to a
+	 * listener, it is refused as a loop (listener.c) */
+	if (getsockname(sfd, (struct sockaddr *)&l->up_local,
+	    &(socklen_t){ sizeof(l->up_local) }) == -1)
+		memset(&l->up_local, 0, sizeof(l->up_local));
+	errno = e;
+	if (rc == 0) {
 		ev_io_init(&l->srv.wio, side_write_cb, sfd, EV_WRITE);
 		l->srv.wio.data = &l->srv;
 		conn_connected(c);

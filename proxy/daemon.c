@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -34,6 +35,34 @@ static uint64_t lost_at_stop;     /* px_stats.lost_bytes at the first signal */
 static const struct px_conn_hooks conn_hooks = {
 	.out_of_fds = px_listen_pause,
 };
+
+/*
+ * transparent and tproxy: smbaccel's upstream sockets carry tproxy_mark
+ * (SO_MARK, which needs CAP_NET_ADMIN), by which the interception rules
+ * leave them alone.  Unmarked, a REDIRECT rule would catch smbaccel's own
+ * connection to the server and hand it back to the listener, which would
+ * connect again, and so on: refuse to start instead.
+ */
+static int
+mark_usable(const struct pol_global *g)
+{
+	int fd, rc = 0;
+
+	if (g->mode == POL_MODE_FORWARD)
+		return 0;
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_MARK, &g->tproxy_mark,
+	    sizeof(g->tproxy_mark)) == -1) {
+		log_warn("mode = %s: cannot set SO_MARK 0x%x (tproxy_mark) on "
+		    "upstream sockets (needs CAP_NET_ADMIN); unmarked, "
+		    "smbaccel's own connections could be diverted back to it "
+		    "(a loop)", pol_mode_name(g->mode), g->tproxy_mark);
+		rc = -1;
+	}
+	if (fd != -1)
+		close(fd);
+	return rc;
+}
 
 static void
 log_errors(const struct pol_errors *e)
@@ -271,6 +300,10 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	}
 	if (px_keyed_load_keytabs(px_rt.cfg) == -1) {
 		log_warnx("cannot use the keytab, exiting");
+		return 1;
+	}
+	if (mark_usable(g) == -1) {
+		log_warnx("cannot mark upstream connections, exiting");
 		return 1;
 	}
 	px_dc_start(g);

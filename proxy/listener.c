@@ -38,7 +38,7 @@ static struct listener listeners[POL_LISTEN_MAX];
 static size_t nlisteners;
 static struct sockaddr_storage upstream;
 /* the refusals a connection flood can cause, logged at a bounded rate */
-static struct px_lograte refused_rate, unredirected_rate;
+static struct px_lograte refused_rate, unredirected_rate, loop_rate;
 
 /* Resolve a policy address (a literal, or a name) to a sockaddr. */
 static int
@@ -116,6 +116,66 @@ loops_back(const struct listener *l, const struct sockaddr_storage *dst)
 	return lp == dp && addr_is_local(dst);
 }
 
+/* ss, an IPv4-mapped IPv6 address given as AF_INET */
+static struct sockaddr_storage
+unmapped(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_storage r = *ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&r;
+
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		memset(&r, 0, sizeof(r));
+		s4->sin_family = AF_INET;
+		s4->sin_port = s6->sin6_port;
+		memcpy(&s4->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+	}
+	return r;
+}
+
+/* Same address and port (an IPv4 one also in its IPv6-mapped form)? */
+static bool
+same_endpoint(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b)
+{
+	struct sockaddr_storage x = unmapped(a), y = unmapped(b);
+	const struct sockaddr_in *x4 = (const struct sockaddr_in *)&x;
+	const struct sockaddr_in *y4 = (const struct sockaddr_in *)&y;
+	const struct sockaddr_in6 *x6 = (const struct sockaddr_in6 *)&x;
+	const struct sockaddr_in6 *y6 = (const struct sockaddr_in6 *)&y;
+
+	if (x.ss_family != y.ss_family)
+		return false;
+	if (x.ss_family == AF_INET)
+		return x4->sin_port == y4->sin_port &&
+		    x4->sin_addr.s_addr == y4->sin_addr.s_addr;
+	if (x.ss_family == AF_INET6)
+		return x6->sin6_port == y6->sin6_port &&
+		    memcmp(&x6->sin6_addr, &y6->sin6_addr, 16) == 0;
+	return false;
+}
+
+/*
+ * Is the connection from peer to dst one of smbaccel's own upstream
+ * connections (by the address each upstream socket got at its connect,
+ * kept with its connection: px_link up_local, and the server)?  Then the
+ * interception rules diverted it back to smbaccel, which would connect
+ * again, and so on; the connection's id, else 0.  Transparent modes only;
+ * a walk of the connections per accept.
+ */
+static uint64_t
+own_upstream(const struct sockaddr_storage *peer,
+    const struct sockaddr_storage *dst)
+{
+	const struct px_conn *c;
+
+	for (c = px_conn_first(); c; c = c->next)
+		if (same_endpoint(&px_link_of_const(c)->up_local, peer) &&
+		    same_endpoint(&c->dst_addr, dst))
+			return c->id;
+	return 0;
+}
+
 /*
  * Out of descriptors or memory (accept, or the upstream socket of a client
  * just accepted): stop accepting for a second on every listener, so the
@@ -155,6 +215,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		struct sockaddr_storage peer, dst;
 		socklen_t plen = sizeof(peer), dlen = sizeof(dst);
 		char a[64], b[64], more[64];
+		uint64_t id;
 		int fd;
 
 		fd = accept4(l->fd, (struct sockaddr *)&peer, &plen,
@@ -215,6 +276,19 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				continue;
 			}
 			break;
+		}
+		if (g->mode != POL_MODE_FORWARD && (id = own_upstream(&peer, &dst))) {
+			if (px_lograte_ok(&loop_rate, px_now_ms(),
+			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
+				log_warnx("refusing client=%s: it is the upstream "
+				    "connection of conn=%llu, diverted back to "
+				    "smbaccel: a loop (do the interception "
+				    "rules skip tproxy_mark?)%s",
+				    px_addr_str(&peer, a, sizeof(a)),
+				    (unsigned long long)id, px_lograte_more(
+				    &loop_rate, more, sizeof(more)));
+			close(fd);
+			continue;
 		}
 		/* a connection made straight to the listener would loop */
 		if (g->mode != POL_MODE_FORWARD && loops_back(l, &dst)) {

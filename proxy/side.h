@@ -63,6 +63,9 @@ struct px_link {
 	struct px_link **qprev;              /* for max_connecting (NULL: not
 	                                      * in it) */
 	struct px_upstream up;               /* the upstream socket (upstream.c) */
+	struct sockaddr_storage up_local;    /* ... its own address, once
+	                                      * connecting (listener.c: a
+	                                      * connection from it is a loop) */
 	double srv_rx_ms;                    /* last bytes from the server */
 	double srv_wait_ms;                  /* first watchdog tick that saw
 	                                      * requests outstanding upstream

@@ -14,7 +14,8 @@
  * buffer the kernel caps likewise.
  *
  * Only conn.c (where the socket is created and connected) and control.c
- * (conns) call in here.
+ * (conns) call in here, and main.c for smbaccel -t (which also checks that
+ * the upstream sockets can be marked in the transparent modes).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -578,13 +579,41 @@ check_one(const char *file, const char *name, const char *section, int line,
 	return rc;
 }
 
+/*
+ * transparent and tproxy: the upstream sockets must get SO_MARK =
+ * tproxy_mark (CAP_NET_ADMIN), or the interception rules may send
+ * smbaccel's own connections back to it; the daemon refuses to start
+ * without it (daemon.c), and so does this check.  Returns 1 if refused.
+ */
+static int
+check_mark(const struct pol_config *cfg, FILE *f)
+{
+	const struct pol_global *g = pol_global(cfg);
+	int fd, rc = 0;
+
+	if (g->mode == POL_MODE_FORWARD ||
+	    (fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	if (setsockopt(fd, SOL_SOCKET, SO_MARK, &g->tproxy_mark,
+	    sizeof(g->tproxy_mark)) == -1) {
+		fprintf(f, "%s: mode = %s: the kernel refuses SO_MARK 0x%x "
+		    "(tproxy_mark) to smbaccel: %s (needs CAP_NET_ADMIN); "
+		    "unmarked, its own upstream connections could be diverted "
+		    "back to it, so smbaccel will not start\n", pol_name(cfg),
+		    pol_mode_name(g->mode), g->tproxy_mark, strerror(errno));
+		rc = 1;
+	}
+	close(fd);
+	return rc;
+}
+
 int
 px_upstream_check(const struct pol_config *cfg, FILE *f)
 {
 	const char *name, *section;
 	struct pol_server v;
 	size_t i;
-	int line, bad = 0;
+	int line, bad = check_mark(cfg, f);
 	bool cc_given = false;
 
 	for (i = 0; pol_server_setting_at(cfg, i, &name, &section, &line, &v);
