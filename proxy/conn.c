@@ -759,8 +759,7 @@ conn_arm_timer(struct px_conn *c)
 				next = t;
 		}
 		/* client_keepalive: is a client that has data waiting gone? */
-		if (glob()->client_keepalive_ms && (c->state == PX_CONN_RELAY ||
-		    c->state == PX_CONN_OPAQUE)) {
+		if (px_side_client_checked(l)) {
 			if (l->cli_check_ms == 0)
 				l->cli_check_ms = now + (double)glob()->
 				    client_keepalive_ms / 2;
@@ -845,10 +844,7 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 		px_conn_close(c, PX_CLOSE_IDLE);
 		return;
 	} else if (l->cli_check_ms && now >= l->cli_check_ms - 1) {
-		const char *why = c->state != PX_CONN_RELAY &&
-		    c->state != PX_CONN_OPAQUE ? NULL :
-		    px_side_unanswered(&l->cli,
-		    px_keepalive_gone_ms(glob()->client_keepalive_ms));
+		const char *why = px_side_client_gone(l, now);
 
 		l->cli_check_ms = 0;
 		if (why != NULL) {

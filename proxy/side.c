@@ -422,6 +422,41 @@ px_side_unanswered(const struct px_side *s, uint32_t ms)
 	return NULL;
 }
 
+/* Is the client looked at by client_keepalive (px_side_client_gone)? */
+bool
+px_side_client_checked(const struct px_link *l)
+{
+	const struct px_conn *c = &l->c;
+
+	return pol_global(px_rt.cfg)->client_keepalive_ms &&
+	    (c->state == PX_CONN_RELAY || c->state == PX_CONN_OPAQUE ||
+	    (c->state == PX_CONN_DRAINING && !l->cli.wr_shut));
+}
+
+/*
+ * Why the client counts as gone under client_keepalive, or NULL: its
+ * kernel answers nothing (px_side_unanswered); or, its connection
+ * draining, it closed its side and has read none of its answers for
+ * client_keepalive.  That one may be alive, but while its answers hold
+ * the server's back (queue_limit) the drain cannot end, and a drain
+ * holds the client's reconnects.
+ */
+const char *
+px_side_client_gone(const struct px_link *l, double now)
+{
+	uint32_t ka = pol_global(px_rt.cfg)->client_keepalive_ms;
+	const char *why;
+
+	if (!px_side_client_checked(l))
+		return NULL;
+	if ((why = px_side_unanswered(&l->cli, px_keepalive_gone_ms(ka))))
+		return why;
+	if (l->c.state == PX_CONN_DRAINING && l->cli.rd_eof &&
+	    px_buf_len(&l->cli.out) > 0 && now - l->last_ms >= (double)ka)
+		return "closed its side and read none of its answers";
+	return NULL;
+}
+
 /*
  * The client's socket failed ETIMEDOUT (the kernel gave up its keepalive
  * probes or its retransmissions), or px_side_unanswered found it gone:

@@ -113,6 +113,10 @@ void px_side_close(struct px_side *s, bool reset);
 /* Why the peer counts as gone (its kernel acknowledged nothing for ms,
  * with data or window probes waiting), or NULL. */
 const char *px_side_unanswered(const struct px_side *s, uint32_t ms);
+/* Is l's client looked at by client_keepalive now, and why it counts as
+ * gone (NULL: it does not). */
+bool px_side_client_checked(const struct px_link *l);
+const char *px_side_client_gone(const struct px_link *l, double now);
 /* c's client was found gone by client_keepalive (why): logged, counted
  * once. */
 void px_client_timed_out(struct px_conn *c, const char *why);

@@ -27,6 +27,13 @@ conn_faults.py rst PORT BIG MIB READY GO
     of their answers; creates READY.  Once GO exists, resets the
     connection (SO_LINGER 0: an RST, with the answers unread).
 
+conn_faults.py halfclose PORT BIG MIB NAME READY GO
+    Writes 64 KiB in 1 KiB writes to NAME (absorbed and held), prints
+    "sha256 HEX" of them, sends MIB READs of 1 MiB of BIG, and closes its
+    sending side (shutdown SHUT_WR) without reading any answer; creates
+    READY.  Once GO exists, reads what comes until the connection ends;
+    prints "read N MiB".
+
 conn_faults.py noread PORT NAME LOCALCOPY N READY1 GO1 READY2 GO2
     A client that does not read its answers while smbaccel makes them
     itself: 400 random 4 KiB reads of NAME (the document cache fetches
@@ -136,6 +143,23 @@ def rst(c, big, mib, ready, go):
     say("reset")
 
 
+def halfclose(c, big, mib, name, ready, go):
+    bfid, _ = c.create(big, access=GENERIC_READ, disposition=FILE_OPEN)
+    fid, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
+    data = b"".join(bytes([i]) * 1024 for i in range(64))
+    for i in range(64):
+        c.write(fid, i * 1024, data[i * 1024:(i + 1) * 1024])
+    say("sha256", hashlib.sha256(data).hexdigest())
+    for i in range(mib):
+        c.read_req(bfid, i << 20, 1 << 20)
+    sock = c.nb.get_socket()
+    say("port", sock.getsockname()[1])
+    sock.shutdown(socket.SHUT_WR)
+    touch(ready)
+    wait_file(go)
+    say("read %d MiB" % (drain(c) >> 20))
+
+
 def noread(c, name, copy, n, ready1, go1, ready2, go2):
     model = open(copy, "rb").read()
     fid, _ = c.create(name, access=GENERIC_READ, disposition=FILE_OPEN)
@@ -180,6 +204,8 @@ def main():
         servergone(c, sys.argv[3], int(sys.argv[4]), *sys.argv[5:8])
     elif mode == "rst":
         rst(c, sys.argv[3], int(sys.argv[4]), *sys.argv[5:7])
+    elif mode == "halfclose":
+        halfclose(c, sys.argv[3], int(sys.argv[4]), *sys.argv[5:8])
     elif mode == "noread":
         noread(c, sys.argv[3], sys.argv[4], int(sys.argv[5]), *sys.argv[6:10])
     else:
