@@ -66,7 +66,7 @@ PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/ctlout.c proxy/listener.c \
               proxy/relay.c proxy/lease.c proxy/coherence.c proxy/locks.c \
               proxy/readahead.c proxy/doccache.c proxy/compound.c \
               proxy/wberror.c proxy/writebehind.c \
-              proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c \
+              proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c proxy/keyfiles.c \
               proxy/ledger.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)

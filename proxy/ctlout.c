@@ -8,6 +8,7 @@
 
 #include "proxy/control.h"
 #include "proxy/keyed.h"
+#include "proxy/keyfiles.h"
 #include "proxy/auth/auth.h"
 
 /* Length of the well-formed UTF-8 character at s (RFC 3629: no overlong
@@ -101,7 +102,7 @@ px_ctl_keytabs(FILE *f, bool json)
 
 	if (json)
 		fprintf(f, "{\"keytabs\":[");
-	for (i = 0; (kt = px_keyed_keytab(i, &path, &loaded)) != NULL; i++) {
+	for (i = 0; (kt = px_keyfiles_keytab(i, &path, &loaded)) != NULL; i++) {
 		n = px_keytab_count(kt);
 		when_str(loaded, when, sizeof(when));
 		if (json) {

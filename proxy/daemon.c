@@ -23,6 +23,7 @@
 #include "proxy/daemon.h"
 #include "proxy/doccache.h"
 #include "proxy/keyed.h"
+#include "proxy/keyfiles.h"
 #include "proxy/listener.h"
 #include "proxy/tproxy.h"
 
@@ -99,7 +100,7 @@ reload_policy(void)
 	pol_errors_free(&errs);
 	/* the new keys are read, and put in force only with the policy:
 	 * a refused reload leaves the ones in use as they are */
-	switch (px_keyed_stage(ncfg)) {
+	switch (px_keyfiles_stage(ncfg)) {
 	case -1:
 		log_warnx("reload failed: secrets file refused; old policy "
 		    "kept");
@@ -113,11 +114,11 @@ reload_policy(void)
 	if (px_listen_reload(pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
-		px_keyed_discard();
+		px_keyfiles_discard();
 		pol_free(ncfg);
 		return -1;
 	}
-	px_keyed_commit(ncfg);
+	px_keyfiles_commit(ncfg);
 	px_rt.cfg = ncfg;
 	for (c = px_conn_first(); c; c = c->next)
 		c->led.cfg = ncfg;
@@ -294,11 +295,11 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	    foreground || getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ||
 	    isatty(2));
 	signal(SIGPIPE, SIG_IGN);
-	if (px_keyed_load_secrets(g->secrets) == -1) {
+	if (px_keyfiles_load_secrets(g->secrets) == -1) {
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
 		return 1;
 	}
-	if (px_keyed_load_keytabs(px_rt.cfg) == -1) {
+	if (px_keyfiles_load_keytabs(px_rt.cfg) == -1) {
 		log_warnx("cannot use the keytab, exiting");
 		return 1;
 	}

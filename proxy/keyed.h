@@ -1,8 +1,8 @@
 /*
  * keyed.h - keyed.c, a session's keys applied to messages (DESIGN.md
  * section 7): the NTLM exchange followed to derive them, signatures
- * verified and made, messages sealed and opened.  The daemon loads the
- * secrets through it.
+ * verified and made, messages sealed and opened.  The key files it
+ * uses are keyfiles.c's.
  */
 #ifndef SMBACCEL_KEYED_H
 #define SMBACCEL_KEYED_H
@@ -12,26 +12,11 @@
 
 #include "proxy/conn_state.h"
 
-int px_keyed_load_secrets(const char *path) PX_MUSTCHECK;
-int px_keyed_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
 /*
- * A reload in two steps: the secrets file and keytabs cfg names are read
- * (px_keyed_stage: 0; -1 the secrets file refused, -2 a keytab; logged),
- * then put in force once every other check passed (px_keyed_commit), or
- * dropped (px_keyed_discard).  The keys in use never change on a refused
- * reload, also when the file at the same path was edited.
- */
-int px_keyed_stage(const struct pol_config *cfg) PX_MUSTCHECK;
-void px_keyed_commit(const struct pol_config *cfg);
-void px_keyed_discard(void);
-/*
- * For `smbaccelctl keytabs`: keytab i in use (NULL past the last), with
- * its path and when it was read (wall clock); and the last ticket no
+ * For `smbaccelctl keytabs` (with px_keyfiles_keytab): the last ticket no
  * keytab had a key for (false if none since start), with the sessions
  * relayed unkeyed for that reason since start.
  */
-const struct px_keytab *px_keyed_keytab(size_t i, const char **path,
-    time_t *loaded);
 struct px_keyed_miss {
 	char service[256];
 	int32_t enctype;

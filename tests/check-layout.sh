@@ -12,7 +12,7 @@
 # 3. Inside the relay layer, a file includes the headers of, and calls,
 #    only the files after it: relay.c -> lease.c -> coherence.c ->
 #    locks.c -> readahead.c -> doccache.c -> compound.c -> wberror.c ->
-#    writebehind.c -> create.c -> keyed.c (conn_state.h is the whole
+#    writebehind.c -> create.c -> keyed.c -> keyfiles.c (conn_state.h is the whole
 #    layer's; wberror.c shares writebehind.h);
 #    calls are checked by the function prefixes each file defines.
 # 4. Size: proxy/relay.c at most 1,000 lines; no .c or .h file under
@@ -33,7 +33,7 @@ layer() {
 	proxy/conn_state.h|proxy/relay.[ch]|proxy/lease.[ch]|proxy/coherence.[ch]|\
 	proxy/locks.[ch]|proxy/readahead.[ch]|proxy/doccache.[ch]|proxy/compound.[ch]|\
 	proxy/wberror.c|proxy/writebehind.[ch]|proxy/create.[ch]|\
-	proxy/alter.[ch]|proxy/emit.[ch]|proxy/keyed.[ch]) echo 2 ;;
+	proxy/alter.[ch]|proxy/emit.[ch]|proxy/keyed.[ch]|proxy/keyfiles.[ch]) echo 2 ;;
 	proxy/conn.[ch]|proxy/side.[ch]|proxy/upstream.[ch]) echo 3 ;;
 	proxy/listener.h|proxy/listener.c|proxy/tproxy.h|proxy/tproxy.c|\
 	proxy/control.h|proxy/control.c|proxy/ctlout.c) echo 4 ;;
@@ -59,6 +59,7 @@ rank() {
 	alter.[ch]) echo 9 ;;
 	emit.[ch]) echo 10 ;;
 	keyed.[ch]) echo 11 ;;
+	keyfiles.[ch]) echo 12 ;;
 	esac
 }
 
@@ -107,7 +108,7 @@ for f in $files; do
 done
 
 # 3: calls inside the relay layer, by the prefixes each file defines
-order="relay.c lease.c coherence.c locks.c readahead.c doccache.c compound.c wberror.c writebehind.c create.c alter.c emit.c keyed.c"
+order="relay.c lease.c coherence.c locks.c readahead.c doccache.c compound.c wberror.c writebehind.c create.c alter.c emit.c keyed.c keyfiles.c"
 prefix_of() {
 	case $1 in
 	relay.c) echo 'px_relay_(client|server|flush|quiet|timer|stall|free)' ;;
@@ -123,6 +124,7 @@ prefix_of() {
 	alter.c) echo 'px_alter_|px_may_act|px_may_rewrite|px_session_keyed' ;;
 	emit.c) echo 'px_emit_|px_relay_fail|px_large_mtu|px_tree_share|px_same_server|px_ids_fresh' ;;
 	keyed.c) echo 'px_keyed_' ;;
+	keyfiles.c) echo 'px_keyfiles_' ;;
 	esac
 }
 i=0

@@ -75,6 +75,7 @@
 #include "proxy/conn.h"
 #include "proxy/doccache.h"
 #include "proxy/keyed.h"
+#include "proxy/keyfiles.h"
 #include "proxy/smb2/smb2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -158,7 +159,7 @@ load_secrets(void)
 	    (ssize_t)(sizeof(secrets) - 1))
 		die("secrets file");
 	close(fd);
-	if (px_keyed_load_secrets(path) == -1) {
+	if (px_keyfiles_load_secrets(path) == -1) {
 		if (geteuid() == 0) {
 			fprintf(stderr, "fuzz_relay: smbaccel refused the "
 			    "secrets file %s\n", path);
