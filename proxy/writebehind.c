@@ -713,6 +713,11 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 
 	if (px_smb2_write_req_decode(e, &w) == -1)
 		return PX_AB_FORWARD;
+	/* a server gone (closed, reset, a failed write, or spent by a
+	 * client that left inside a cut-through frame): what would be
+	 * acknowledged could only be lost; forwarded, the client sees */
+	if (!px_relay_ops->connected(c, PX_SERVER))
+		return PX_AB_FORWARD;
 	if ((o = px_open_find(&c->led, &w.file_id)) == NULL ||
 	    o->session_id != h->session_id || o->tree_id != h->tree_id ||
 	    o->closed)
