@@ -908,13 +908,8 @@ plain_not_authentic(struct px_conn *c, struct px_session *s,
 		return "plain where its request went sealed";
 	if (!sign)
 		return NULL;
-	if (!(h->flags & SMB2_FLAGS_SIGNED)) {
-		/* a session the server no longer has cannot sign */
-		if (h->status == NT_STATUS_USER_SESSION_DELETED ||
-		    h->status == NT_STATUS_NETWORK_SESSION_EXPIRED)
-			return NULL;
+	if (!(h->flags & SMB2_FLAGS_SIGNED))
 		return "unsigned in a session that requires signing";
-	}
 	if (px_smb2_verify_ctx(ctx_of(s), &s->kx->keys, c->led.dialect,
 	    c->led.signing_alg, el, len, true, false) != 0)
 		return "bad signature";
@@ -943,6 +938,13 @@ px_keyed_answers_authentic(struct px_conn *c, const uint8_t *msg,
 		    (h.status == NT_STATUS_PENDING &&
 		    (h.flags & SMB2_FLAGS_ASYNC_COMMAND)))
 			continue;       /* breaks and interims: not signed */
+		/* an error answer carries nothing smbaccel keeps or serves,
+		 * and a forged one can only fail what it answers (as an
+		 * attacker on the path can by cutting the connection); smbd
+		 * signs some with a key other than the session's (a deleted
+		 * session, a compound it refuses), which clients accept */
+		if ((h.status & 0xC0000000u) == 0xC0000000u)
+			continue;
 		if ((p = px_pending_find(&c->led, h.message_id)) == NULL ||
 		    !acted_on(p))
 			continue;
@@ -960,13 +962,13 @@ px_keyed_answers_authentic(struct px_conn *c, const uint8_t *msg,
 		if (px_lograte_ok(&srv_sig_rate, px_now_ms(), PX_LOGRATE_BURST,
 		    PX_LOGRATE_MS))
 			log_warnx("conn=%llu session=0x%llx the server's answer "
-			    "to %s%s (mid=%llu) is not authentic: %s; closing "
-			    "the connection, as a client would, rather than "
-			    "act on it%s", (unsigned long long)c->id,
+			    "to %s%s (mid=%llu status=0x%08x) is not authentic: "
+			    "%s; closing the connection, as a client would, "
+			    "rather than act on it%s", (unsigned long long)c->id,
 			    (unsigned long long)s->id,
 			    p->origin == PX_ORIGIN_PROXY ? "smbaccel's " : "",
 			    px_smb2_cmd_name(p->command),
-			    (unsigned long long)h.message_id, why,
+			    (unsigned long long)h.message_id, h.status, why,
 			    px_lograte_more(&srv_sig_rate, more, sizeof(more)));
 		return -1;
 	}
