@@ -519,7 +519,9 @@ struct co_dc_valid {
 };
 
 /* Why a cached copy does not match an open (the first field that
- * differs, in this order). */
+ * differs, in this order); CO_DC_UNPROVEN is the glue's: the fields are
+ * the same, but the open's answer does not show that no other handle of
+ * the file was open (DESIGN.md section 5a), so they prove nothing. */
 enum co_dc_cause {
 	CO_DC_SAME = 0,
 	CO_DC_CREATION,
@@ -527,6 +529,7 @@ enum co_dc_cause {
 	CO_DC_CHANGE,
 	CO_DC_SIZE,
 	CO_DC_FILE_ID,
+	CO_DC_UNPROVEN,
 	CO_DC_NCAUSES
 };
 /* The disk id is compared only when both sides have one. */

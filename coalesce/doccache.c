@@ -72,7 +72,7 @@ co_sum64(const void *p, size_t n)
 
 static const char *const cause_names[CO_DC_NCAUSES] = {
 	"same", "creation-time", "last-write-time", "change-time", "size",
-	"file-id",
+	"file-id", "unproven",
 };
 
 const char *

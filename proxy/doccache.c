@@ -5,7 +5,9 @@
  * Owns: which opens a cached copy may serve (the read gate of
  * read_ahead, read_cache, read_cache_file_max, and the CREATE answer's
  * CreationTime, LastWriteTime, ChangeTime and EndOfFile against those the
- * copy was fetched under: close-to-open consistency), the start of a copy
+ * copy was fetched under: close-to-open consistency, but only for an open
+ * whose answer proves that no other handle of the file was open, see
+ * dc_proven), the start of a copy
  * for a random reader, the reads it answers, the misses it widens to whole
  * chunks within their own credit charge, the fetches of the rest of the
  * file paid with pooled ids, their arrival, and every reason a copy is
@@ -131,6 +133,48 @@ dc_gate(const struct px_tree *t, const struct px_open *o)
 	    px_open_read_gate(t, o);
 }
 
+/*
+ * Does o's CREATE answer prove that no other handle of its file was open
+ * when the server answered it?  A write-caching lease or an exclusive or
+ * batch oplock (the client's, or smbaccel's own on its behalf), granted
+ * and not being broken: the server grants one only to the file's sole
+ * open (other opens of the same lease key are this client's, and go
+ * through this smbaccel).  Only then do the times in the answer vouch for
+ * a copy: smbd keeps LastWriteTime and ChangeTime still while any handle
+ * is open (from 2 s after its first write until it closes; Windows defers
+ * them too), so a writer still open shows the times of a copy made before
+ * its last writes, and a writer gone has moved them when it closed.
+ */
+static bool
+dc_proven(const struct px_open *o)
+{
+	if (o->breaking || o->pl.breaking)
+		return false;
+	if (o->pl.kind != PX_PL_NONE && (o->pl.state & SMB2_LEASE_WRITE))
+		return true;
+	if (o->oplock == SMB2_OPLOCK_LEVEL_LEASE)
+		return o->has_lease && (o->lease_state & SMB2_LEASE_WRITE);
+	return o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
+	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
+}
+
+/* Does an open other than o (any connection) read copy e? */
+static bool
+dc_in_use(const struct co_dc_entry *e, const struct px_open *o)
+{
+	const struct px_conn *x;
+	const struct px_open *y;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED)
+			continue;
+		for (y = x->led.opens; y; y = y->next)
+			if (y != o && !y->closed && y->dc_serial == e->serial)
+				return true;
+	}
+	return false;
+}
+
 /* Connections waiting for a fetch re-decide (the copy changed). */
 static void
 kick_readers(struct px_conn *c)
@@ -181,13 +225,16 @@ px_dc_opened(struct px_conn *c, struct px_open *o)
 	char key[DC_KEY_MAX];
 	struct co_dc_entry *e;
 	enum co_dc_cause why;
+	bool proven;
 
 	if (dcache.nb == 0 || t == NULL || !t->policy.read_cache ||
 	    o->is_dir || o->name == NULL ||
 	    !dc_key(c, t->share, o->name, key, sizeof(key)))
 		return;
+	/* the store's copies are read back for an open that may use them */
+	proven = dc_proven(o);
 	if ((e = co_dc_lookup(&dcache, key)) == NULL &&
-	    (e = px_ds_load(&dcache, key)) == NULL)
+	    (!proven || (e = px_ds_load(&dcache, key)) == NULL))
 		return;
 	gauges();
 	why = co_dc_compare(&e->v, &o->dcv);
@@ -196,6 +243,31 @@ px_dc_opened(struct px_conn *c, struct px_open *o)
 		log_info("conn=%llu share=%s file=%s cached copy is stale "
 		    "(%s differs): dropped", (unsigned long long)c->id,
 		    t->share, o->name, co_dc_cause_name(why));
+		dc_drop(c, e, PX_DC_STALE);
+		return;
+	}
+	if (!proven) {
+		/* an open that reads no data (attributes, a delete) has no
+		 * use for the copy: it is left to the opens that may */
+		if (!px_open_read_access(o))
+			return;
+		/* the same times prove nothing: another handle may have
+		 * written since the copy was made (DESIGN.md section 5a) */
+		px_stats.dc_valid_failed[CO_DC_UNPROVEN]++;
+		if (dc_in_use(e, o)) {
+			/* another open reads it: this one reads the server
+			 * (one copy per file) */
+			o->dc_stale = true;
+			log_debug("conn=%llu share=%s file=%s no write caching "
+			    "granted: not served from the copy another open "
+			    "reads", (unsigned long long)c->id, t->share,
+			    o->name);
+			return;
+		}
+		log_debug("conn=%llu share=%s file=%s no write caching "
+		    "granted, so another handle may have written the file "
+		    "with its times held: cached copy dropped, fetched again",
+		    (unsigned long long)c->id, t->share, o->name);
 		dc_drop(c, e, PX_DC_STALE);
 		return;
 	}
@@ -233,9 +305,16 @@ dc_start(struct px_conn *c, struct px_tree *t, struct px_open *o)
 	    !dc_key(c, t->share, o->name, key, sizeof(key)))
 		return NULL;
 	if ((e = co_dc_lookup(&dcache, key)) != NULL) {
-		/* another open's copy: the same file, or a stale one */
-		if (co_dc_compare(&e->v, &o->dcv) == CO_DC_SAME)
+		/* another open's copy: the same file, or a stale one; o may
+		 * read it only as px_dc_opened would have let it */
+		bool same = co_dc_compare(&e->v, &o->dcv) == CO_DC_SAME;
+
+		if (same && dc_proven(o))
 			goto attach;
+		if (same && dc_in_use(e, o)) {
+			o->dc_stale = true;
+			return NULL;
+		}
 		dc_drop(c, e, PX_DC_STALE);
 	}
 	/* no room beside what readers of the last moments hold: no copy

@@ -2,8 +2,13 @@
 # test-timeout: 500
 # Issue 13 test 2: reopening a cached document (read_ahead = always).
 # An 8 MiB file read at random (smbdd -R) is fetched whole; then:
-#  (1) reopened by a new connection: every read served from the copy, no
-#      READ on the proxy -> smbd leg (dumpcap + upstream-sizes);
+#  (1) reopened by a new connection with an RWH lease (dc_read.py; the
+#      server grants W only to the file's sole open, which proves that no
+#      other handle can have written it with its times held): every read
+#      served from the copy, no READ on the proxy -> smbd leg (dumpcap +
+#      upstream-sizes); reopened by smbdd, which asks for no oplock: its
+#      answer proves nothing, the file is read again (READs upstream,
+#      dc_valid_failed.unproven);
 #  (2) rewritten directly on smbd with the same size (a new
 #      LastWriteTime): the reopen finds the copy stale and reads the new
 #      bytes;
@@ -12,11 +17,13 @@
 #      answer differs; what the reopen reads is reported (the limit
 #      smbaccel.conf(5) documents), not asserted; rewritten with another
 #      size and the time restored: EndOfFile differs, new bytes read;
-#  (4) read_cache_dir: the whole copy is stored; smbaccel restarted; the
-#      reopen is served from the store (no upstream READ, ds_loads);
+#  (4) read_cache_dir: the whole copy is stored; smbaccel restarted; an
+#      open with no oplock does not read it back (ds_loads 0); the reopen
+#      with an RWH lease is served from the store (no upstream READ,
+#      ds_loads);
 #  (5) a byte of the stored data corrupted, smbaccel restarted: the copy
-#      is detected, logged and not served (the reads are correct, READs go
-#      upstream); then the header corrupted: the same;
+#      is detected, logged and not served to an RWH open (the reads are
+#      correct, READs go upstream); then the header corrupted: the same;
 #  (6) the file replaced on the server by another one of the same size
 #      whose times and DOS attributes (CreationTime) are those of the old
 #      one, renamed over it (as rsync -t does): only the on-disk file id,
@@ -39,12 +46,24 @@ F=$SHARE_DIR/doc
 random_read() {
 	smbdd_run read "$2" doc 4K "$5" -s "$3" -R "$4" -q 2>&1
 }
-# reopen_upstream LABEL SEED SIZE: a reopen through the proxy, captured;
-# prints the number of READs smbaccel sent upstream (fails on bad bytes)
+# proven_read PORT SEED SIZE COUNT [ARGS]: dc_read.py with an RWH lease
+proven_read() {
+	local port=$1 seed=$2 size=$3 count=$4
+	shift 4
+	timeout 120 "$PY" "$TESTS_DIR/dc_read.py" "$port" doc "$seed" "$size" "$count" \
+	    --lease rwh "$@" 2>&1
+}
+# reopen_upstream LABEL SEED SIZE [proven]: a reopen through the proxy
+# (smbdd, or dc_read.py with an RWH lease), captured; prints the number of
+# READs smbaccel sent upstream (fails on bad bytes)
 reopen_upstream() {
 	local out n
 	capture_start "$1" >&2
-	out=$(random_read "$1" "$PROXY_PORT" "$2" "$3" 400)
+	if [ "${4:-}" = proven ]; then
+		out=$(proven_read "$PROXY_PORT" "$2" "$3" 400)
+	else
+		out=$(random_read "$1" "$PROXY_PORT" "$2" "$3" 400)
+	fi
 	local rc=$?
 	capture_stop >&2
 	[ $rc -eq 0 ] || { rm -f "$CAP_FILE"; fail "$1: the reopen read wrong bytes: $out"; }
@@ -71,9 +90,14 @@ wait_stat_ge ds_writes 1 10 || fail "the copy was not stored whole (ds_writes 0)
 
 # (1) a new connection, the same file unchanged
 a0=$(stat_get dc_attached)
-n=$(reopen_upstream reopen "$s1" "$SIZE")
-assert_eq 0 "$n" "(1) READs sent upstream by a reopen of the unchanged file"
+n=$(reopen_upstream reopen "$s1" "$SIZE" proven)
+assert_eq 0 "$n" "(1) READs sent upstream by a reopen (RWH lease) of the unchanged file"
 assert_eq $((a0 + 1)) "$(stat_get dc_attached)" "(1) opens served by the copy"
+u0=$(stat_get dc_valid_failed.unproven)
+n=$(reopen_upstream unproven "$s1" "$SIZE")
+assert_ge 1 "$n" "(1) READs sent upstream by a reopen with no oplock"
+assert_eq $((a0 + 1)) "$(stat_get dc_attached)" "(1) opens with no oplock served by the copy"
+assert_eq $((u0 + 1)) "$(stat_get dc_valid_failed.unproven)" "(1) reopens whose answer could not prove the copy current"
 
 # (2) rewritten on the server, same size, new LastWriteTime
 s2=$((s1 + 1))
@@ -114,7 +138,11 @@ wait_stat_ge ds_writes $((w3 + 1)) 10 ||
 ls -l "$STORE" | sed 's/^/    store: /'
 stop_proxy
 PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
-n=$(reopen_upstream restart "$s4" "$SIZE4")
+# an open with no oplock proves nothing: the store's copy is not read back
+out=$(timeout 60 "$PY" "$TESTS_DIR/dc_read.py" "$PROXY_PORT" doc "$s4" "$SIZE4" 0 2>&1) ||
+    fail "(4) an open with no oplock after the restart: $out"
+assert_eq 0 "$(stat_get ds_loads)" "(4) copies read back from the store for an open with no oplock"
+n=$(reopen_upstream restart "$s4" "$SIZE4" proven)
 info "(4) after the restart: $(stats_line ds_files ds_loads ds_chunk_reads dc_attached)"
 assert_eq 0 "$n" "(4) READs sent upstream by the first open after a restart"
 assert_ge 1 "$(stat_get ds_loads)" "(4) copies read back from the store"
@@ -151,7 +179,7 @@ why5() {
 	ls -l "$STORE" | sed 's/^/    store: /'
 }
 capture_start corrupt
-out=$(smbdd_run read "$PROXY_PORT" doc 4K $((SIZE4 / 4096)) -s "$s4" -q 2>&1)
+out=$(proven_read "$PROXY_PORT" "$s4" "$SIZE4" 0 --seq)
 rc=$?
 capture_stop
 [ $rc -eq 0 ] || fail "(5) reading the file with a corrupted stored copy gave wrong bytes: $out"
@@ -171,7 +199,7 @@ copy=$(ls "$STORE"/*.dc 2>/dev/null | head -n 1)
 stop_proxy
 flip_byte "$copy" 33
 PROXY_SHARE_SECTION=no start_proxy "${CONF_LINES[@]}"
-out=$(random_read header "$PROXY_PORT" "$s4" "$SIZE4" 400) || fail "(5) reading with a corrupt header: wrong bytes: $out"
+out=$(proven_read "$PROXY_PORT" "$s4" "$SIZE4" 400) || fail "(5) reading with a corrupt header: wrong bytes: $out"
 log_has 'document store: .* is corrupt \(header checksum\): discarded, never served' ||
     fail "(5) the corrupted header was not logged"
 assert_eq 0 "$(stat_get ds_loads)" "(5) copies with a corrupt header read back"

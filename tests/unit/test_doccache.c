@@ -101,6 +101,9 @@ test_compare(void)
 	a.disk_id[3] = 7;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_SAME);
 	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_CHANGE), "change-time");
+	/* the glue's cause (stats key dc_valid_failed.unproven) */
+	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_UNPROVEN), "unproven");
+	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_NCAUSES), "?");
 }
 
 static void
