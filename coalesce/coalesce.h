@@ -358,7 +358,11 @@ struct co_chunk *co_ra_add(struct co_ra *ra, uint64_t off, uint32_t len);
 /*
  * A fetch answered: data (got bytes; 0 with END_OF_FILE) for the chunk at
  * off of generation gen.  Returns false when the chunk is gone (stale).
- * Other errors: pass ok=false; the cache is dropped.
+ * Other errors: pass ok=false; the cache is dropped.  A short answer or
+ * END_OF_FILE is taken for the file's end (at off + got): the READ must
+ * have gone with MinimumCount 0, for which the server answers so only
+ * there (MS-SMB2 3.3.5.12; a client's minimum is applied to what the
+ * cache answers, co_ra_serve).
  */
 bool co_ra_arrive(struct co_ra *ra, uint32_t gen, uint64_t off, bool ok,
     const uint8_t *data, uint32_t got);

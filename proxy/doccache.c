@@ -652,6 +652,9 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 		memcpy(copy, msg, mlen);
 		px_put_u32(copy + SMB2_HDR_LEN + 4, (uint32_t)w);  /* Length */
 		px_put_u64(copy + SMB2_HDR_LEN + 8, a);            /* Offset */
+		/* MinimumCount: the client's applies to its own bytes, at
+		 * the cut back (readahead.c), not to the chunks' */
+		px_put_u32(copy + SMB2_HDR_LEN + 32, 0);
 		memset(&related, 0xFF, sizeof(related));
 		p = px_ledger_client_request(&c->led, h, el, false, &related);
 		/* the rewritten request is re-signed or re-sealed */

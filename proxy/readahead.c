@@ -245,7 +245,12 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		if (copy == NULL)
 			return PX_AB_FAIL;
 		memcpy(copy, msg, mlen);
-		px_put_u32(copy + SMB2_HDR_LEN + 4, RA_WIDEN);
+		px_put_u32(copy + SMB2_HDR_LEN + 4, RA_WIDEN);        /* Length */
+		/* MinimumCount 0: the server's END_OF_FILE then means the
+		 * file ends at the offset, and a short answer where it ends;
+		 * the client's minimum is applied when the answer is cut
+		 * back (MS-SMB2 3.3.5.12) */
+		px_put_u32(copy + SMB2_HDR_LEN + 32, 0);
 		memset(&related, 0xFF, sizeof(related));
 		p = px_ledger_client_request(&c->led, h, e, false, &related);
 		/* the rewritten request is re-signed or re-sealed */

@@ -15,7 +15,15 @@ first reads sequentially.  Cases:
   grown: A reads a 20000-byte file to the end, B appends 50000 bytes
        (WRITE) and extends with SET_INFO, A reads on past the old end;
   rewritten: A reads 64 x 4 KiB, B overwrites 8 KiB inside what A has read
-       and 8 KiB just ahead of A, A re-reads both and goes on."""
+       and 8 KiB just ahead of A, A re-reads both and goes on;
+  minimum: a file of 64 MiB + 10000 bytes (B extends it: above the
+       document cache's read_cache_file_max, so read-ahead answers the
+       reads below) read [E-10000, +8192), then [E-1808, +4096) with
+       MinimumCount 2000 (the sequential read smbaccel widens: END_OF_FILE,
+       1808 bytes are left), then [E-1808, +1000) and [E-1000, +500) with
+       none: SUCCESS (the widened READ once kept the client's
+       MinimumCount, and its END_OF_FILE was cached as the file's end at
+       E-1808)."""
 import hashlib
 import random
 import sys
@@ -108,6 +116,17 @@ seq("rw-inside", fa, 96 * KB, 4)
 seq("rw-ahead", fa, off, 64)
 a.close(fa)
 b.close(fb)
+# MinimumCount on the read smbaccel widens
+E = (64 << 20) + 10000
+fb = make("minimum", 65536)
+print("B set_eof %d: 0x%08x" % (E, b.set_eof(fb, E)))
+b.close(fb)
+fa, _ = a.create(prefix + "minimum", access=GENERIC_READ, disposition=FILE_OPEN)
+for off, ln, mn in ((E - 10000, 8192, 0), (E - 1808, 4096, 2000), (E - 1808, 1000, 0),
+                    (E - 1000, 500, 0), (E - 1808, 4096, 0)):
+    st, d = a.read(fa, off, ln, minimum=mn)
+    show("min-E-%d+%d-min%d" % (E - off, ln, mn), st, d)
+a.close(fa)
 a.logoff()
 b.logoff()
 print("done")

@@ -5,6 +5,10 @@
 # reads sequentially (ra_eof.py): every read's status, length and data
 # through the proxy (read_ahead = always, with write_behind = always and
 # with it off) must equal the direct run's, at 3.0 and 2.0.2.
+# ra_eof.py's "minimum" case: a sequential read with MinimumCount above
+# what is left at the end of a file (END_OF_FILE) is widened with none,
+# so later reads of those bytes get them (they got END_OF_FILE from a
+# cached end when the widened READ kept the client's MinimumCount).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "read-ahead"
