@@ -379,8 +379,17 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 			px_ra_drop(o, PX_RA_ERROR);
 		return 0;   /* forwarded as it came */
 	}
-	if (prot->sign && !px_session_keyed(c, h->session_id))
-		return px_alter_signed_answer(c, h);  /* cannot be cut back */
+	if (prot->sign && !px_session_keyed(c, h->session_id)) {
+		/* cannot be cut back: the connection goes, and the chunks
+		 * this READ was to bring are absent again, or readers of the
+		 * copy on other connections would wait for them */
+		if (p->u.io.doc)
+			px_dc_widened_data(c, p, NT_STATUS_INVALID_PARAMETER,
+			    NULL, 0);
+		else if (o)
+			px_ra_drop(o, PX_RA_ERROR);
+		return px_alter_signed_answer(c, h);
+	}
 	if (p->u.io.doc)
 		px_dc_widened_data(c, p, NT_STATUS_SUCCESS, rr.data, rr.data_len);
 	else if (o) {

@@ -25,6 +25,12 @@
 #     under leased with an R lease and under always with no oplock; an open
 #     granted an RWH lease (the file's sole open) after the writer closed is
 #     served from a copy again, also after an open for attributes alone.
+# (6) dc_signed.py, through a third smbaccel whose server's large READ
+#     answers arrive marked signed (signflag.py, a relay in front of smbd;
+#     no key): a widened miss cannot be cut back, its connection is closed
+#     (cannot-sign); a reader on a new connection allowed to use that copy
+#     (RWH lease) reads the same bytes at once (it waited for ever for the
+#     chunk the closed connection's READ was to bring).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "the document cache"
@@ -133,6 +139,24 @@ for c in r:dur none:share; do
 	assert_ge 1 $((u1 - u0)) "sticky $c: reopens not served from a copy their answer could not prove current"
 	assert_eq 2 $((a1 - a0)) "sticky $c: opens served by an existing copy (the RWH reopens alone)"
 done
+
+# (6) a widened miss whose answer cannot be cut back
+f=dc-signed
+random_file "$T/$f.orig" 1
+out=$(smbc "$SMBD_PORT" SMB3_11 "put $T/$f.orig $f" 2>&1) || fail "cannot put $f: $out"
+REL_PORT=$(free_port) P3_PORT=$(free_port)
+bg "$PY" "$TESTS_DIR/signflag.py" "$REL_PORT" "$SMBD_PORT" 2> "$T/signflag.log"
+wait_port "$REL_PORT" 10 "$!" || fail "signflag.py did not start"
+printf '[global]\nlisten = 127.0.0.1:%s\nupstream = 127.0.0.1:%s\nmode = forward\ncontrol_socket = %s\n[share share]\nwrite_behind = leased\nread_ahead = leased\n' \
+    "$P3_PORT" "$REL_PORT" "$T/p3.sock" > "$T/p3.conf"
+bg "$SMBACCEL" -c "$T/p3.conf" -f > "$T/proxy3.log" 2>&1
+wait_port "$P3_PORT" 10 "$!" || fail "the third smbaccel did not start: $(tail -n 5 "$T/proxy3.log")"
+out=$(WB_SMB_TIMEOUT=10 timeout 60 "$PY" "$TESTS_DIR/dc_signed.py" "$P3_PORT" "$f" "$T/$f.orig" 2>&1)
+rc=$?
+echo "$out" | sed "s/^/    signed: /"
+sed 's/^/    /' "$T/signflag.log"
+grep -q 'reason=cannot-sign' "$T/proxy3.log" || fail "(6) no connection closed as cannot-sign: $(tail -n 5 "$T/proxy3.log")"
+[ $rc -eq 0 ] || fail "(6) a reader of the copy after the widened miss's connection was closed (above)"
 
 info "stats: $(stats_line dc_hits dc_waits dc_widened dc_fetches dc_valid_ok dc_valid_failed.last-write-time dc_valid_failed.creation-time dc_drops.write dc_drops.break dc_drops.stale ledger_errors)"
 # each reader's copy went for the write through the proxy; under leased
