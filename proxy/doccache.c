@@ -347,6 +347,7 @@ static void
 dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 {
 	const struct px_open *x;
+	uint64_t keep;
 
 	if (c->state != PX_CONN_RELAY || !px_relay_ops->connected(c, PX_SERVER) ||
 	    o->closed || o->breaking || c->led.max_read < CO_DC_CHUNK)
@@ -360,14 +361,16 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	if (!px_wb_file_idle(c, o))
 		return;
 	/* a break acknowledgement's id comes before the fetches', as
-	 * before read-ahead's */
+	 * before read-ahead's; and so do the ids a failed widened READ in
+	 * flight may need to ask for its client's bytes again (readahead.c) */
 	(void)px_emit_tend_reserve(c);
+	keep = px_dc_retry_ids(c);
 	for (;;) {
 		uint64_t lo, off;
 		uint32_t first, len;
 		struct px_pending *p;
 
-		if (c->led.pool.count == 0 || c->dc_inflight >= DC_INFLIGHT_MAX ||
+		if (c->led.pool.count <= keep || c->dc_inflight >= DC_INFLIGHT_MAX ||
 		    co_dc_plan(e, 1, &first) == 0 ||
 		    !co_dc_room(&dcache, e, CO_DC_CHUNK))
 			return;
@@ -684,6 +687,58 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 	return PX_AB_DONE;
 }
 
+/* ---- client READs asked again (readahead.c) ----------------------------------------- */
+
+static struct px_dc_retry *retries;
+
+uint64_t
+px_dc_retry_ids(const struct px_conn *c)
+{
+	const struct px_pending *p;
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < c->led.tab_cap; i++)
+		if ((p = c->led.tab[i]) != NULL && p->origin == PX_ORIGIN_CLIENT &&
+		    p->command == SMB2_READ && p->u.io.widened)
+			n++;
+	return n;
+}
+
+void
+px_dc_retry_add(struct px_dc_retry *r)
+{
+	r->next = retries;
+	retries = r;
+}
+
+struct px_dc_retry *
+px_dc_retry_take(const struct px_conn *c, uint64_t mid)
+{
+	struct px_dc_retry **pp, *r;
+
+	for (pp = &retries; (r = *pp) != NULL; pp = &r->next)
+		if (r->c == c && r->mid == mid) {
+			*pp = r->next;
+			return r;
+		}
+	return NULL;
+}
+
+static void
+dc_retry_free(const struct px_conn *c)
+{
+	struct px_dc_retry **pp = &retries, *r;
+
+	while ((r = *pp) != NULL) {
+		if (r->c == c) {
+			*pp = r->next;
+			free(r);
+		} else
+			pp = &r->next;
+	}
+}
+
 /* ---- what drops a copy ------------------------------------------------------------- */
 
 void
@@ -784,6 +839,7 @@ px_dc_free(struct px_conn *c)
 	size_t i;
 	bool any = false;
 
+	dc_retry_free(c);
 	if (dcache.nb == 0)
 		return;
 	for (i = 0; i < c->led.tab_cap; i++) {

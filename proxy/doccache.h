@@ -62,7 +62,32 @@ void px_dc_open_lost(struct px_open *o, enum px_dc_cause why);
 /* Pooled ids kept for document fetches are spent once unused for a
  * while; the next deadline (ms) or 0. */
 double px_dc_timer(struct px_conn *c, double now_ms);
-/* c goes away: its fetches in flight will never be answered. */
+/*
+ * A client's READ that readahead.c asked again, with pooled ids, after its
+ * widened READ failed: what the client's answer needs from the widened
+ * READ's.  Kept here, below readahead.c, so that it goes with its
+ * connection (px_dc_free).
+ */
+struct px_dc_retry {
+	struct px_dc_retry *next;
+	const struct px_conn *c;
+	uint64_t mid;               /* the READ smbaccel sent */
+	struct smb2_hdr h;          /* the widened READ's answer */
+	uint8_t hdr[SMB2_HDR_LEN];  /* ... its header as it came */
+	struct px_prot prot;        /* how the client's answer travels */
+	uint32_t client_len;
+	uint32_t client_min;
+};
+/* Pooled ids to keep back for the READs failed widened READs of c may
+ * have to ask again (one per widened READ in flight). */
+uint64_t px_dc_retry_ids(const struct px_conn *c);
+/* Keep r (malloc'd) until px_dc_retry_take finds it by c and mid. */
+void px_dc_retry_add(struct px_dc_retry *r);
+/* The retry of c whose READ had id mid, unlinked (the caller frees it);
+ * NULL if none. */
+struct px_dc_retry *px_dc_retry_take(const struct px_conn *c, uint64_t mid);
+/* c goes away: its fetches in flight will never be answered, nor the
+ * READs asked again for its client. */
 void px_dc_free(struct px_conn *c);
 
 #endif

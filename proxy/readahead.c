@@ -11,6 +11,18 @@
  * Random readers, and any reader of a file with a valid cached copy, are
  * the document cache's (doccache.c), asked first.  Buffered writes of the
  * same file always go first (writebehind.c).
+ *
+ * Also owns the answer to a widened READ (of either cache) that failed:
+ * the error may be about bytes the client never asked for (another
+ * client's byte-range lock in the rest of the chunk), and the client's
+ * own message id went with the widened READ (DESIGN.md section 3: never
+ * renumbered, never reused).  So the client's READ is asked again as it
+ * came, with pooled ids, and the client is answered from that, under the
+ * widened answer's header (its grant, its async id).
+ * Without a pooled id (a connection's first widened READ) the server's
+ * answer goes on as it came, and a FILE_LOCK_CONFLICT stops caching and
+ * widening for the file (ra_lock_seen).  What a client's answer needs
+ * meanwhile is kept by doccache.c (struct px_dc_retry).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +35,12 @@
 
 #define RA_CHUNK_MAX (1024 * 1024)   /* largest read-ahead READ */
 #define RA_WIDEN     (64 * 1024)     /* a first sequential read grows to */
+#define ST_FILE_LOCK_CONFLICT 0xC0000054u   /* MS-ERREF 2.3.1 */
+#define ST_INVALID_HANDLE     0xC0000008u
+
+static void retry_answered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, const struct px_pending *p);
+static void ra_lock_seen(struct px_conn *c, struct px_open *o);
 
 static const char *const ra_cause_names[PX_RA_NCAUSES] = {
 	"write", "setinfo", "lock", "break", "close", "peer", "random", "error",
@@ -296,6 +314,8 @@ ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
 		ok = true;
 	else if (h->status == NT_STATUS_END_OF_FILE)
 		ok = true;
+	if (h->status == ST_FILE_LOCK_CONFLICT)
+		ra_lock_seen(c, o);
 	before = o->ra.bytes;
 	if (!co_ra_arrive(&o->ra, p->u.io.gen, p->u.io.offset, ok, rr.data,
 	    rr.data_len)) {
@@ -327,14 +347,183 @@ px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
 {
 	struct px_open *o;
 
+	if (p->u.io.widened) {
+		retry_answered(c, h, e, p);
+		return;
+	}
 	if (p->u.io.doc) {
 		px_dc_fetch_done(c, h, e, p);
+		if (h->status == ST_FILE_LOCK_CONFLICT &&
+		    (o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+			ra_lock_seen(c, o);
 		return;
 	}
 
 	ra_arrived(c, h, e, p);
 	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL)
 		ra_plan(c, o);
+}
+
+/* Errors that do not depend on the range read: the client's own READ
+ * would have had them too. */
+static bool
+range_independent(uint32_t st)
+{
+	switch (st) {
+	case NT_STATUS_CANCELLED:           /* the client cancelled it */
+	case NT_STATUS_FILE_CLOSED:
+	case ST_INVALID_HANDLE:
+	case NT_STATUS_ACCESS_DENIED:
+	case NT_STATUS_NETWORK_SESSION_EXPIRED:
+	case NT_STATUS_USER_SESSION_DELETED:
+	case NT_STATUS_NETWORK_NAME_DELETED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The server refused one of smbaccel's READs on o for a lock it did not
+ * see: o is treated as locked (as for a LOCK seen on it, coherence.c):
+ * its reads go to the server as they come, no write of it is absorbed,
+ * and its caches go. */
+static void
+ra_lock_seen(struct px_conn *c, struct px_open *o)
+{
+	if (o->locked)
+		return;
+	log_info("conn=%llu share=%s file=%s the server refused a READ of "
+	    "smbaccel's for a byte-range lock it did not see taken: the "
+	    "file's reads are no longer cached or widened on this open",
+	    (unsigned long long)c->id, px_tree_share(c, o),
+	    o->name ? o->name : "?");
+	o->locked = true;
+	px_ra_drop(o, PX_RA_LOCK);
+	px_dc_open_lost(o, PX_DC_LOCK);
+}
+
+/*
+ * Widened READ p failed with neither SUCCESS nor END_OF_FILE (answer h,
+ * e): give the caches their chunks back and, where the error may be
+ * about bytes the client did not ask for, ask for the client's READ again
+ * with pooled ids; the answer to the client waits for that one's
+ * (*replaced: nothing is forwarded now).
+ */
+static int
+widened_failed(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, struct px_pending *p,
+    const struct px_prot *prot, bool *replaced)
+{
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	uint64_t charge = 1, lo;
+	struct px_pending *q;
+	struct px_dc_retry *r;
+
+	if (p->u.io.doc)
+		px_dc_widened_data(c, p, h->status, NULL, 0);
+	else if (o)
+		px_ra_drop(o, PX_RA_ERROR);
+	if (o && h->status == ST_FILE_LOCK_CONFLICT)
+		ra_lock_seen(c, o);
+	if (o == NULL || o->closed || range_independent(h->status) ||
+	    (p->u.io.offset == p->u.io.client_off &&
+	    p->u.io.length == p->u.io.client_len) ||
+	    c->state != PX_CONN_RELAY || !px_relay_ops->connected(c, PX_SERVER))
+		return 0;
+	/* an answer the server signed where smbaccel holds no key cannot be
+	 * replaced; the client accepts it as it is */
+	if (prot->sign && !px_session_keyed(c, h->session_id))
+		return 0;
+	if (px_large_mtu(c) && p->u.io.client_len > SMB2_UNIT)
+		charge = (p->u.io.client_len - 1) / SMB2_UNIT + 1;
+	if (co_pool_first_run(&c->led.pool) < charge) {
+		log_info("conn=%llu share=%s file=%s a READ widened to %u bytes "
+		    "at %llu failed (0x%08x), and no pooled id can pay for the "
+		    "client's %u bytes at %llu alone: the server's answer is "
+		    "passed on", (unsigned long long)c->id, px_tree_share(c, o),
+		    o->name ? o->name : "?", p->u.io.length,
+		    (unsigned long long)p->u.io.offset, h->status,
+		    p->u.io.client_len, (unsigned long long)p->u.io.client_off);
+		return 0;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return 0;
+	(void)co_pool_take_run(&c->led.pool, charge, &lo);
+	px_stats.pool_ids_now = c->led.pool.count;
+	if ((q = px_emit_read(c, o, lo, (uint16_t)charge, p->u.io.client_off,
+	    p->u.io.client_len)) == NULL) {
+		free(r);
+		return -1;
+	}
+	q->u.io.widened = true;         /* a proxy READ: this kind */
+	q->u.io.client_off = p->u.io.client_off;
+	q->u.io.client_len = p->u.io.client_len;
+	q->u.io.client_min = p->u.io.client_min;
+	r->c = c;
+	r->mid = lo;
+	r->h = *h;
+	memcpy(r->hdr, e->hdr, SMB2_HDR_LEN);
+	r->prot = *prot;
+	r->client_len = p->u.io.client_len;
+	r->client_min = p->u.io.client_min;
+	px_dc_retry_add(r);
+	*replaced = true;
+	log_info("conn=%llu share=%s file=%s a READ widened to %u bytes at "
+	    "%llu failed (0x%08x): the client's %u bytes at %llu asked again "
+	    "(mid %llu)", (unsigned long long)c->id, px_tree_share(c, o),
+	    o->name ? o->name : "?", p->u.io.length,
+	    (unsigned long long)p->u.io.offset, h->status, p->u.io.client_len,
+	    (unsigned long long)p->u.io.client_off, (unsigned long long)lo);
+	return 0;
+}
+
+/* The READ asked again for a client (p, answer h and e): the client's
+ * answer, under the widened READ's header. */
+static void
+retry_answered(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, const struct px_pending *p)
+{
+	struct px_dc_retry *r = px_dc_retry_take(c, p->mid);
+	struct smb2_read_rsp rr;
+	struct smb2_hdr rq;
+	const uint8_t *data = NULL;
+	uint32_t st = h->status, n = 0;
+	struct px_open *o;
+	uint8_t *msg;
+	size_t mlen;
+
+	if (r == NULL)
+		return;
+	if (st == NT_STATUS_SUCCESS) {
+		if (px_smb2_read_rsp_decode(e, &rr) == 0) {
+			data = rr.data;
+			n = rr.data_len < r->client_len ? rr.data_len :
+			    r->client_len;
+			/* MS-SMB2 3.3.5.12: it went with MinimumCount 0 */
+			if (n == 0 || n < r->client_min)
+				st = NT_STATUS_END_OF_FILE;
+		} else
+			st = NT_STATUS_UNEXPECTED_IO_ERROR;
+	}
+	if (st == ST_FILE_LOCK_CONFLICT &&
+	    (o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+		ra_lock_seen(c, o);
+	rq = r->h;
+	msg = px_emit_read_rsp(&rq, r->h.credit, st, data,
+	    st == NT_STATUS_SUCCESS ? n : 0, &mlen);
+	if (msg == NULL) {
+		free(r);
+		(void)px_relay_fail(c, PX_CLOSE_NO_MEMORY);
+		return;
+	}
+	/* keep the server's header fields (flags, async id, grant, ...) */
+	memcpy(msg, r->hdr, SMB2_HDR_LEN);
+	px_put_u32(msg + 8, st);
+	px_put_u32(msg + 20, 0);        /* NextCommand */
+	if (px_emit_protected(c, PX_CLIENT, &r->prot, msg, mlen) == -1)
+		(void)px_relay_fail(c, PX_CLOSE_NO_MEMORY);
+	free(msg);
+	free(r);
 }
 
 int
@@ -353,10 +542,14 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
 	uint64_t skip;
 
 	*replaced = false;
+	if (h->status != NT_STATUS_SUCCESS && h->status != NT_STATUS_END_OF_FILE)
+		return widened_failed(c, h, e, p, prot, replaced);
 	if (p->u.io.doc && (h->status != NT_STATUS_SUCCESS ||
 	    px_smb2_read_rsp_decode(e, &rr) == -1)) {
-		/* an error, or END_OF_FILE where the copy expects bytes: the
-		 * client gets the server's answer as it came */
+		/* END_OF_FILE where the copy expects bytes (the file shrank;
+		 * with MinimumCount 0 the chunk, and so the client's read,
+		 * starts at or past the end), or an answer that does not
+		 * decode: the client gets the server's answer as it came */
 		px_dc_widened_data(c, p, h->status == NT_STATUS_SUCCESS ?
 		    NT_STATUS_INVALID_PARAMETER : h->status, NULL, 0);
 		return 0;
