@@ -175,6 +175,39 @@ dc_in_use(const struct co_dc_entry *e, const struct px_open *o)
 	return false;
 }
 
+bool
+px_dc_changing(struct px_conn *c, const struct px_open *o)
+{
+	const char *share = px_tree_share(c, o);
+	struct px_conn *x;
+	const struct px_open *y;
+
+	if (o->name == NULL)
+		return false;
+	/* only connections with an open of the file are looked at (its
+	 * name's hash first): a request that changes it names an open of
+	 * it, or the CREATE of its compound, which is one too once the
+	 * ledger has it */
+	for (x = px_rt.conns; x; x = x->next) {
+		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
+			continue;
+		for (y = x->led.opens; y; y = y->next) {
+			if (y->name_hash != o->name_hash || y->name == NULL ||
+			    strcasecmp(y->name, o->name) != 0 ||
+			    strcasecmp(px_tree_share(x, y), share) != 0)
+				continue;
+			/* another connection's absorbed writes of it not yet
+			 * answered (this one's: px_wb_file_idle) */
+			if (x != c && px_wb_busy(y))
+				return true;
+			if (px_ledger_changing(&x->led, share, o->name))
+				return true;
+			break;
+		}
+	}
+	return false;
+}
+
 /* Connections waiting for a fetch re-decide (the copy changed). */
 static void
 kick_readers(struct px_conn *c)
@@ -231,6 +264,13 @@ px_dc_opened(struct px_conn *c, struct px_open *o)
 	    o->is_dir || o->name == NULL ||
 	    !dc_key(c, t->share, o->name, key, sizeof(key)))
 		return;
+	/* a change of the file through this smbaccel still in flight: the
+	 * answer may show the file from before it (its size too), and the
+	 * change dropped the copy when it was sent */
+	if (px_dc_changing(c, o)) {
+		o->dc_stale = true;
+		return;
+	}
 	/* the store's copies are read back for an open that may use them */
 	proven = dc_proven(o);
 	if ((e = co_dc_lookup(&dcache, key)) == NULL &&
@@ -357,8 +397,11 @@ dc_plan(struct px_conn *c, struct px_open *o, struct co_dc_entry *e)
 	for (x = c->led.opens; x; x = x->next)
 		if (x->wb.len || x->wb_keep_ids)
 			return;
-	/* never overtake a write of the same file in flight */
-	if (!px_wb_file_idle(c, o))
+	/* never overtake a write of the same file in flight: smbd may
+	 * complete a later read first, and the copy would keep the bytes
+	 * from before it (a client's forwarded WRITE, SET_INFO or IOCTL, on
+	 * any connection, too) */
+	if (!px_wb_file_idle(c, o) || px_dc_changing(c, o))
 		return;
 	/* a break acknowledgement's id comes before the fetches', as
 	 * before read-ahead's; and so do the ids a failed widened READ in
@@ -564,7 +607,7 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 		o->dc_serial = 0;       /* dropped meanwhile */
 	if (e == NULL) {
 		if (!random_read(o, r) || !dc_gate(t, o) ||
-		    (e = dc_start(c, t, o)) == NULL)
+		    px_dc_changing(c, o) || (e = dc_start(c, t, o)) == NULL)
 			return PX_AB_FORWARD;
 	}
 	*mine = true;
@@ -639,7 +682,7 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 	cap = px_large_mtu(c) ? charge * CO_DC_CHUNK : CO_DC_CHUNK;
 	if (w > cap || w > c->led.max_read || w > DC_WIDEN_MAX ||
 	    r->flags != 0 || !px_may_rewrite(c, s) ||
-	    !co_dc_room(&dcache, e, w)) {
+	    !co_dc_room(&dcache, e, w) || px_dc_changing(c, o)) {
 		px_stats.dc_misses++;
 		dc_release(c);
 		return PX_AB_FORWARD;

@@ -22,6 +22,16 @@
  */
 bool px_dc_wants_disk_id(struct px_conn *c, const struct px_session *s,
     const struct px_tree *t, const struct smb2_create_req *cr);
+/*
+ * May a change of o's file through this smbaccel still land: a client's
+ * WRITE, SET_INFO or IOCTL of it forwarded and not answered, on any
+ * connection to its server (px_ledger_changing), or another connection's
+ * absorbed writes of it not yet written?  The read caches then neither
+ * fetch nor widen: smbd may complete a later READ first, and what it read
+ * would be kept.  (Buffered writes of the same connection:
+ * px_wb_file_idle.)
+ */
+bool px_dc_changing(struct px_conn *c, const struct px_open *o);
 /* Start (read_cache_memory, the store of read_cache_dir) and stop. */
 void px_dc_start(const struct pol_global *g);
 void px_dc_stop(void);

@@ -233,6 +233,58 @@ px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
 	return false;
 }
 
+/* Do two names of files of a share name the same file (leading
+ * separators aside, without case)? */
+static bool
+same_name(const char *a, const char *b)
+{
+	while (*a == '\\' || *a == '/')
+		a++;
+	while (*b == '\\' || *b == '/')
+		b++;
+	return strcasecmp(a, b) == 0;
+}
+
+bool
+px_ledger_changing(struct px_ledger *l, const char *share, const char *name)
+{
+	const struct px_pending *p, *q;
+	const struct px_open *o;
+	const struct px_tree *t;
+	size_t i, j;
+
+	if (l->npending == 0 || name == NULL || share == NULL)
+		return false;
+	for (i = 0; i < l->tab_cap; i++) {
+		if ((p = l->tab[i]) == NULL || p->origin != PX_ORIGIN_CLIENT ||
+		    (p->command != SMB2_WRITE && p->command != SMB2_SET_INFO &&
+		    p->command != SMB2_IOCTL))
+			continue;
+		if (px_fileid_is_related(&p->fid)) {
+			for (j = 0; j < l->tab_cap; j++)
+				if ((q = l->tab[j]) != NULL &&
+				    q->origin == PX_ORIGIN_CLIENT &&
+				    q->command == SMB2_CREATE && q->mid < p->mid &&
+				    q->session_id == p->session_id &&
+				    q->tree_id == p->tree_id &&
+				    q->u.create.name != NULL &&
+				    same_name(q->u.create.name, name) &&
+				    (t = px_tree_find(l, q->session_id,
+				    q->tree_id)) != NULL &&
+				    strcasecmp(t->share, share) == 0)
+					return true;
+			continue;
+		}
+		if ((o = px_open_find(l, &p->fid)) == NULL || o->name == NULL ||
+		    !same_name(o->name, name))
+			continue;
+		if ((t = px_tree_find(l, o->session_id, o->tree_id)) != NULL &&
+		    strcasecmp(t->share, share) == 0)
+			return true;
+	}
+	return false;
+}
+
 struct px_pending *
 px_pending_add(struct px_ledger *l, uint64_t mid)
 {

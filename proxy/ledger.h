@@ -348,6 +348,18 @@ bool px_ledger_widened_pending(const struct px_ledger *l);
 bool px_open_writes_overlap(const struct px_ledger *l,
     const struct px_open *o, uint64_t off, uint64_t len);
 
+/*
+ * Is a client's WRITE, SET_INFO or IOCTL of file `name` of share `share`
+ * in flight on l (forwarded, not yet answered)?  Every IOCTL of the file
+ * counts (the ledger keeps no control code); one related to the CREATE of
+ * its compound (FileId all FF) names the file by that CREATE, in flight
+ * before it.  A walk of the table: for the read caches, which must not
+ * fetch a file while a change of it may still land (smbd may complete a
+ * later read first).
+ */
+bool px_ledger_changing(struct px_ledger *l, const char *share,
+    const char *name);
+
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
 void px_session_free(struct px_session *s);
 struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);

@@ -119,6 +119,12 @@ ra_plan(struct px_conn *c, struct px_open *o)
 			return;
 		if (off + len > o->size_hint)
 			len = (uint32_t)(o->size_hint - off);
+		/* nor while a change of the file may still land (another
+		 * connection's forwarded WRITE, SET_INFO or IOCTL: smbd may
+		 * complete this READ first); asked only when there is
+		 * something to fetch */
+		if (px_dc_changing(c, o))
+			return;
 		/* the chunk is recorded before its READ leaves, so a fetch
 		 * is never in flight for a range the cache does not know */
 		if (co_ra_add(&o->ra, off, len) == NULL) {
@@ -251,7 +257,7 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 	co_ra_note_read(&o->ra, r.offset, r.length);
 	if (o->ra.seq && r.length < RA_WIDEN &&
 	    (!c->led.max_read || c->led.max_read >= RA_WIDEN) &&
-	    px_may_rewrite(c, s)) {
+	    px_may_rewrite(c, s) && !px_dc_changing(c, o)) {
 		/* widen a small sequential read within its credit charge
 		 * (one credit pays for 64 KiB); the answer is cut back to
 		 * what the client asked for */

@@ -9,7 +9,10 @@
 # local file, and so must the file at the end.  The 8 MiB initial file is
 # generated from the seed.  At 3.0, 2.1 and 2.0.2, then 2 files at once.
 # Then ra_bigwrite.py: a 2 MiB WRITE (forwarded as it streams in) between
-# cached reads of its own open and of another connection's copy.
+# cached reads of its own open and of another connection's copy; and
+# ra_midwrite.py: an open whose CREATE answer comes while another
+# connection's WRITE of the file is on its way reads the file from the
+# server, not from a copy fetched before the WRITE landed.
 # RA_MIX_SEED=N repeats a run.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
@@ -64,6 +67,16 @@ out=$(timeout 120 "$PY" "$TESTS_DIR/ra_bigwrite.py" "$PROXY_PORT" 3.0 bigw 2>&1)
 info "2 MiB WRITE between cached reads: $out; ra_invalidations.write +$(($(stat_get ra_invalidations.write) - iw0)), dc_drops.write +$(($(stat_get dc_drops.write) - dw0))"
 assert_ge $((iw0 + 1)) "$(stat_get ra_invalidations.write)" "ra_invalidations.write after the 2 MiB WRITE"
 assert_ge $((dw0 + 1)) "$(stat_get dc_drops.write)" "dc_drops.write after the 2 MiB WRITE"
+# an open made while another connection's WRITE of its file is on its way
+# (ra_midwrite.py: before the fix its reads after the WRITE came from a copy
+# fetched before the WRITE landed)
+printf 'A%.0s' $(seq 1 1024) | head -c 1024 > "$T/a1k"
+for i in $(seq 1 1024); do cat "$T/a1k"; done > "$SHARE_DIR/midw"
+chown "$SMB_USER" "$SHARE_DIR/midw"
+out=$(timeout 120 "$PY" "$TESTS_DIR/ra_midwrite.py" "$PROXY_PORT" 3.0 midw 2>&1) ||
+    problem "reads after a WRITE that was on its way at their CREATE: $out"
+info "an open made while a WRITE of its file was on its way: $out"
+
 info "stats: $(stats_line ra_hits ra_waits ra_fetches ra_invalidations.write ra_invalidations.setinfo ra_invalidations.peer writes_absorbed deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"

@@ -735,6 +735,71 @@ test_writes_overlap(void)
 	px_ledger_free(&l);
 }
 
+/* A client's WRITE, SET_INFO or IOCTL of a file in flight (for the read
+ * caches, px_ledger_changing): by its open's name (leading separator and
+ * case aside) and share, until answered; a READ is none; a WRITE related
+ * to the CREATE of its compound names the file by that CREATE. */
+static void
+test_changing(void)
+{
+	struct px_ledger l;
+	struct smb2_hdr_out h;
+	uint8_t body[512];
+	size_t n;
+	struct pol_config *cfg = ledger_with_tree(&l);     /* \\srv\docs */
+
+	open_file(&l, 6, "dir\\Report.doc", 77);
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	/* a READ in flight changes nothing */
+	h = rq(SMB2_READ, 7, 1, 1);
+	n = fid_body(body, 49, 77);
+	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.19) */
+	client_req(&l, &h, body, n);
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	/* a WRITE does, until its answer */
+	h = rq(SMB2_WRITE, 8, 1, 1);
+	n = fid_body(body, 49, 77);
+	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.21) */
+	client_req(&l, &h, body, n);
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "DOCS", "\\DIR\\REPORT.DOC"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\other.doc"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "dir\\report.doc"));
+	memset(body, 0, 17);
+	px_put_u16(body, 17);
+	h = rs(SMB2_WRITE, 8, 1, 0);
+	px_pending_free(server_rsp(&l, &h, body, 17, NULL));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	/* SET_INFO and IOCTL of it */
+	h = rq(SMB2_SET_INFO, 9, 1, 1);
+	n = fid_body(body, 33, 77);
+	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.39) */
+	client_req(&l, &h, body, n);
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	h = rs(SMB2_SET_INFO, 9, 1, 0);
+	px_pending_free(server_rsp(&l, &h, err_body, 2, NULL));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	h = rq(SMB2_IOCTL, 10, 1, 1);
+	n = fid_body(body, 57, 77);
+	client_req(&l, &h, body, n);
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	/* a related WRITE (FileId all FF) after a CREATE of another file,
+	 * both in flight */
+	h = rq(SMB2_CREATE, 11, 1, 1);
+	n = create_req_body(body, "new.txt", GENERIC_WRITE, 0, 0);
+	client_req(&l, &h, body, n);
+	h = rq(SMB2_WRITE, 12, 1, 1);
+	h.flags = SMB2_FLAGS_RELATED_OPERATIONS;
+	n = fid_body(body, 49, 0);
+	memset(body + 16, 0xFF, 16);
+	client_req(&l, &h, body, n);
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "new.txt"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "old.txt"));
+	CU_ASSERT_EQUAL(l.errors, 0);
+	px_ledger_free(&l);
+	pol_free(cfg);
+}
+
 /* Names a client chose, as shown: control characters (C0, DEL, C1)
  * escaped, everything else (UTF-8 letters, backslashes) as it is; the cut
  * never splits an escape. */
@@ -1125,5 +1190,6 @@ ut_register_ledger(void)
 	CU_add_test(s, "per-share totals: names escaped", test_share_stats_names);
 	CU_add_test(s, "access and caching rules", test_access_rules);
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
+	CU_add_test(s, "changes of a file in flight", test_changing);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
 }
