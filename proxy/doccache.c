@@ -814,6 +814,8 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 			gauges();
 			kick_readers(c);
 		}
+		/* and the store's copies below it that are not in memory */
+		px_stats.dc_drops[why] += px_ds_drop_prefix(key);
 	}
 	/* opens of it, through this smbaccel: their CREATE answer is no
 	 * longer what the file is */

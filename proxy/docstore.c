@@ -19,6 +19,16 @@
  * the chunk checksums; every chunk is checked when it is read back.  A
  * copy that fails either check is logged, removed, and never served.
  *
+ * The directory: owned by root (or by the user smbaccel runs as) and
+ * writable by nobody else, or the store is refused; it is opened once
+ * (not through a symbolic link) and every file is reached relative to
+ * that descriptor, never through a symbolic link, and a copy being built
+ * is created anew (O_EXCL, a leftover removed first).  Copies being built
+ * count against read_cache_disk from their start, at their full size.
+ * The index keeps every copy's key (read from its header at startup), so
+ * that a directory renamed or deleted takes the copies below it even when
+ * none of them is in memory (px_ds_drop_prefix).
+ *
  * All of it is synchronous file I/O on the event loop, and bounded per
  * step: a header read at an open (at most 128 bytes plus the key and 8
  * bytes per 64 KiB of file), one 64 KiB chunk read per cached read that
@@ -50,12 +60,15 @@ struct ds_file {
 	struct ds_file *lnext;
 	uint64_t hash;
 	uint64_t bytes;
+	char *key;                  /* NULL: its header could not be read */
 };
 
 static struct {
 	bool on;
+	int dfd;                    /* the directory, opened once */
 	char dir[POL_PATH_MAX + 1];
 	uint64_t limit;
+	uint64_t tmp_bytes;         /* copies being built (full size) */
 	struct co_dcache *dc;
 	struct ds_file **tab;
 	size_t nb;
@@ -120,8 +133,16 @@ px_ds_data_offset(const struct co_dc_entry *e)
 	return data_offset(strlen(e->key), e->nchunks);
 }
 
+/* A file's name in the directory (relative to ds.dfd). */
 static void
 name_of(uint64_t hash, const char *ext, char *buf, size_t len)
+{
+	snprintf(buf, len, "%016llx.%s", (unsigned long long)hash, ext);
+}
+
+/* Its path, for log lines. */
+static void
+path_of(uint64_t hash, const char *ext, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%016llx.%s", ds.dir, (unsigned long long)hash,
 	    ext);
@@ -130,7 +151,26 @@ name_of(uint64_t hash, const char *ext, char *buf, size_t len)
 void
 px_ds_path(const struct co_dc_entry *e, char *buf, size_t len)
 {
-	name_of(e->khash, "dc", buf, len);
+	path_of(e->khash, "dc", buf, len);
+}
+
+/* A copy's size on disk (what its .tmp is made, and counted, at). */
+static uint64_t
+copy_bytes(const struct co_dc_entry *e)
+{
+	return data_offset(strlen(e->key), e->nchunks) + e->v.eof;
+}
+
+/* The .tmp of e (being built) is gone: it no longer counts. */
+static void
+tmp_gone(struct co_dc_entry *e)
+{
+	uint64_t n = copy_bytes(e);
+
+	if (!e->persisting)
+		return;
+	e->persisting = false;
+	ds.tmp_bytes = ds.tmp_bytes > n ? ds.tmp_bytes - n : 0;
 }
 
 bool
@@ -206,9 +246,10 @@ idx_grow(void)
 	ds.nb = nb;
 }
 
-/* Record a copy; at the LRU's tail when old (startup order), else head. */
+/* Record a copy (key: its key, or NULL; copied); at the LRU's tail when
+ * old (startup order), else head. */
 static struct ds_file *
-idx_add(uint64_t hash, uint64_t bytes, bool old)
+idx_add(uint64_t hash, uint64_t bytes, const char *key, bool old)
 {
 	struct ds_file *f;
 
@@ -218,6 +259,7 @@ idx_add(uint64_t hash, uint64_t bytes, bool old)
 		return NULL;
 	f->hash = hash;
 	f->bytes = bytes;
+	f->key = key ? strdup(key) : NULL;      /* NULL: as unreadable */
 	f->hnext = ds.tab[hash & (ds.nb - 1)];
 	ds.tab[hash & (ds.nb - 1)] = f;
 	if (old) {
@@ -247,6 +289,7 @@ idx_del(struct ds_file *f)
 	lru_unlink(f);
 	px_stats.ds_files--;
 	px_stats.ds_bytes -= f->bytes;
+	free(f->key);
 	free(f);
 }
 
@@ -268,22 +311,25 @@ entry_of(uint64_t hash)
 static void
 remove_copy(struct ds_file *f)
 {
-	char path[POL_PATH_MAX + 32];
+	char name[32], path[POL_PATH_MAX + 32];
 	struct co_dc_entry *e = entry_of(f->hash);
 
-	name_of(f->hash, "dc", path, sizeof(path));
-	if (unlink(path) == -1 && errno != ENOENT)
+	name_of(f->hash, "dc", name, sizeof(name));
+	if (unlinkat(ds.dfd, name, 0) == -1 && errno != ENOENT) {
+		path_of(f->hash, "dc", path, sizeof(path));
 		log_warn("document store: cannot remove %s", path);
+	}
 	if (e)
 		co_dc_forget_disk(ds.dc, e);
 	idx_del(f);
 }
 
-/* Keep the store within its limit: least recently used copies go. */
+/* Keep the store (its copies and those being built) within its limit
+ * with room for `more` bytes: least recently used copies go. */
 static void
-enforce(const struct ds_file *keep)
+enforce(const struct ds_file *keep, uint64_t more)
 {
-	while (px_stats.ds_bytes > ds.limit && ds.tail) {
+	while (px_stats.ds_bytes + ds.tmp_bytes + more > ds.limit && ds.tail) {
 		struct ds_file *v = ds.tail;
 
 		if (v == keep && (v = v->lprev) == NULL)
@@ -313,7 +359,37 @@ struct found {
 	uint64_t hash;
 	uint64_t bytes;
 	struct timespec mtime;
+	char *key;
 };
+
+/* The key in the header of copy `name` (malloc'd), or NULL: a copy whose
+ * header cannot be read is found corrupt at its load, and goes with any
+ * directory change meanwhile (px_ds_drop_prefix). */
+static char *
+key_of(const char *name)
+{
+	uint8_t fixed[DS_FIXED];
+	uint32_t klen;
+	char *key = NULL;
+	int fd;
+
+	if ((fd = openat(ds.dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return NULL;
+	if (pread(fd, fixed, sizeof(fixed), 0) == (ssize_t)sizeof(fixed) &&
+	    memcmp(fixed, DS_MAGIC, 8) == 0 &&
+	    (klen = get32(fixed + 88)) > 0 && klen <= DS_KEY_MAX &&
+	    (key = malloc(klen + 1)) != NULL) {
+		if (pread(fd, key, klen, DS_FIXED) == (ssize_t)klen &&
+		    memchr(key, '\0', klen) == NULL)
+			key[klen] = '\0';
+		else {
+			free(key);
+			key = NULL;
+		}
+	}
+	close(fd);
+	return key;
+}
 
 static int
 by_mtime_desc(const void *a, const void *b)
@@ -338,14 +414,60 @@ on_drop(void *arg, struct co_dc_entry *e, bool evicted)
 		return;
 	if (e->persisting) {
 		name_of(e->khash, "tmp", path, sizeof(path));
-		(void)unlink(path);
-		e->persisting = false;
+		(void)unlinkat(ds.dfd, path, 0);
+		tmp_gone(e);
 	}
 	/* stale: its copy is stale too; evicted: the copy stays */
 	if (!evicted && e->on_disk && (f = idx_find(e->khash)) != NULL) {
 		e->on_disk = false;
 		remove_copy(f);
 	}
+}
+
+/*
+ * Open directory dir for the store, creating it (0700) if missing: not
+ * through a symbolic link, and only if it is owned by root or by the user
+ * smbaccel runs as and nobody else may write in it (another user could
+ * otherwise put files of their own, or links, where smbaccel reads and
+ * writes copies of the files of every client).  The descriptor, or -1
+ * (logged).
+ */
+static int
+open_dir(const char *dir)
+{
+	struct stat st;
+	int dfd;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("document store: cannot create %s: no store", dir);
+		return -1;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		log_warn("document store: cannot open %s (it must be a "
+		    "directory, not a symbolic link): no store", dir);
+		return -1;
+	}
+	if (fstat(dfd, &st) == -1) {
+		log_warn("document store: cannot stat %s: no store", dir);
+		close(dfd);
+		return -1;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		log_warnx("document store: %s is owned by uid %u, not by root: "
+		    "no store (chown root %s)", dir, (unsigned int)st.st_uid,
+		    dir);
+		close(dfd);
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		log_warnx("document store: %s is writable by its group or by "
+		    "others (mode %04o): no store (chmod go-w %s)", dir,
+		    (unsigned int)(st.st_mode & 07777), dir);
+		close(dfd);
+		return -1;
+	}
+	return dfd;
 }
 
 int
@@ -356,7 +478,7 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
-	int dfd;
+	int dfd, rfd;
 
 	px_ds_close();
 	if (dir == NULL || dir[0] == '\0')
@@ -365,15 +487,16 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 		log_warnx("document store: path too long: no store");
 		return -1;
 	}
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		log_warn("document store: cannot create %s: no store", dir);
+	if ((dfd = open_dir(dir)) == -1)
+		return -1;
+	if ((rfd = dup(dfd)) == -1 || (d = fdopendir(rfd)) == NULL) {
+		log_warn("document store: cannot read %s: no store", dir);
+		if (rfd != -1)
+			close(rfd);
+		close(dfd);
 		return -1;
 	}
-	if ((d = opendir(dir)) == NULL) {
-		log_warn("document store: cannot open %s: no store", dir);
-		return -1;
-	}
-	dfd = dirfd(d);
+	ds.dfd = dfd;
 	snprintf(ds.dir, sizeof(ds.dir), "%s", dir);
 	ds.limit = limit;
 	ds.dc = dc;
@@ -398,6 +521,7 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 		fv[n].hash = h;
 		fv[n].bytes = (uint64_t)st.st_size;
 		fv[n].mtime = st.st_mtim;
+		fv[n].key = key_of(de->d_name);
 		n++;
 	}
 	closedir(d);
@@ -405,11 +529,13 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 	if (n)
 		qsort(fv, n, sizeof(*fv), by_mtime_desc);
 	ds.on = true;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (idx_find(fv[i].hash) == NULL)
-			(void)idx_add(fv[i].hash, fv[i].bytes, true);
+			(void)idx_add(fv[i].hash, fv[i].bytes, fv[i].key, true);
+		free(fv[i].key);
+	}
 	free(fv);
-	enforce(NULL);
+	enforce(NULL, 0);
 	dc->on_drop = on_drop;
 	dc->on_drop_arg = NULL;
 	log_info("document store %s: %llu copies, %llu bytes (limit %llu)",
@@ -426,7 +552,10 @@ px_ds_close(void)
 	free(ds.tab);
 	if (ds.dc && ds.dc->on_drop == on_drop)
 		ds.dc->on_drop = NULL;
+	if (ds.on)
+		close(ds.dfd);
 	memset(&ds, 0, sizeof(ds));
+	ds.dfd = -1;
 	px_stats.ds_files = 0;
 	px_stats.ds_bytes = 0;
 }
@@ -445,7 +574,7 @@ corrupt(struct ds_file *f, const char *path, const char *why)
 struct co_dc_entry *
 px_ds_load(struct co_dcache *dc, const char *key)
 {
-	char path[POL_PATH_MAX + 32];
+	char name[32], path[POL_PATH_MAX + 32];
 	uint64_t hash = co_sum64(key, strlen(key)), sum, hlen, eof;
 	uint8_t fixed[DS_FIXED], *hdr = NULL;
 	struct co_dc_valid v;
@@ -459,14 +588,16 @@ px_ds_load(struct co_dcache *dc, const char *key)
 
 	if (!ds.on || (f = idx_find(hash)) == NULL)
 		return NULL;
-	name_of(hash, "dc", path, sizeof(path));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	name_of(hash, "dc", name, sizeof(name));
+	path_of(hash, "dc", path, sizeof(path));
+	if ((fd = openat(ds.dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1) {
 		if (errno != ENOENT)
 			log_warn("document store: cannot open %s", path);
 		remove_copy(f);
 		return NULL;
 	}
-	if (fstat(fd, &st) == -1 ||
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    pread(fd, fixed, sizeof(fixed), 0) != (ssize_t)sizeof(fixed)) {
 		why = "short header";
 		goto bad;
@@ -540,7 +671,7 @@ bad:
 int
 px_ds_read(struct co_dc_entry *e, uint32_t idx, uint8_t *buf)
 {
-	char path[POL_PATH_MAX + 32];
+	char name[32], path[POL_PATH_MAX + 32];
 	uint32_t len = co_dc_chunk_len(e, idx);
 	struct ds_file *f;
 	ssize_t got;
@@ -551,8 +682,10 @@ px_ds_read(struct co_dc_entry *e, uint32_t idx, uint8_t *buf)
 		co_dc_forget_disk(ds.dc, e);
 		return -1;
 	}
-	name_of(e->khash, "dc", path, sizeof(path));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	name_of(e->khash, "dc", name, sizeof(name));
+	path_of(e->khash, "dc", path, sizeof(path));
+	if ((fd = openat(ds.dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1) {
 		log_warn("document store: cannot open %s", path);
 		px_stats.ds_errors++;
 		remove_copy(f);
@@ -579,14 +712,18 @@ px_ds_read(struct co_dc_entry *e, uint32_t idx, uint8_t *buf)
 
 /* ---- writing ------------------------------------------------------------------------ */
 
+/* Writing e's .tmp (name) failed: it goes, e is not stored. */
 static void
-put_failed(struct co_dc_entry *e, const char *path, int err)
+put_failed(struct co_dc_entry *e, const char *name, int err)
 {
+	char path[POL_PATH_MAX + 32];
+
+	path_of(e->khash, "tmp", path, sizeof(path));
 	log_warnx("document store: cannot write %s: %s; %s is not stored",
 	    path, strerror(err), e->key);
 	px_stats.ds_errors++;
-	(void)unlink(path);
-	e->persisting = false;
+	(void)unlinkat(ds.dfd, name, 0);
+	tmp_gone(e);
 	e->persist_failed = true;
 }
 
@@ -594,7 +731,7 @@ put_failed(struct co_dc_entry *e, const char *path, int err)
 static int
 finish(struct co_dc_entry *e, const char *tmp)
 {
-	char path[POL_PATH_MAX + 32];
+	char name[32];
 	size_t klen = strlen(e->key);
 	uint64_t hlen = header_len(klen, e->nchunks);
 	uint64_t bytes = data_offset(klen, e->nchunks) + e->v.eof;
@@ -624,8 +761,8 @@ finish(struct co_dc_entry *e, const char *tmp)
 		put64(h + DS_FIXED + ((klen + 7) & ~(size_t)7) + 8 * (size_t)i,
 		    e->sum[i]);
 	put64(h + 96, co_sum64(h, hlen));
-	if ((fd = open(tmp, O_WRONLY | O_CLOEXEC)) == -1 ||
-	    pwrite(fd, h, hlen, 0) != (ssize_t)hlen) {
+	if ((fd = openat(ds.dfd, tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1 || pwrite(fd, h, hlen, 0) != (ssize_t)hlen) {
 		err = errno ? errno : EIO;
 		if (fd != -1)
 			close(fd);
@@ -638,25 +775,25 @@ finish(struct co_dc_entry *e, const char *tmp)
 		put_failed(e, tmp, errno);
 		return -1;
 	}
-	px_ds_path(e, path, sizeof(path));
+	name_of(e->khash, "dc", name, sizeof(name));
 	if ((f = idx_find(e->khash)) != NULL)
 		idx_del(f);     /* replaced (the stale copy of a changed file) */
-	if (rename(tmp, path) == -1) {
+	if (renameat(ds.dfd, tmp, ds.dfd, name) == -1) {
 		put_failed(e, tmp, errno);
 		return -1;
 	}
-	e->persisting = false;
+	tmp_gone(e);
 	e->on_disk = true;
-	f = idx_add(e->khash, bytes, false);
+	f = idx_add(e->khash, bytes, e->key, false);
 	px_stats.ds_writes++;
-	enforce(f);
+	enforce(f, 0);
 	return 0;
 }
 
 int
 px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n)
 {
-	char tmp[POL_PATH_MAX + 32];
+	char tmp[32];
 	size_t klen;
 	uint64_t doff;
 	uint32_t i;
@@ -671,20 +808,38 @@ px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n)
 		return 0;
 	}
 	name_of(e->khash, "tmp", tmp, sizeof(tmp));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC | (e->persisting ? 0 :
-	    O_TRUNC), 0600);
+	if (e->persisting)
+		fd = openat(ds.dfd, tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	else {
+		/* a new copy counts at its full size from now on: room is
+		 * made for it, and copies being built keep theirs (if they
+		 * hold it all, this one is not stored) */
+		enforce(NULL, doff + e->v.eof);
+		if (px_stats.ds_bytes + ds.tmp_bytes + doff + e->v.eof >
+		    ds.limit) {
+			e->persist_failed = true;
+			return 0;
+		}
+		/* created anew: whatever lies at its name goes first */
+		(void)unlinkat(ds.dfd, tmp, 0);
+		fd = openat(ds.dfd, tmp, O_WRONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
 	if (fd == -1) {
 		put_failed(e, tmp, errno);
 		return -1;
 	}
-	if (!e->persisting && ftruncate(fd, (off_t)(doff + e->v.eof)) == -1) {
-		int err = errno;
+	if (!e->persisting) {
+		if (ftruncate(fd, (off_t)(doff + e->v.eof)) == -1) {
+			int err = errno;
 
-		close(fd);
-		put_failed(e, tmp, err);
-		return -1;
+			close(fd);
+			put_failed(e, tmp, err);
+			return -1;
+		}
+		e->persisting = true;
+		ds.tmp_bytes += doff + e->v.eof;
 	}
-	e->persisting = true;
 	for (i = first; i < first + n && i < e->nchunks; i++) {
 		uint32_t len = co_dc_chunk_len(e, i);
 
@@ -715,4 +870,22 @@ px_ds_remove_key(const char *key)
 
 	if (ds.on && (f = idx_find(co_sum64(key, strlen(key)))) != NULL)
 		remove_copy(f);
+}
+
+size_t
+px_ds_drop_prefix(const char *prefix)
+{
+	struct ds_file *f, *next;
+	size_t n = strlen(prefix), k = 0;
+
+	if (!ds.on)
+		return 0;
+	for (f = ds.head; f; f = next) {
+		next = f->lnext;
+		if (f->key == NULL || strncmp(f->key, prefix, n) == 0) {
+			remove_copy(f);
+			k++;
+		}
+	}
+	return k;
 }

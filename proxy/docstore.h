@@ -13,7 +13,9 @@
 /* Open the store in dir (created 0700 if missing; "" = no store) for the
  * entries of dc, at most limit bytes on disk: leftovers of an interrupted
  * write are removed, copies over the limit too, least recently used
- * first.  -1 when dir cannot be used (logged; no store). */
+ * first.  -1 when dir cannot be used (logged; no store): not a directory,
+ * a symbolic link, owned by another user than root (or the one smbaccel
+ * runs as), or writable by its group or others. */
 int px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
     PX_MUSTCHECK;
 void px_ds_close(void);
@@ -37,6 +39,10 @@ int px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n);
 int px_ds_read(struct co_dc_entry *e, uint32_t idx, uint8_t *buf);
 /* The copy of key, if any, is stale: removed. */
 void px_ds_remove_key(const char *key);
+/* Every copy whose key starts with prefix (a directory's, renamed or
+ * deleted: key and '\\') is stale, also those not in memory: removed
+ * (with those whose key could not be read).  How many. */
+size_t px_ds_drop_prefix(const char *prefix);
 /* Where e's copy is and where its data starts (tests). */
 void px_ds_path(const struct co_dc_entry *e, char *buf, size_t len);
 uint64_t px_ds_data_offset(const struct co_dc_entry *e);

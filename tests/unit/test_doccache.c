@@ -550,6 +550,124 @@ test_store_bound(void)
 	free(model);
 }
 
+/* The store's directory: a symbolic link, one writable by its group or
+ * others, one owned by another user are refused; a file planted under
+ * the name of a copy being built (a link to elsewhere) is replaced, never
+ * written through. */
+static void
+test_store_dir(void)
+{
+	struct co_dcache dc;
+	size_t size = 2 * CH;
+	uint8_t *model = malloc(size);
+	char sub[128], link[128], tmp[160], victim[160];
+	struct co_dc_entry *e;
+	struct stat st;
+	int fd;
+
+	fill_model(model, size, 4);
+	ds_dir_make();
+	CU_ASSERT_EQUAL_FATAL(co_dc_init(&dc, 64 << 20), 0);
+	snprintf(sub, sizeof(sub), "%s/store", ds_dir);
+	snprintf(link, sizeof(link), "%s/link", ds_dir);
+	CU_ASSERT_EQUAL_FATAL(mkdir(sub, 0700), 0);
+	CU_ASSERT_EQUAL_FATAL(symlink(sub, link), 0);
+	CU_ASSERT_EQUAL(px_ds_open(link, 64 << 20, &dc), -1);
+	CU_ASSERT_FALSE(px_ds_enabled());
+	CU_ASSERT_EQUAL(chmod(sub, 0770), 0);
+	CU_ASSERT_EQUAL(px_ds_open(sub, 64 << 20, &dc), -1);
+	CU_ASSERT_EQUAL(chmod(sub, 0702), 0);
+	CU_ASSERT_EQUAL(px_ds_open(sub, 64 << 20, &dc), -1);
+	CU_ASSERT_EQUAL(chmod(sub, 0755), 0);
+	if (geteuid() == 0) {
+		CU_ASSERT_EQUAL(chown(sub, 4242, 4242), 0);
+		CU_ASSERT_EQUAL(px_ds_open(sub, 64 << 20, &dc), -1);
+		CU_ASSERT_EQUAL(chown(sub, 0, 0), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(px_ds_open(sub, 64 << 20, &dc), 0);
+	CU_ASSERT(px_ds_enabled());
+	/* the first chunk of a new copy: its .tmp is made where a link to
+	 * another file was planted; that file is left alone */
+	snprintf(victim, sizeof(victim), "%s/victim", ds_dir);
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd != -1);
+	CU_ASSERT_EQUAL(write(fd, "keep", 4), 4);
+	close(fd);
+	snprintf(tmp, sizeof(tmp), "%s/%016llx.tmp", sub,
+	    (unsigned long long)co_sum64("s|s|planted", strlen("s|s|planted")));
+	CU_ASSERT_EQUAL_FATAL(symlink(victim, tmp), 0);
+	e = ds_fill(&dc, "s|s|planted", model, size, 1);
+	CU_ASSERT_PTR_NOT_NULL(e);
+	CU_ASSERT(e != NULL && e->on_disk);
+	CU_ASSERT_EQUAL(stat(victim, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 4);
+	px_ds_close();
+	co_dc_free(&dc);
+	ds_dir_remove();
+	free(model);
+}
+
+/* Copies being built count against read_cache_disk at their full size
+ * from their first chunk; a directory renamed or deleted takes the copies
+ * below it also when only the store holds them (after a restart). */
+static void
+test_store_tmp_and_prefix(void)
+{
+	struct co_dcache dc;
+	size_t size = 4 * CH;
+	uint8_t *model = malloc(size);
+	struct co_dc_valid v = valid(size, 0);
+	struct co_dc_entry *a, *b, *c;
+	uint32_t sf, sn;
+
+	fill_model(model, size, 3);
+	ds_dir_make();
+	CU_ASSERT_EQUAL_FATAL(co_dc_init(&dc, 64 << 20), 0);
+	/* room for two copies and a bit */
+	CU_ASSERT_EQUAL_FATAL(px_ds_open(ds_dir, 2 * size + 3 * 4096 + 100,
+	    &dc), 0);
+	a = co_dc_create(&dc, "s|s|a", &v, NULL);
+	b = co_dc_create(&dc, "s|s|b", &v, NULL);
+	c = co_dc_create(&dc, "s|s|c", &v, NULL);
+	CU_ASSERT_FATAL(a && b && c);
+	co_dc_mark(a, 0, 1);
+	co_dc_mark(b, 0, 1);
+	co_dc_mark(c, 0, 1);
+	CU_ASSERT_EQUAL(co_dc_arrive(&dc, a, 0, CH, model, CH, &sf, &sn), 1);
+	CU_ASSERT_EQUAL(px_ds_put(a, sf, sn), 0);
+	CU_ASSERT_EQUAL(co_dc_arrive(&dc, b, 0, CH, model, CH, &sf, &sn), 1);
+	CU_ASSERT_EQUAL(px_ds_put(b, sf, sn), 0);
+	CU_ASSERT(a->persisting && b->persisting);
+	/* a third copy being built would pass the bound: not stored */
+	CU_ASSERT_EQUAL(co_dc_arrive(&dc, c, 0, CH, model, CH, &sf, &sn), 1);
+	CU_ASSERT_EQUAL(px_ds_put(c, sf, sn), 0);
+	CU_ASSERT_FALSE(c->persisting);
+	CU_ASSERT(c->persist_failed);
+	co_dc_free(&dc);
+	px_ds_close();
+	/* two whole copies below d1\, one below d10 */
+	CU_ASSERT_EQUAL_FATAL(co_dc_init(&dc, 64 << 20), 0);
+	CU_ASSERT_EQUAL_FATAL(px_ds_open(ds_dir, 64 << 20, &dc), 0);
+	CU_ASSERT_PTR_NOT_NULL(ds_fill(&dc, "s|s|d1\\x", model, size, 0));
+	CU_ASSERT_PTR_NOT_NULL(ds_fill(&dc, "s|s|d1\\sub\\y", model, size, 0));
+	CU_ASSERT_PTR_NOT_NULL(ds_fill(&dc, "s|s|d10\\z", model, size, 0));
+	CU_ASSERT_EQUAL(px_stats.ds_files, 3);
+	co_dc_free(&dc);
+	px_ds_close();
+	/* a restart: nothing in memory */
+	CU_ASSERT_EQUAL_FATAL(co_dc_init(&dc, 64 << 20), 0);
+	CU_ASSERT_EQUAL_FATAL(px_ds_open(ds_dir, 64 << 20, &dc), 0);
+	CU_ASSERT_EQUAL(px_stats.ds_files, 3);
+	CU_ASSERT_EQUAL(px_ds_drop_prefix("s|s|d1\\"), 2);
+	CU_ASSERT_EQUAL(px_stats.ds_files, 1);
+	CU_ASSERT_PTR_NULL(px_ds_load(&dc, "s|s|d1\\x"));
+	CU_ASSERT_PTR_NOT_NULL(px_ds_load(&dc, "s|s|d10\\z"));
+	px_ds_close();
+	co_dc_free(&dc);
+	ds_dir_remove();
+	free(model);
+}
+
 void
 ut_register_doccache(void)
 {
@@ -565,4 +683,7 @@ ut_register_doccache(void)
 	CU_add_test(s, "store: restart, corrupt data and header",
 	    test_store_roundtrip);
 	CU_add_test(s, "store: disk bound and removal", test_store_bound);
+	CU_add_test(s, "store: its directory, planted links", test_store_dir);
+	CU_add_test(s, "store: copies being built, directory drops",
+	    test_store_tmp_and_prefix);
 }
