@@ -96,13 +96,44 @@ px_dc_stop(void)
 
 /* ---- keys, gates ------------------------------------------------------------------ */
 
+/*
+ * The length of a file's name without a final "::$DATA": the file's data
+ * stream named explicitly is the file (MS-FSCC 2.1.5.4; smbd and Windows
+ * open the same thing).
+ */
+static size_t
+base_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
+}
+
+/* Do names a and b of one share name the same file: leading separators,
+ * ASCII case and a final "::$DATA" aside (other letters' case is not
+ * folded: the on-disk file id catches those, px_dc_changed). */
+static bool
+dc_same_name(const char *a, const char *b)
+{
+	size_t n;
+
+	while (*a == '\\' || *a == '/')
+		a++;
+	while (*b == '\\' || *b == '/')
+		b++;
+	n = base_len(a);
+	return n == base_len(b) && strncasecmp(a, b, n) == 0;
+}
+
 /* "server|share|path", share and path folded to lower case (SMB names
- * are case-insensitive), no leading separator, '/' as '\'. */
+ * are case-insensitive; ASCII only), no leading separator, '/' as '\',
+ * without a final "::$DATA".  False for a name too long, and for another
+ * stream of a file ("doc:s"): only files' data are cached. */
 static bool
 dc_key(const struct px_conn *c, const char *share, const char *name,
     char *buf, size_t len)
 {
-	size_t n = strlen(c->dst_str);
+	size_t n = strlen(c->dst_str), nl;
 
 	if (n + 1 >= len)
 		return false;
@@ -114,12 +145,15 @@ dc_key(const struct px_conn *c, const char *share, const char *name,
 	buf[n++] = '|';
 	while (*name == '\\' || *name == '/')
 		name++;
-	for (; *name && n + 1 < len; name++) {
+	nl = base_len(name);
+	if (memchr(name, ':', nl) != NULL)
+		return false;
+	for (; nl && n + 1 < len; name++, nl--) {
 		char ch = *name == '/' ? '\\' : *name;
 
 		buf[n++] = (char)(ch >= 'A' && ch <= 'Z' ? ch + 32 : ch);
 	}
-	if (*name || *share)
+	if (nl || *share)
 		return false;
 	buf[n] = '\0';
 	return true;
@@ -175,6 +209,14 @@ dc_in_use(const struct co_dc_entry *e, const struct px_open *o)
 	return false;
 }
 
+/* Do two CREATE answers name one file by its on-disk id (both have one)? */
+static bool
+dc_same_id(const struct co_dc_valid *a, const struct co_dc_valid *b)
+{
+	return a->has_disk_id && b->has_disk_id &&
+	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) == 0;
+}
+
 bool
 px_dc_changing(struct px_conn *c, const struct px_open *o)
 {
@@ -192,9 +234,14 @@ px_dc_changing(struct px_conn *c, const struct px_open *o)
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (y = x->led.opens; y; y = y->next) {
-			if (y->name_hash != o->name_hash || y->name == NULL ||
-			    strcasecmp(y->name, o->name) != 0 ||
-			    strcasecmp(px_tree_share(x, y), share) != 0)
+			if (y->name == NULL || (y->name_hash != o->name_hash &&
+			    !dc_same_id(&y->dcv, &o->dcv) &&
+			    strchr(y->name, ':') == NULL &&
+			    strchr(o->name, ':') == NULL))
+				continue;
+			if (!dc_same_id(&y->dcv, &o->dcv) &&
+			    (!dc_same_name(y->name, o->name) ||
+			    strcasecmp(px_tree_share(x, y), share) != 0))
 				continue;
 			/* another connection's absorbed writes of it not yet
 			 * answered (this one's: px_wb_file_idle) */
@@ -784,6 +831,37 @@ dc_retry_free(const struct px_conn *c)
 
 /* ---- what drops a copy ------------------------------------------------------------- */
 
+/* The CREATE answer of an open of file `name` of share `share` on c that
+ * carried the file's on-disk id, or NULL. */
+static const struct co_dc_valid *
+changer_id(struct px_conn *c, const char *share, const char *name)
+{
+	const struct px_open *o;
+
+	for (o = c->led.opens; o; o = o->next)
+		if (o->dcv.has_disk_id && o->name != NULL &&
+		    dc_same_name(o->name, name) &&
+		    strcasecmp(px_tree_share(c, o), share) == 0)
+			return &o->dcv;
+	return NULL;
+}
+
+/* Drop every copy of c's server whose file has on-disk id `id`. */
+static void
+dc_drop_id(struct px_conn *c, const struct co_dc_valid *id,
+    enum px_dc_cause why)
+{
+	struct co_dc_entry *e, *next;
+	size_t n = strlen(c->dst_str);
+
+	for (e = dcache.lru_head; e; e = next) {
+		next = e->lnext;
+		if (dc_same_id(&e->v, id) && strncmp(e->key, c->dst_str, n) == 0 &&
+		    e->key[n] == '|')
+			dc_drop(c, e, why);
+	}
+}
+
 void
 px_dc_changed(struct px_conn *c, const char *share, const char *name,
     bool dir, enum px_dc_cause why)
@@ -791,6 +869,8 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 	char key[DC_KEY_MAX];
 	struct co_dc_entry *e;
 	struct px_conn *x;
+	const struct co_dc_valid *id;
+	bool colon;
 	size_t nlen;
 	uint32_t nh;
 
@@ -799,6 +879,11 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 		return;
 	if ((e = co_dc_lookup(&dcache, key)) != NULL)
 		dc_drop(c, e, why);
+	/* the file by other names (letters whose case smbaccel does not
+	 * fold, short names, hard links): by the on-disk id of an open of it
+	 * on c (the open the change comes through), where there is one */
+	if ((id = changer_id(c, share, name)) != NULL)
+		dc_drop_id(c, id, why);
 	/* also when the copy in memory was made afresh beside one in the
 	 * store (evicted from memory after its open loaded it) */
 	px_ds_remove_key(key);
@@ -823,6 +908,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 		name++;
 	nlen = strlen(name);
 	nh = px_name_hash(name);
+	colon = strchr(name, ':') != NULL;
 	for (x = px_rt.conns; x; x = x->next) {
 		struct px_open *o;
 
@@ -831,15 +917,24 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 		for (o = x->led.opens; o; o = o->next) {
 			const char *on = o->name;
 
+			if (on == NULL)
+				continue;
+			if (id != NULL && dc_same_id(&o->dcv, id)) {
+				o->dc_stale = true;
+				o->dc_serial = 0;
+				continue;
+			}
 			/* the hash rules out most opens of other files without
-			 * a string compare (not the ones below a directory) */
-			if (on == NULL || (!dir && o->name_hash != nh))
+			 * a string compare (not the ones below a directory,
+			 * nor names with a stream part) */
+			if (!dir && o->name_hash != nh && !colon &&
+			    strchr(on, ':') == NULL)
 				continue;
 			while (*on == '\\' || *on == '/')
 				on++;
 			if (strcasecmp(px_tree_share(x, o), share) != 0)
 				continue;
-			if (strcasecmp(on, name) == 0 ||
+			if (dc_same_name(on, name) ||
 			    (dir && (nlen == 0 || (strncasecmp(on, name, nlen) ==
 			    0 && on[nlen] == '\\')))) {
 				o->dc_stale = true;

@@ -233,16 +233,29 @@ px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
 	return false;
 }
 
+/* The length of a name without a final "::$DATA" (the file's data
+ * stream named explicitly is the file). */
+static size_t
+base_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
+}
+
 /* Do two names of files of a share name the same file (leading
- * separators aside, without case)? */
+ * separators, ASCII case and a final "::$DATA" aside)? */
 static bool
 same_name(const char *a, const char *b)
 {
+	size_t n;
+
 	while (*a == '\\' || *a == '/')
 		a++;
 	while (*b == '\\' || *b == '/')
 		b++;
-	return strcasecmp(a, b) == 0;
+	n = base_len(a);
+	return n == base_len(b) && strncasecmp(a, b, n) == 0;
 }
 
 bool

@@ -31,6 +31,9 @@
 #     (cannot-sign); a reader on a new connection allowed to use that copy
 #     (RWH lease) reads the same bytes at once (it waited for ever for the
 #     chunk the closed connection's READ was to bring).
+# (7) dc_alias.py: a write through another name of the file ("NAME::$DATA",
+#     a non-ASCII letter in the other case) drops a reader's copy: its
+#     next read gives the new bytes.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "the document cache"
@@ -157,6 +160,12 @@ echo "$out" | sed "s/^/    signed: /"
 sed 's/^/    /' "$T/signflag.log"
 grep -q 'reason=cannot-sign' "$T/proxy3.log" || fail "(6) no connection closed as cannot-sign: $(tail -n 5 "$T/proxy3.log")"
 [ $rc -eq 0 ] || fail "(6) a reader of the copy after the widened miss's connection was closed (above)"
+
+# (7) other names of the same file
+out=$(timeout 60 "$PY" "$TESTS_DIR/dc_alias.py" "$PROXY_PORT" 3.0 alias.doc 2>&1)
+rc=$?
+echo "$out" | sed "s/^/    alias: /"
+[ $rc -eq 0 ] || fail "(7) a write through another name of the file left a reader's copy (above)"
 
 info "stats: $(stats_line dc_hits dc_waits dc_widened dc_fetches dc_valid_ok dc_valid_failed.last-write-time dc_valid_failed.creation-time dc_drops.write dc_drops.break dc_drops.stale ledger_errors)"
 # each reader's copy went for the write through the proxy; under leased
