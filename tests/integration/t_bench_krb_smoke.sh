@@ -11,9 +11,9 @@
 # session that was not keyed with Kerberos and signed/sealed), and that
 # every row has its figures, data ok, the DC's view of the session
 # (AES-128-GMAC signing; sealed: a cipher) and, through smbaccel, the
-# session keyed with auth=kerberos; the reopen served from smbaccel's
-# copy (dc_hits at least its 20 reads) and the save's 256 writes
-# absorbed.  Never asserts a speed.
+# session keyed with auth=kerberos and the save's 256 writes absorbed
+# (the reopen, smbdd's with no oplock, cannot be proven current and
+# fetches the file again: no dc_hits floor).  Never asserts a speed.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "the Kerberos WAN bench"
 
@@ -91,8 +91,11 @@ for cfg in ("signed", "sealed"):
             st = dict(re.findall(r"(\w+)\+(\d+)", rest))
             if not re.search(r"keyed\+[1-9]\d*/unkeyed\+0 ", rest):
                 print("%s %s smbaccel: not keyed: %r" % (cfg, wl, rest)); bad += 1
-            if wl == "docre" and int(st.get("dc_hits", 0)) < 20:
-                print("%s docre smbaccel: the reopen was not served from the copy: %r" % (cfg, rest)); bad += 1
+            # docre's reopen is smbdd's, with no oplock: nothing in its
+            # CREATE answer proves the copy current (another handle may
+            # have written; smbd holds the times while it is open), so it
+            # is fetched again, not served from the first open's copy
+            # (design.md, the document cache): no dc_hits floor here
             if wl == "save" and int(st.get("absorbed", 0)) < 256:
                 print("%s save smbaccel: its 4 KiB writes were not absorbed: %r" % (cfg, rest)); bad += 1
 if ("sealed", "save", "direct") in doc:
