@@ -129,7 +129,7 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (o->name_hash == nh && o->name &&
-			    strcasecmp(o->name, name) == 0 &&
+			    px_same_file_name(o->name, name) &&
 			    strcasecmp(px_tree_share(x, o), share) == 0 &&
 			    (o->ra.chunks || o->ra.eof_known)) {
 				px_ra_drop(o, x == c ? why : PX_RA_PEER);
@@ -158,7 +158,7 @@ lock_path(struct px_conn *c, const char *share, const char *name)
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (o->name && strcasecmp(o->name, name) == 0 &&
+			if (o->name && px_same_file_name(o->name, name) &&
 			    strcasecmp(px_tree_share(x, o), share) == 0)
 				o->locked = true;
 	}
@@ -180,7 +180,7 @@ path_locked(struct px_conn *c, const char *share, const char *name,
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (o != except && o->locked && o->name &&
-			    strcasecmp(o->name, name) == 0 &&
+			    px_same_file_name(o->name, name) &&
 			    strcasecmp(px_tree_share(x, o), share) == 0)
 				return true;
 	}

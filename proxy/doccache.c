@@ -96,34 +96,6 @@ px_dc_stop(void)
 
 /* ---- keys, gates ------------------------------------------------------------------ */
 
-/*
- * The length of a file's name without a final "::$DATA": the file's data
- * stream named explicitly is the file (MS-FSCC 2.1.5.4; smbd and Windows
- * open the same thing).
- */
-static size_t
-base_len(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
-}
-
-/* Do names a and b of one share name the same file: leading separators,
- * ASCII case and a final "::$DATA" aside (other letters' case is not
- * folded: the on-disk file id catches those, px_dc_changed). */
-static bool
-dc_same_name(const char *a, const char *b)
-{
-	size_t n;
-
-	while (*a == '\\' || *a == '/')
-		a++;
-	while (*b == '\\' || *b == '/')
-		b++;
-	n = base_len(a);
-	return n == base_len(b) && strncasecmp(a, b, n) == 0;
-}
 
 /* "server|share|path", share and path folded to lower case (SMB names
  * are case-insensitive; ASCII only), no leading separator, '/' as '\',
@@ -145,7 +117,7 @@ dc_key(const struct px_conn *c, const char *share, const char *name,
 	buf[n++] = '|';
 	while (*name == '\\' || *name == '/')
 		name++;
-	nl = base_len(name);
+	nl = px_file_name_len(name);
 	if (memchr(name, ':', nl) != NULL)
 		return false;
 	for (; nl && n + 1 < len; name++, nl--) {
@@ -240,7 +212,7 @@ px_dc_changing(struct px_conn *c, const struct px_open *o)
 			    strchr(o->name, ':') == NULL))
 				continue;
 			if (!dc_same_id(&y->dcv, &o->dcv) &&
-			    (!dc_same_name(y->name, o->name) ||
+			    (!px_same_file_name(y->name, o->name) ||
 			    strcasecmp(px_tree_share(x, y), share) != 0))
 				continue;
 			/* another connection's absorbed writes of it not yet
@@ -840,7 +812,7 @@ changer_id(struct px_conn *c, const char *share, const char *name)
 
 	for (o = c->led.opens; o; o = o->next)
 		if (o->dcv.has_disk_id && o->name != NULL &&
-		    dc_same_name(o->name, name) &&
+		    px_same_file_name(o->name, name) &&
 		    strcasecmp(px_tree_share(c, o), share) == 0)
 			return &o->dcv;
 	return NULL;
@@ -934,7 +906,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 				on++;
 			if (strcasecmp(px_tree_share(x, o), share) != 0)
 				continue;
-			if (dc_same_name(on, name) ||
+			if (px_same_file_name(on, name) ||
 			    (dir && (nlen == 0 || (strncasecmp(on, name, nlen) ==
 			    0 && on[nlen] == '\\')))) {
 				o->dc_stale = true;

@@ -235,18 +235,16 @@ px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
 
 /* The length of a name without a final "::$DATA" (the file's data
  * stream named explicitly is the file). */
-static size_t
-base_len(const char *name)
+size_t
+px_file_name_len(const char *name)
 {
 	size_t n = strlen(name);
 
 	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
 }
 
-/* Do two names of files of a share name the same file (leading
- * separators, ASCII case and a final "::$DATA" aside)? */
-static bool
-same_name(const char *a, const char *b)
+bool
+px_same_file_name(const char *a, const char *b)
 {
 	size_t n;
 
@@ -254,8 +252,8 @@ same_name(const char *a, const char *b)
 		a++;
 	while (*b == '\\' || *b == '/')
 		b++;
-	n = base_len(a);
-	return n == base_len(b) && strncasecmp(a, b, n) == 0;
+	n = px_file_name_len(a);
+	return n == px_file_name_len(b) && strncasecmp(a, b, n) == 0;
 }
 
 bool
@@ -281,7 +279,7 @@ px_ledger_changing(struct px_ledger *l, const char *share, const char *name)
 				    q->session_id == p->session_id &&
 				    q->tree_id == p->tree_id &&
 				    q->u.create.name != NULL &&
-				    same_name(q->u.create.name, name) &&
+				    px_same_file_name(q->u.create.name, name) &&
 				    (t = px_tree_find(l, q->session_id,
 				    q->tree_id)) != NULL &&
 				    strcasecmp(t->share, share) == 0)
@@ -289,7 +287,7 @@ px_ledger_changing(struct px_ledger *l, const char *share, const char *name)
 			continue;
 		}
 		if ((o = px_open_find(l, &p->fid)) == NULL || o->name == NULL ||
-		    !same_name(o->name, name))
+		    !px_same_file_name(o->name, name))
 			continue;
 		if ((t = px_tree_find(l, o->session_id, o->tree_id)) != NULL &&
 		    strcasecmp(t->share, share) == 0)

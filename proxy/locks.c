@@ -190,7 +190,7 @@ verdict(struct px_conn *c, const struct px_open *o, uint64_t off,
 		for (lo = x->led.opens; lo; lo = lo->next) {
 			if ((lo->brl.n == 0 && lo->brl.lost == 0) ||
 			    lo->name == NULL ||
-			    strcasecmp(lo->name, o->name) != 0 ||
+			    !px_same_file_name(lo->name, o->name) ||
 			    strcasecmp(px_tree_share(x, lo), share) != 0)
 				continue;
 			v = co_brl_check(&lo->brl, lo == o, off, len, write);
