@@ -25,27 +25,11 @@ import struct
 import sys
 import threading
 
+from relay_lib import recv_msg
+
 WRITE, CLOSE = 9, 6
 RELATED = 0x4
 STATUS_PENDING = 0x103
-
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        b = sock.recv(n - len(buf))
-        if not b:
-            return None
-        buf += b
-    return bytes(buf)
-
-
-def recv_msg(sock):
-    h = recv_exact(sock, 4)
-    if h is None:
-        return None
-    n = struct.unpack(">I", h)[0] & 0xFFFFFF
-    return recv_exact(sock, n) if n else b""
 
 
 def send_msg(sock, lock, msg):
