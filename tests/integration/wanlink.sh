@@ -33,6 +33,7 @@
 #   wl_rcvbuf_drops NS         UDP datagrams NS's kernel dropped because a
 #                              receiving socket's buffer was full (Udp
 #                              RcvbufErrors: a receiver kept off the CPU)
+#   wl_udp_stat NS FIELD       any Udp counter of NS's /proc/net/snmp
 #   wl_cc NS PEER              congestion control of NS's TCP sockets to PEER (ss -ti)
 #   wl_smbdd NS HOST[:PORT] OP PATH BS COUNT [args]   bin/smbdd from NS on
 #                              smb://HOST[:PORT]/share/PATH (120 s timeout)
@@ -196,9 +197,12 @@ wl_tun_drops() {
 
 # wl_rcvbuf_drops NS: Udp RcvbufErrors of namespace NS (/proc/net/snmp is
 # per namespace): datagrams that reached NS and found their socket full.
-wl_rcvbuf_drops() {
-	nsx "$1" awk '$1 == "Udp:" { if (!n) { for (i = 2; i <= NF; i++)
-	    if ($i == "RcvbufErrors") n = i; next } print $n; exit }' /proc/net/snmp
+wl_rcvbuf_drops() { wl_udp_stat "$1" RcvbufErrors; }
+# wl_udp_stat NS FIELD: one Udp counter of namespace NS (SndbufErrors:
+# datagrams a sender's kernel dropped on the way out, e.g. at the qdisc)
+wl_udp_stat() {
+	nsx "$1" awk -v f="$2" '$1 == "Udp:" { if (!n) { for (i = 2; i <= NF; i++)
+	    if ($i == f) n = i; next } print n ? $n : 0; exit }' /proc/net/snmp
 }
 
 # wl_cc NS PEER_IP: the congestion control of each TCP socket in NS whose

@@ -4,9 +4,9 @@
     echo  --bind IP --port P                 answer every datagram with itself
     rtt   --to IP --port P [--count N] [--interval S]
           N probes, one at a time; prints "sent=N lost=L min_ms= median_ms= max_ms="
-    sink  --bind IP --port P [--quiet S] [--max S] [--missing FILE]
+    sink  --bind IP --port P [--quiet S] [--max S] [--missing FILE] [--done FILE]
           count sequence-numbered datagrams until S seconds without one
-          (after the first) or --max; prints "received=N bytes=B seqs=K
+          (after the first; with --done, after FILE exists) or --max; prints "received=N bytes=B seqs=K
           missing=M span_s=T rate_bps=R" (rate: bytes from the second
           arrival to the last over that time) and writes the missing
           sequence numbers, one a line, to FILE
@@ -17,6 +17,7 @@
 A sink is started first and prints "ready" on stderr once bound.
 """
 import argparse
+import os
 import socket
 import statistics
 import struct
@@ -78,13 +79,23 @@ def sink(a):
     n = nbytes = 0
     t_first = t_second = t_last = None
     b_after_first = 0
+    t_done = None
     start = time.monotonic()
     s.settimeout(0.1)
     while True:
         now = time.monotonic()
         if now - start > a.max:
             break
-        if t_last is not None and now - t_last > a.quiet:
+        if a.done:
+            # the sender is still sending while its done file is absent:
+            # a stalled sender (a busy machine) must not end the count
+            if not os.path.exists(a.done):
+                t_done = None
+            elif t_done is None:
+                t_done = now
+            if t_done is not None and now - max(t_done, t_last or t_done) > a.quiet:
+                break
+        elif t_last is not None and now - t_last > a.quiet:
             break
         try:
             d = s.recv(65536)
@@ -158,6 +169,8 @@ def main():
     p.add_argument("--missing")
     p.add_argument("--first", type=int, default=0)
     p.add_argument("--expect", type=int)
+    p.add_argument("--done", help="the sender has finished once this file exists: "
+                   "stop after --quiet seconds of silence from then (not before)")
     p = sub.add_parser("blast")
     p.add_argument("--to", required=True)
     p.add_argument("--port", type=int, required=True)
