@@ -29,15 +29,20 @@
 #include "proxy/writebehind.h"
 #include "proxy/emit.h"
 
-/* Does name lie in directory dir (or equal it when exact)? */
+/* Does name lie in directory dir (or name the same file when exact:
+ * px_same_file_name, so "\\doc" and "doc::$DATA" are "doc")? */
 static bool
 path_match(const char *name, const char *dir, bool in_dir)
 {
-	size_t n = strlen(dir);
+	size_t n;
 
 	if (!in_dir)
-		return strcasecmp(name, dir) == 0;
-	if (n == 0)
+		return px_same_file_name(name, dir);
+	while (*name == '\\' || *name == '/')
+		name++;
+	while (*dir == '\\' || *dir == '/')
+		dir++;
+	if ((n = strlen(dir)) == 0)
 		return strchr(name, '\\') == NULL;
 	return strncasecmp(name, dir, n) == 0 && name[n] == '\\' &&
 	    strchr(name + n + 1, '\\') == NULL;

@@ -14,11 +14,17 @@ its buffers in:
   two   the same with each open on its own connection (the second
         connection's write never waited for the first's buffer);
   far   two opens of one connection writing disjoint ranges (0 and 64 KiB):
-        both land, and neither waits for the other.
+        both land, and neither waits for the other;
+  alias another connection reads the file by another name of it
+        ("NAME::$DATA", "NAME::$DATA" in upper case) while the first holds 4 KiB of 'X'
+        written and not closed: opened after the write, and opened
+        before it and read after; each read must see the 'X' (smbaccel
+        must flush the writer's buffer first, whatever the name).
 
 Prints one line of case=RESULT, RESULT the 4 KiB block(s) on the
 server's disk after both closes, each as its one repeated byte ("?" if
-mixed or short): "Y" is right for one and two, "XY" for far.
+mixed or short): "Y" is right for one and two, "XY" for far; for alias
+the two reads' bytes the same way ("-" for none): "XX".
 """
 import os
 import sys
@@ -52,11 +58,28 @@ def case(ca, cb, name, off_b):
     return disk(name, sorted({0, off_b}))
 
 
+def alias(ca, cb, name):
+    """The alias case: what cb's two reads got."""
+    a, _ = ca.create(name, disposition=FILE_OVERWRITE_IF)
+    early, _ = cb.create(name.upper() + "::$DATA")
+    ca.write(a, 0, b"X" * K4)
+    late, _ = cb.create(name + "::$DATA")
+    out = ""
+    for fid in (late, early):
+        _, data = cb.read(fid, 0, K4)
+        out += (chr(data[0]) if len(data) == K4 and len(set(data)) == 1
+                else "?" if data else "-")
+        cb.close(fid)
+    ca.close(a)
+    return out
+
+
 c = Client(port, dialect)
 c2 = Client(port, dialect)
 res = ["one=" + case(c, c, "two-one", 0),
        "two=" + case(c, c2, "two-two", 0),
-       "far=" + case(c, c, "two-far", 65536)]
+       "far=" + case(c, c, "two-far", 65536),
+       "alias=" + alias(c, c2, "two-alias")]
 c2.logoff()
 c.logoff()
 print(" ".join(res))
