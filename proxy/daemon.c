@@ -27,7 +27,7 @@
 #include "proxy/listener.h"
 #include "proxy/tproxy.h"
 
-static ev_signal sig_term, sig_int, sig_hup;
+static ev_signal sig_term, sig_int, sig_hup, sig_usr1, sig_usr2;
 static ev_timer drain_timer, status_timer, watchdog_timer;
 static double drain_deadline;
 static uint64_t lost_at_stop;     /* px_stats.lost_bytes at the first signal */
@@ -111,7 +111,7 @@ reload_policy(void)
 		pol_free(ncfg);
 		return -1;
 	}
-	if (px_listen_reload(pol_global(ncfg)) == -1) {
+	if (px_listen_reload(pol_global(old), pol_global(ncfg)) == -1) {
 		log_warnx("reload failed: upstream does not resolve; old policy "
 		    "kept");
 		px_keyfiles_discard();
@@ -233,6 +233,18 @@ stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_timer_start(loop, &drain_timer);
 }
 
+/* SIGUSR1 and SIGUSR2 mean nothing here; by default they would end the
+ * process at once, without the drain of acknowledged writes */
+static void
+usr_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	log_warnx("signal %s ignored (SIGTERM stops, SIGHUP reloads; "
+	    "smbaccelctl stats shows the counters)",
+	    w->signum == SIGUSR1 ? "USR1" : "USR2");
+}
+
 static void
 hup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -334,6 +346,10 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	ev_signal_start(px_rt.loop, &sig_term);
 	ev_signal_start(px_rt.loop, &sig_int);
 	ev_signal_start(px_rt.loop, &sig_hup);
+	ev_signal_init(&sig_usr1, usr_cb, SIGUSR1);
+	ev_signal_init(&sig_usr2, usr_cb, SIGUSR2);
+	ev_signal_start(px_rt.loop, &sig_usr1);
+	ev_signal_start(px_rt.loop, &sig_usr2);
 	ev_timer_init(&status_timer, status_cb, 5., 5.);
 	ev_timer_start(px_rt.loop, &status_timer);
 	ev_unref(px_rt.loop);   /* the status timer alone keeps nothing alive */

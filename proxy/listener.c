@@ -9,8 +9,10 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/netfilter_ipv4.h>
@@ -343,6 +345,17 @@ px_listen_start(const struct pol_global *g)
 		}
 		(void)setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one,
 		    sizeof(one));
+		/* an IPv6 address is IPv6 only, whatever bindv6only says:
+		 * "0.0.0.0:445, [::]:445" is then two listeners, not a
+		 * conflict, and no IPv4 client arrives v4-mapped (whose
+		 * original destination IP6T_SO_ORIGINAL_DST cannot give) */
+		if (l->addr.ss_family == AF_INET6 && setsockopt(l->fd,
+		    IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) == -1) {
+			log_warn("IPV6_V6ONLY on %s",
+			    px_addr_str(&l->addr, a, sizeof(a)));
+			close(l->fd);
+			goto fail;
+		}
 		if (g->mode == POL_MODE_TPROXY &&
 		    setsockopt(l->fd, l->addr.ss_family == AF_INET6 ? SOL_IPV6 :
 		    SOL_IP, l->addr.ss_family == AF_INET6 ? IPV6_TRANSPARENT :
@@ -389,14 +402,43 @@ px_listen_stop(void)
 }
 
 int
-px_listen_reload(const struct pol_global *g)
+px_listen_check(const struct pol_global *g)
 {
 	struct sockaddr_storage ss;
 
 	if (g->mode != POL_MODE_FORWARD)
 		return 0;
-	if (resolve(&g->upstream, &ss) == -1)
+	if (resolve(&g->upstream, &ss) == -1) {
+		log_warnx("upstream %s:%u does not resolve", g->upstream.host,
+		    g->upstream.port);
 		return -1;
+	}
+	return 0;
+}
+
+int
+px_listen_reload(const struct pol_global *old, const struct pol_global *g)
+{
+	struct sockaddr_storage ss;
+	bool same;
+	char a[64];
+
+	if (g->mode != POL_MODE_FORWARD)
+		return 0;
+	same = old->mode == POL_MODE_FORWARD &&
+	    old->upstream.kind == g->upstream.kind &&
+	    old->upstream.port == g->upstream.port &&
+	    strcasecmp(old->upstream.host, g->upstream.host) == 0;
+	if (resolve(&g->upstream, &ss) == -1) {
+		if (!same)
+			return -1;
+		/* an unchanged name that does not resolve now (a DNS
+		 * outage) keeps the address in use: the reload is for the
+		 * other settings */
+		log_warnx("upstream %s does not resolve now; %s kept",
+		    g->upstream.host, px_addr_str(&upstream, a, sizeof(a)));
+		return 0;
+	}
 	upstream = ss;
 	return 0;
 }

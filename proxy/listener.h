@@ -13,7 +13,13 @@ void px_listen_stop(void);
 /* Stop accepting for a while: the process is out of descriptors (what
  * names the call that failed). */
 void px_listen_pause(const char *what);
-/* Forward mode: re-resolve the upstream after a reload. */
-int px_listen_reload(const struct pol_global *g) PX_MUSTCHECK;
+/* smbaccel -t: does a forward-mode upstream resolve (0), or not (-1,
+ * logged with the resolver's reason)? */
+int px_listen_check(const struct pol_global *g) PX_MUSTCHECK;
+/* Forward mode: resolve the upstream of a reloaded policy g (old: the one
+ * in force); -1 when it does not resolve, but an unchanged name that does
+ * not resolve now keeps the address in use (logged). */
+int px_listen_reload(const struct pol_global *old,
+    const struct pol_global *g) PX_MUSTCHECK;
 
 #endif

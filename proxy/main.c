@@ -12,6 +12,8 @@
 #include "proxy/proxy.h"
 #include "proxy/daemon.h"
 #include "proxy/upstream.h"
+#include "proxy/keyfiles.h"
+#include "proxy/listener.h"
 
 #define SMBACCEL_VERSION "0.1.0"
 
@@ -72,11 +74,18 @@ main(int argc, char **argv)
 			pol_errors_free(&errs);
 			return 1;
 		}
-		if (px_upstream_check(c, stderr) > 0) {	/* against the kernel */
+		/* against the kernel, and what the daemon reads or resolves
+		 * at start (each refusal logged with its reason) */
+		if (px_upstream_check(c, stderr) > 0 ||
+		    px_keyfiles_stage(c) != 0 ||
+		    px_listen_check(pol_global(c)) == -1) {
+			fprintf(stderr, "%s: refused (reasons above)\n", cfg);
+			px_keyfiles_discard();
 			pol_errors_free(&errs);
 			pol_free(c);
 			return 1;
 		}
+		px_keyfiles_discard();
 		if (verbose)
 			pol_dump(c, stdout);
 		else

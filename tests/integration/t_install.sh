@@ -66,7 +66,7 @@ grep -q '@[A-Z]*@' "$U" && fail "unsubstituted @...@ left in the unit"
 grep -qx 'ExecStart=/usr/sbin/smbaccel -c /etc/smbaccel/smbaccel.conf' "$U" || fail "ExecStart line"
 grep -qx 'Type=notify' "$U" || fail "Type=notify"
 grep -qx 'WatchdogSec=30s' "$U" || fail "WatchdogSec=30s"
-grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U" || fail "ExecReload with SIGHUP"
+grep -qx 'ExecReload=/usr/bin/smbaccelctl reload' "$U" || fail "ExecReload with smbaccelctl reload (waits for the daemon's answer)"
 grep -qx 'RuntimeDirectory=smbaccel' "$U" || fail "RuntimeDirectory=smbaccel"
 stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' "$U")
 assert_ge 61 "${stop:-0}" "TimeoutStopSec (seconds) must exceed the default drain_timeout of 60s"
@@ -74,7 +74,7 @@ assert_ge 61 "${stop:-0}" "TimeoutStopSec (seconds) must exceed the default drai
 # ---- 3. systemd-analyze
 info "3. systemd-analyze verify"
 mkdir -p "$T/units"
-sed "s|=/usr/sbin/|=$D/usr/sbin/|g; s| /usr/sbin/| $D/usr/sbin/|g" "$U" > "$T/units/smbaccel.service"
+sed "s|=/usr/sbin/|=$D/usr/sbin/|g; s|=/usr/bin/smbaccelctl|=$D/usr/bin/smbaccelctl|g; s| /usr/sbin/| $D/usr/sbin/|g" "$U" > "$T/units/smbaccel.service"
 grep -q "^ExecStart=$D/usr/sbin/smbaccel " "$T/units/smbaccel.service" || fail "could not map ExecStart into $D"
 out=$(cd "$T" && MANPATH=$D/usr/share/man systemd-analyze verify "$T/units/smbaccel.service" 2>&1)
 rc=$?

@@ -6,7 +6,12 @@
 # counters say the same, so a monitoring system can alert on a refused
 # reload: reloads_failed 1 and reload_ok 0 (also in `smbaccelctl
 # metrics` and the stats table) after the bad file, reloads 1, reload_ok
-# 1 and a new policy_loaded_time_seconds after the good one.
+# 1 and a new policy_loaded_time_seconds after the good one.  Then:
+# SIGUSR1/SIGUSR2 are logged and ignored; -t refuses what the daemon
+# would refuse at start (keytab, secrets, upstream name); a dual-stack
+# listen line starts; in forward mode, a reload keeps the upstream's
+# address when its unchanged name does not resolve now, and refuses a
+# changed name that does not resolve.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "config check and reload"
 
@@ -122,4 +127,92 @@ assert_eq "1 1 1" "$r2 $f2 $ok2" "reloads, refused, reload_ok after the good fil
 [ "$at2" -gt "$at0" ] || fail "policy_loaded_time_seconds did not move on a good reload ($at0 -> $at2)"
 ctl metrics | grep -qx 'smbaccel_reload_ok 1' || fail "metrics do not show smbaccel_reload_ok 1"
 info "reloads: at start $r0/$f0/$ok0, after the bad file $r1/$f1/$ok1, after the good one $r2/$f2/$ok2 (took effect/refused/ok)"
+
+# --- SIGUSR1 and SIGUSR2 mean nothing: logged, not fatal (by default
+# they ended the process at once, without draining acknowledged writes)
+for sig in USR1 USR2; do
+	l0=$(wc -l < "$PROXY_LOG")
+	kill -"$sig" "$PROXY_PID"
+	wait_log "signal $sig ignored" 5 "$l0" || fail "no log line for SIG$sig"
+	proxy_alive || fail "SIG$sig ended the daemon"
+done
+wb=$(transfer after-usr)
+assert_eq off "$wb" "write_behind of a tree after SIGUSR1/2 (policy unchanged)"
+
+# --- smbaccel -t checks what the daemon reads and resolves at start: a
+# missing keytab, a secrets file others can read, an upstream name that
+# does not resolve (each was "ok" before, then the start failed)
+printf 'alice:x\n' > "$T/secrets.open"; chmod 644 "$T/secrets.open"
+for bad in "keytab = $T/no-such.keytab|no-such.keytab" \
+    "secrets = $T/secrets.open|mode 0644" "upstream = no-such-host.invalid:445|does not resolve"; do
+	case $bad in
+	upstream*) PROXY_UPSTREAM=no-such-host.invalid:445 PROXY_SHARE_SECTION=no write_proxy_conf "$T/refused.conf" ;;
+	*) PROXY_SHARE_SECTION=no write_proxy_conf "$T/refused.conf" "${bad%%|*}" ;;
+	esac
+	if out=$(timeout 60 "$SMBACCEL" -t -c "$T/refused.conf" 2>&1); then
+		fail "-t accepts '${bad%%|*}': $out"
+	fi
+	echo "$out" | grep -q -- "${bad#*|}" || fail "-t '${bad%%|*}': no reason '${bad#*|}' in: $out"
+	echo "$out" | grep -q 'refused' || fail "-t '${bad%%|*}': no 'refused' in: $out"
+	info "-t refuses '${bad%%|*}': $(echo "$out" | head -n 1)"
+done
+
+# --- listen on 0.0.0.0:P and [::]:P together (the dual-stack line the
+# manual shows): two listeners, the IPv6 one IPv6-only (before: the
+# second bind failed with EADDRINUSE and the daemon exited)
+if "$PY" -c 'import socket; socket.socket(socket.AF_INET6).close()' 2>/dev/null; then
+	p2=$(free_port) || fail "no free port"
+	printf '%s\n' "[global]" "listen = 0.0.0.0:$p2, [::]:$p2" \
+	    "upstream = 127.0.0.1:$SMBD_PORT" "mode = forward" \
+	    "control_socket = $T/dual.sock" > "$T/dual.conf"
+	"$SMBACCEL" -t -c "$T/dual.conf" >/dev/null 2>&1 || fail "-t refuses dual.conf"
+	"$SMBACCEL" -f -c "$T/dual.conf" > "$T/dual.log" 2>&1 &
+	dpid=$!
+	BG_PIDS="$BG_PIDS $dpid"
+	n=50
+	until grep -q 'smbaccel started' "$T/dual.log"; do
+		kill -0 "$dpid" 2>/dev/null || fail "dual-stack listen: the daemon exited: $(cat "$T/dual.log")"
+		n=$((n - 1)); [ $n -gt 0 ] || fail "dual-stack listen: no start in 5 s: $(cat "$T/dual.log")"
+		sleep 0.1
+	done
+	assert_eq 2 "$(grep -c "listening on .*:$p2 " "$T/dual.log")" "listeners on 0.0.0.0:$p2 and [::]:$p2"
+	for a in 127.0.0.1 ::1; do
+		"$PY" -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close()' "$a" "$p2" ||
+		    fail "no connection to $a port $p2"
+	done
+	kill -TERM "$dpid"
+	wait "$dpid" || fail "dual-stack daemon: exit status $?"
+	info "listen = 0.0.0.0:$p2, [::]:$p2: both listening, IPv4 and IPv6 clients connect"
+else
+	info "no IPv6 here: dual-stack listen not checked"
+fi
+
+# --- forward mode with an upstream name: a reload whose upstream is
+# unchanged keeps the address in use when the name does not resolve now
+# (a DNS outage must not refuse every reload); a changed name that does
+# not resolve is refused.  The daemon runs in a mount namespace whose
+# /etc/hosts and /etc/resolv.conf are this test's files (nothing of the
+# host's is touched; the resolver points at a closed port: no waiting).
+stop_proxy
+printf '127.0.0.1 smbaccel-up.test\n' > "$T/hosts"
+printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' > "$T/resolv.conf"
+printf '%s\n' '#!/bin/sh' \
+    "mount --bind '$T/hosts' /etc/hosts && mount --bind '$T/resolv.conf' /etc/resolv.conf && exec \"\$@\"" > "$T/wrap.sh"
+chmod +x "$T/wrap.sh"
+PROXY_WRAP="unshare -m --propagation private $T/wrap.sh" PROXY_UPSTREAM="smbaccel-up.test:$SMBD_PORT" start_proxy
+wb=$(transfer by-name)
+: > "$T/hosts"	# the same file (inode) the namespace sees, now empty
+PROXY_UPSTREAM="smbaccel-up.test:$SMBD_PORT" PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" "write_behind = off"
+out=$(ctl reload 2>&1) || fail "reload with an unchanged upstream name that does not resolve now: $out"
+grep -q "upstream smbaccel-up.test does not resolve now; 127.0.0.1:$SMBD_PORT kept" "$PROXY_LOG" ||
+    fail "no log line: the unchanged upstream's address kept"
+wb=$(transfer by-name-kept)
+assert_eq off "$wb" "write_behind after the reload that kept the upstream's address"
+PROXY_UPSTREAM="smbaccel-other.test:$SMBD_PORT" PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" "write_behind = always"
+if out=$(ctl reload 2>&1); then
+	fail "a reload to an upstream name that does not resolve was taken: $out"
+fi
+wb=$(transfer by-name-refused)
+assert_eq off "$wb" "write_behind after the refused reload (old policy)"
+info "upstream by name: unchanged and unresolvable kept its address; changed and unresolvable refused ($out)"
 info "PASS"
