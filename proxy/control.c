@@ -1145,6 +1145,50 @@ ctl_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	ev_timer_start(px_rt.loop, &cl->timeout);
 }
 
+/*
+ * Make the directory the control socket goes in, if it is missing: one
+ * level only (mkdir, not mkdir -p), mode 0750 less the umask.  Under
+ * systemd RuntimeDirectory= makes /run/smbaccel, but only while the
+ * service runs, so `smbaccel -f` started by hand would find none.  A
+ * name that exists but is not a directory is refused, with the reason.
+ */
+static int
+ctl_make_dir(const char *path)
+{
+	char dir[sizeof(ctl_path)];
+	char *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		return 0;       /* in the working directory */
+	while (slash > dir && slash[-1] == '/')
+		slash--;
+	if (slash == dir)
+		return 0;       /* in / */
+	*slash = '\0';
+	if (stat(dir, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		log_warnx("control_socket %s: %s exists and is not a "
+		    "directory", path, dir);
+		return -1;
+	}
+	if (errno != ENOENT) {
+		log_warn("control_socket %s: %s", path, dir);
+		return -1;
+	}
+	if (mkdir(dir, 0750) == 0) {
+		log_info("control socket: made the directory %s", dir);
+		return 0;
+	}
+	if (errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;       /* made by someone else meanwhile */
+	log_warn("control_socket %s: cannot make the directory %s (only "
+	    "its last level is made)", path, dir);
+	return -1;
+}
+
 int
 px_control_start(const char *path, int (*reload)(void))
 {
@@ -1163,6 +1207,8 @@ px_control_start(const char *path, int (*reload)(void))
 		return -1;
 	}
 	strcpy(sun.sun_path, path);
+	if (ctl_make_dir(path) == -1)
+		return -1;
 	if ((ctl_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) == -1) {
 		log_warn("control socket");

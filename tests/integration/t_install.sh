@@ -27,6 +27,10 @@
 #  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
 #     start, WATCHDOG=1 every half WATCHDOG_USEC while its loop runs and
 #     none while it is stopped (SIGSTOP), STOPPING=1 on SIGTERM, exit 0;
+#     run by hand (no RuntimeDirectory=), it makes the missing directory
+#     of its control socket (0750 less the umask) and smbaccelctl answers
+#     there; a control socket whose directory is a regular file is
+#     refused: exit 1, with the reason;
 #  7. a second install keeps an edited policy file;
 #  8. `make uninstall` removes everything but the policy file.
 . "$(dirname "$0")/lib.sh"
@@ -151,6 +155,9 @@ out=$("$D/usr/sbin/smbaccel" -t -c "$D/etc/smbaccel/smbaccel.conf" 2>&1) ||
 # ---- 6. sd_notify
 info "6. sd_notify from the installed daemon"
 PROXY_PORT=$(free_port) || fail "no free port"
+# in a directory that does not exist yet, as /run/smbaccel when the
+# service is not running
+CTL_SOCK=$T/run/control.sock
 PROXY_UPSTREAM=127.0.0.1:9 write_proxy_conf "$PROXY_CONF"   # never connected to
 NOTIFY=$T/notify.sock
 "$PY" - "$NOTIFY" "$T/notify.log" <<'EOF' &
@@ -180,6 +187,10 @@ n=100; while [ $n -gt 0 ] && ! grep -q '^STATUS=' "$T/notify.log" 2>/dev/null; d
 grep -qx 'READY=1' "$T/notify.log" 2>/dev/null || { cat "$T/notify.log"; fail "no READY=1"; }
 port_open "$PROXY_PORT" || fail "READY=1 sent but not accepting on $PROXY_PORT"
 grep -Eq '^STATUS=.*[0-9]+ connections' "$T/notify.log" || { cat "$T/notify.log"; fail "no STATUS= with connections"; }
+[ -d "$T/run" ] || fail "no directory $T/run made for the control socket"
+assert_eq "$(printf '%o' $((0750 & ~$(umask))))" "$(stat -c %a "$T/run")" "mode of the control socket's directory"
+out=$(ctl stats --json 2>&1) || fail "smbaccelctl on $CTL_SOCK: $out"
+echo "$out" | grep -q '"connections_total"' || fail "smbaccelctl stats --json on $CTL_SOCK: $out"
 # the watchdog: signs of life while the loop runs, none while it is
 # stopped (SIGSTOP for 1.2 s, three watchdog periods), again after
 sleep 1.2
@@ -205,6 +216,15 @@ assert_eq 0 "$PROXY_RC" "exit status after SIGTERM"
 wait "$listener"
 grep -qx 'STOPPING=1' "$T/notify.log" || { cat "$T/notify.log"; fail "no STOPPING=1 on SIGTERM"; }
 info "notifications: $(tr '\n' ' ' < "$T/notify.log")"
+# the control socket's directory is a regular file: refused at start
+: > "$T/notadir"
+CTL_SOCK=$T/notadir/control.sock PROXY_UPSTREAM=127.0.0.1:9 write_proxy_conf "$T/notadir.conf"
+timeout 20 "$D/usr/sbin/smbaccel" -c "$T/notadir.conf" -f </dev/null >"$T/notadir.log" 2>&1
+rc=$?
+cat "$T/notadir.log"
+assert_eq 1 "$rc" "exit status with the control socket's directory a regular file"
+grep -q "$T/notadir exists and is not a directory" "$T/notadir.log" ||
+    fail "no reason given for the control socket's directory being a regular file"
 
 # ---- 7. reinstall keeps the policy
 info "7. a second install keeps an edited policy"
