@@ -15,7 +15,10 @@
 #     keys again and smbaccel takes them;
 #  5. smbaccel not running (no socket; a socket nobody listens on): exit
 #     0, "smbaccel is not running" on stderr;
-#  6. an existing file that is not a keytab is replaced, not "unchanged".
+#  6. an existing file that is not a keytab is replaced, not "unchanged";
+#  7. an output file in a directory that does not exist: exit 1 and one
+#     line on stderr naming the file, no Python traceback (keys mode, and
+#     samba mode when samba-tool is installed: it fails before running it).
 # After 1, 3 and 4, `smbaccelctl keytabs` must show the keys smbaccel
 # holds (principal, kvno, enctype) and when it read them: the new ones
 # after a reload, the old ones (and the old time) after a refused one.
@@ -146,6 +149,24 @@ assert_eq 0 "$RC" "6: exit status"
 grep -q "^wrote 2 keys to $KTF\$" "$T/garbage.out" || fail "6: the garbage was not replaced"
 assert_eq "5 " "$(kvnos)" "6: kvnos"
 assert_eq 1 "$RELOADS" "6: policy reloads"
+
+info "7. an output file in a directory that does not exist"
+for mode in keys samba; do
+	if [ $mode = keys ]; then
+		set -- keys --principal "FS1\$@EXAMPLE.TEST" --key "$K1"
+	else
+		command -v samba-tool >/dev/null || { info "7: no samba-tool, samba mode not tried"; continue; }
+		set -- samba --principal 'FS1$'
+	fi
+	"$PY" "$KTOOL" "$@" -o "$T/nodir/fs1.keytab" > "$T/nodir-$mode.out" 2> "$T/nodir-$mode.err"
+	RC=$?
+	info "7: $mode: exit $RC, stderr: $(cat "$T/nodir-$mode.err")"
+	assert_eq 1 "$RC" "7: $mode: exit status"
+	grep -q Traceback "$T/nodir-$mode.err" && fail "7: $mode: a Python traceback"
+	assert_eq 1 "$(wc -l < "$T/nodir-$mode.err")" "7: $mode: lines on stderr"
+	grep -q "^smbaccel-keytab: cannot write $T/nodir/fs1.keytab: " "$T/nodir-$mode.err" ||
+	    fail "7: $mode: stderr does not name the file"
+done
 
 proxy_alive || fail "proxy died"
 stop_proxy
