@@ -204,6 +204,8 @@ enum sect_kind {
 	SK_SHARE,       /* [share NAME] */
 	SK_UNC,         /* [//server/share] */
 	SK_BAD,         /* malformed share header: keys checked, no match */
+	SK_UNKNOWN,     /* unknown section: keys of any scope checked, into
+	                 * scratch, no match */
 };
 
 struct section {
@@ -231,7 +233,7 @@ struct pol_config {
 };
 
 #define CUR_NONE	(-1)   /* before the first section header */
-#define CUR_IGNORE	(-2)   /* in a section we could not make sense of */
+#define CUR_IGNORE	(-2)   /* after a header we could not record (stop) */
 
 struct parser {
 	struct pol_config *cfg;
@@ -245,6 +247,7 @@ struct parser {
 	int cur;                  /* section index or CUR_* */
 	size_t nerr;
 	bool stop;                /* stop reading: too many errors, ENOMEM */
+	struct pol_global scratch; /* global values given in SK_UNKNOWN */
 };
 
 /* ---- errors ----------------------------------------------------------- */
@@ -1048,9 +1051,13 @@ same_section(const struct section *a, const struct section *b)
 
 /*
  * Classify the header "[...]" (text of len bytes, trimmed, starting with
- * '[') and make it the current section.  Keys under a header we cannot
- * classify at all are ignored; under a malformed share header they are
- * still checked, into a section that never matches.
+ * '[') and make it the current section.  A bad header is reported and
+ * the keys under it are still checked, so that every error of the file
+ * is reported at once: a header without its ']' is read as if it ended
+ * the line; under a malformed share header keys go to a section that
+ * never matches (SK_BAD), under an unknown one to a section that takes
+ * settings of every scope (SK_UNKNOWN: we cannot tell which was meant).
+ * A file with any error is never loaded, so neither kind is ever used.
  */
 static void
 section_header(struct parser *ps, const char *text, size_t len)
@@ -1061,6 +1068,7 @@ section_header(struct parser *ps, const char *text, size_t len)
 	char why[512], canon[POL_HOST_MAX + 1];
 	enum pol_addr_kind kind;
 	size_t i, ncap;
+	bool unclosed = false;
 
 	memset(&sec, 0, sizeof(sec));
 	ps->cur = CUR_IGNORE;
@@ -1071,10 +1079,11 @@ section_header(struct parser *ps, const char *text, size_t len)
 	}
 	if ((close = strchr(h, ']')) == NULL) {
 		perr(ps, ps->line, "section header without closing ']'");
-		goto out;
+		unclosed = true;
+		close = h + strlen(h);
 	}
+	rest = unclosed ? close : close + 1;
 	*close = '\0';
-	rest = close + 1;
 	while (isspace((unsigned char)*rest))
 		rest++;
 	inner = trim(h + 1);
@@ -1125,9 +1134,10 @@ section_header(struct parser *ps, const char *text, size_t len)
 			*sep = sepc;
 		}
 	} else {
-		perr(ps, ps->line, "unknown section [%s]: expected [global], "
-		    "[share NAME] or [//server/share]", inner);
-		goto out;
+		if (!unclosed)
+			perr(ps, ps->line, "unknown section [%s]: expected "
+			    "[global], [share NAME] or [//server/share]", inner);
+		sec.kind = SK_UNKNOWN;
 	}
 	if ((sec.kind == SK_SHARE || sec.kind == SK_UNC) &&
 	    (sec.share == NULL || (sec.kind == SK_UNC && sec.server == NULL)))
@@ -1274,7 +1284,8 @@ set_key(struct parser *ps, const char *name, const char *value)
 		return;
 	sec = &cfg->sect[ps->cur];
 	i = (size_t)(st - settings);
-	if (st->scope == S_GLOBAL && sec->kind != SK_GLOBAL) {
+	if (st->scope == S_GLOBAL && sec->kind != SK_GLOBAL &&
+	    sec->kind != SK_UNKNOWN) {
 		perr(ps, ps->line, "'%s' is a global setting, not allowed in "
 		    "[%s]", st->name, sec->label);
 		return;
@@ -1293,8 +1304,10 @@ set_key(struct parser *ps, const char *name, const char *value)
 	/* Given, even if its value is bad: no "missing" error on top. */
 	sec->seen |= UINT64_C(1) << i;
 	sec->key_line[i] = ps->line;
-	base = st->scope == S_GLOBAL ? (void *)&cfg->global :
-	    st->scope == S_SERVER ? (void *)&sec->svals : (void *)&sec->vals;
+	base = st->scope == S_SERVER ? (void *)&sec->svals :
+	    st->scope == S_SHARE ? (void *)&sec->vals :
+	    sec->kind == SK_UNKNOWN ? (void *)&ps->scratch :
+	    (void *)&cfg->global;
 	if (parse_value(st, value, base, why, sizeof(why)) == -1) {
 		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
 		return;

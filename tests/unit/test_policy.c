@@ -689,14 +689,59 @@ test_bad_sections(void)
 	/* keys under a malformed share header are still checked */
 	CU_ASSERT(fails(G3 "[share]\nwrite_behind = maybe\n", 2, 5,
 	    "not one of"));
-	/* keys under an unknown header are ignored, unknown names reported */
-	CU_ASSERT(fails(G3 "[foo]\nwrite_behind = maybe\nxyz = 1\n", 2, 6,
+	/* keys under an unknown header are checked too */
+	CU_ASSERT(fails(G3 "[foo]\nwrite_behind = maybe\nxyz = 1\n", 3, 6,
 	    "unknown setting 'xyz'"));
+	CU_ASSERT(fails(G3 "[foo]\nwrite_behind = maybe\nxyz = 1\n", 3, 5,
+	    "bad value for 'write_behind'"));
 	/* a long server name is not truncated */
 	CU_ASSERT(fails(G3 "[//a-rather-long-server-name.branch-office."
 	    "example.com/share]\n[//A-RATHER-LONG-SERVER-NAME.branch-office."
 	    "example.com/SHARE]\n", 1, 5, "duplicate section [//A-RATHER-LONG-"
 	    "SERVER-NAME.branch-office.example.com/SHARE] (first on line 4)"));
+}
+
+/*
+ * After a bad section header (no ']', unknown name) the settings below it
+ * are still checked: each of their errors is reported too, with its line.
+ */
+static void
+test_keys_after_bad_header(void)
+{
+	/* no ']': read as if the header ended the line */
+	CU_ASSERT(fails(G3 "[//srv/share\ncoalesce_size = 16M\n", 2, 4,
+	    "section header without closing ']'"));
+	CU_ASSERT(fails(G3 "[//srv/share\ncoalesce_size = 16M\n", 2, 5,
+	    "bad value for 'coalesce_size': '16M' is above the maximum 8M"));
+	CU_ASSERT(fails(G3 "[share x\nread_ahead = maybe\n", 2, 5,
+	    "bad value for 'read_ahead'"));
+	CU_ASSERT(fails(G3 "[//srv/share\nlisten = 127.0.0.1:1\n", 2, 5,
+	    "'listen' is a global setting, not allowed in [//srv/share]"));
+	CU_ASSERT(fails(G3 "[//bad!host/x\n", 2, 4,
+	    "bad server in section header"));
+	/* an unclosed [global] is still the [global]: nothing missing */
+	CU_ASSERT(fails("[global\nlisten = 127.0.0.1:4445\n"
+	    "upstream = 127.0.0.1:445\n", 1, 1,
+	    "section header without closing ']'"));
+	/* one error for the header, not "unknown section" on top */
+	CU_ASSERT(fails(G3 "[foo\nwrite_behind = maybe\n", 2, 4,
+	    "section header without closing ']'"));
+	CU_ASSERT(fails(G3 "[foo\nwrite_behind = maybe\n", 2, 5,
+	    "bad value for 'write_behind'"));
+	/* unknown section: settings of every scope checked */
+	CU_ASSERT(fails(G3 "[foo]\ncoalesce_size = 16M\n", 2, 4,
+	    "unknown section [foo]"));
+	CU_ASSERT(fails(G3 "[foo]\ncoalesce_size = 16M\n", 2, 5,
+	    "'16M' is above the maximum 8M"));
+	CU_ASSERT(fails(G3 "[foo]\nlog_level = loud\n", 2, 5,
+	    "bad value for 'log_level'"));
+	CU_ASSERT(fails(G3 "[foo]\nkeytab = relative.keytab\n", 2, 5,
+	    "not an absolute path"));
+	CU_ASSERT(fails(G3 "[foo]\nwrite_behind = off\nwrite_behind = off\n",
+	    2, 6, "'write_behind' already set on line 5"));
+	/* good settings there add no error, and do not reach [global]'s */
+	CU_ASSERT(fails(G3 "[foo]\nlog_level = debug\nmode = tproxy\n"
+	    "write_behind = off\n", 1, 4, "unknown section [foo]"));
 }
 
 static void
@@ -1391,6 +1436,7 @@ ut_register_policy(void)
 		{ "bad values", test_bad_values },
 		{ "bad keys", test_bad_keys },
 		{ "bad sections", test_bad_sections },
+		{ "keys after a bad header", test_keys_after_bad_header },
 		{ "duplicate sections", test_duplicate_sections },
 		{ "unparseable lines", test_unparseable_lines },
 		{ "long line", test_long_line },
