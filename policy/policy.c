@@ -1257,6 +1257,24 @@ read_line(char *buf, int num, void *arg)
 	return buf;
 }
 
+/*
+ * What to add to a bad value's message when it looks like it ends in a
+ * comment: '#' starts one only at the start of a line, and ';' after a
+ * value only with a blank before it (read_line cuts those, so a ';' that
+ * reaches a value has none).
+ */
+static const char *
+comment_hint(const char *value)
+{
+	if (strchr(value, '#') != NULL)
+		return " ('#' starts a comment only at the start of a line; "
+		    "after a value, ' ;' does)";
+	if (strchr(value, ';') != NULL)
+		return " (';' starts a comment after a value only with a "
+		    "blank before it)";
+	return "";
+}
+
 static void
 set_key(struct parser *ps, const char *name, const char *value)
 {
@@ -1309,7 +1327,8 @@ set_key(struct parser *ps, const char *name, const char *value)
 	    sec->kind == SK_UNKNOWN ? (void *)&ps->scratch :
 	    (void *)&cfg->global;
 	if (parse_value(st, value, base, why, sizeof(why)) == -1) {
-		perr(ps, ps->line, "bad value for '%s': %s", st->name, why);
+		perr(ps, ps->line, "bad value for '%s': %s%s", st->name, why,
+		    comment_hint(value));
 		return;
 	}
 	/* what is accepted must print back as one line the parser takes

@@ -744,6 +744,37 @@ test_keys_after_bad_header(void)
 	    "write_behind = off\n", 1, 4, "unknown section [foo]"));
 }
 
+/* A bad value that holds '#' or ';' gets a hint about comments. */
+static void
+test_comment_hint(void)
+{
+	struct pol_errors errs = { 0 };
+	struct pol_config *cfg;
+
+	CU_ASSERT(fails(G3 "log_level = info # comment\n", 1, 4,
+	    "bad value for 'log_level': 'info # comment' is not one of "
+	    "error, warn, info, debug ('#' starts a comment only at the "
+	    "start of a line; after a value, ' ;' does)"));
+	CU_ASSERT(fails(G3 "drain_timeout = 5s#x\n", 1, 4,
+	    "('#' starts a comment only at the start of a line"));
+	CU_ASSERT(fails(G3 "log_level = info;x\n", 1, 4,
+	    "'info;x' is not one of error, warn, info, debug (';' starts a "
+	    "comment after a value only with a blank before it)"));
+	/* ' ;' is a comment: the value is good */
+	cfg = load_ok(G3 "log_level = debug ; comment\n");
+	CU_ASSERT_PTR_NOT_NULL(cfg);
+	if (cfg != NULL)
+		CU_ASSERT_EQUAL(pol_global(cfg)->log_level, POL_LOG_DEBUG);
+	pol_free(cfg);
+	/* no hint where there is nothing like a comment */
+	cfg = pol_load_string(G3 "log_level = loud\n", NAME, &errs);
+	CU_ASSERT_PTR_NULL(cfg);
+	CU_ASSERT_EQUAL(errs.n, 1);
+	CU_ASSERT(has_error(&errs, 4, "'loud' is not one of"));
+	CU_ASSERT(!has_error(&errs, 4, "comment"));
+	pol_errors_free(&errs);
+}
+
 static void
 test_duplicate_sections(void)
 {
@@ -1437,6 +1468,7 @@ ut_register_policy(void)
 		{ "bad keys", test_bad_keys },
 		{ "bad sections", test_bad_sections },
 		{ "keys after a bad header", test_keys_after_bad_header },
+		{ "comment hint", test_comment_hint },
 		{ "duplicate sections", test_duplicate_sections },
 		{ "unparseable lines", test_unparseable_lines },
 		{ "long line", test_long_line },
