@@ -22,11 +22,16 @@
 #     the metrics units (smbaccel-metrics.service and .timer) pass verify,
 #     run `smbaccelctl metrics -o` into the node exporter's textfile
 #     directory every 15 s, and the service rates OK or better too;
-#  4. the man pages render without groff warnings;
+#  4. the man pages render without groff warnings; every why_not_keyed
+#     reason the code can give (proxy/keyed.c, and the Kerberos and NTLM
+#     result names it passes on) is in smbaccelctl(8) and in the reason
+#     table of docs/deploy.md;
 #  5. the installed default policy passes `smbaccel -t`;
 #  6. the installed daemon speaks sd_notify: READY=1 and STATUS= after
 #     start, WATCHDOG=1 every half WATCHDOG_USEC while its loop runs and
 #     none while it is stopped (SIGSTOP), STOPPING=1 on SIGTERM, exit 0;
+#     every name in its `smbaccelctl stats --json` (the figures, and the
+#     causes and reasons of each breakdown) is in smbaccelctl(8);
 #     run by hand (no RuntimeDirectory=), it makes the missing directory
 #     of its control socket (0750 less the umask) and smbaccelctl answers
 #     there; a control socket whose directory is a regular file is
@@ -147,6 +152,27 @@ for m in man8/smbaccel.8 man8/smbaccelctl.8 man8/smbaccel-keytab.8 man5/smbaccel
 	    fail "$m renders to almost nothing"
 done
 
+# the names the code reports, in the documentation: smbaccelctl.8 with its
+# "\-" read as "-", a name standing alone (not part of a longer one)
+man_text() { sed 's/\\-/-/g' "$1"; }
+in_text() {	# in_text NAME FILE: NAME as a word of its own in FILE
+	grep -qE "(^|[^A-Za-z0-9_-])$1([^A-Za-z0-9_-]|\$)" "$2"
+}
+man_text docs/smbaccelctl.8 > "$T/smbaccelctl.8.txt"
+reasons=$( {
+	grep -oE '(return|why =) ([a-z_>.-]+ \? )?"[a-z][a-z-]*"( : "[a-z][a-z-]*")?;' proxy/keyed.c |
+	    grep -oE '"[a-z][a-z-]*"'
+	grep -hoE 'case PX_(KRB_R|KEY)_[A-Z_]+: return "[a-z-]+"' proxy/auth/krb5.c proxy/auth/ntlm.c |
+	    grep -oE '"[a-z-]+"' | grep -vx '"ok"'
+} | tr -d '"' | sort -u)
+assert_ge 15 "$(echo "$reasons" | wc -l)" "why_not_keyed reasons found in the code"
+for r in $reasons; do
+	in_text "$r" "$T/smbaccelctl.8.txt" || fail "why_not_keyed reason $r (proxy/keyed.c) is not in smbaccelctl.8"
+	grep -qE '^\| ([^|]*, )?`'"$r"'`' docs/deploy.md ||
+	    fail "why_not_keyed reason $r (proxy/keyed.c) is not in docs/deploy.md's reason table"
+done
+info "why_not_keyed reasons documented: $(echo $reasons)"
+
 # ---- 5. default policy
 info "5. the installed default policy passes smbaccel -t"
 out=$("$D/usr/sbin/smbaccel" -t -c "$D/etc/smbaccel/smbaccel.conf" 2>&1) ||
@@ -191,6 +217,18 @@ grep -Eq '^STATUS=.*[0-9]+ connections' "$T/notify.log" || { cat "$T/notify.log"
 assert_eq "$(printf '%o' $((0750 & ~$(umask))))" "$(stat -c %a "$T/run")" "mode of the control socket's directory"
 out=$(ctl stats --json 2>&1) || fail "smbaccelctl on $CTL_SOCK: $out"
 echo "$out" | grep -q '"connections_total"' || fail "smbaccelctl stats --json on $CTL_SOCK: $out"
+# every figure and breakdown entry of stats --json is described (commands
+# are SMB2's names; shares and unkeyed_by have none on an idle smbaccel)
+names=$(echo "$out" | "$PY" -c '
+import json, sys
+for k, v in json.load(sys.stdin).items():
+    print(k)
+    if isinstance(v, dict) and k != "commands":
+        print("\n".join(v))')
+assert_ge 100 "$(echo "$names" | wc -l)" "names in stats --json"
+for n in $names; do
+	in_text "$n" "$T/smbaccelctl.8.txt" || fail "stats --json name $n is not in smbaccelctl.8"
+done
 # the watchdog: signs of life while the loop runs, none while it is
 # stopped (SIGSTOP for 1.2 s, three watchdog periods), again after
 sleep 1.2
