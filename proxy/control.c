@@ -413,6 +413,30 @@ ack_ms_mean(const struct px_stats *s)
 	    (double)s->pl_ack_ms_sum / (double)s->pl_breaks_acked : 0;
 }
 
+/*
+ * The table's " name=N" for each counter of [from, to) that is not 0,
+ * after heading; nothing at all, heading included, when all are 0 (a
+ * heading with nothing under it reads as if something were missing).
+ * Whether anything was printed.
+ */
+static bool
+table_counts(FILE *f, const char *heading, const char *(*name)(int),
+    const uint64_t *v, int from, int to)
+{
+	bool any = false;
+	int i;
+
+	for (i = from; i < to; i++) {
+		if (v[i] == 0)
+			continue;
+		if (!any)
+			fputs(heading, f);
+		any = true;
+		fprintf(f, " %s=%llu", name(i), (unsigned long long)v[i]);
+	}
+	return any;
+}
+
 static void
 stats_dump(FILE *f, bool json)
 {
@@ -462,17 +486,15 @@ stats_dump(FILE *f, bool json)
 		fprintf(f, "closes compounded  %llu with their flush, and %llu "
 		    "FLUSH/READ/SET_INFO/QUERY_INFO (%llu "
 		    "writes); %llu with a failed write, %llu handles closed by "
-		    "smbaccel (%llu waited for an id); closes not compounded:",
+		    "smbaccel (%llu waited for an id)",
 		    (unsigned long long)s->cmp_closes,
 		    (unsigned long long)s->cmp_others,
 		    (unsigned long long)s->cmp_writes,
 		    (unsigned long long)s->cmp_write_errors,
 		    (unsigned long long)s->cmp_proxy_closes,
 		    (unsigned long long)s->cmp_handles_left);
-		for (i = 0; i < PX_CMP_NDECLINES; i++)
-			if (s->cmp_declined[i])
-				fprintf(f, " %s=%llu", px_cmp_decline_name(i),
-				    (unsigned long long)s->cmp_declined[i]);
+		(void)table_counts(f, "; closes not compounded:", cmp_name,
+		    s->cmp_declined, 0, PX_CMP_NDECLINES);
 		fprintf(f, "\n");
 		fprintf(f, "read-ahead         %llu reads served from cache (%llu "
 		    "bytes), %llu waited, %llu widened; %llu fetches (%llu "
@@ -508,18 +530,15 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->dc_bytes_now,
 		    (unsigned long long)s->dc_entries_now,
 		    (unsigned long long)s->dc_evicted);
-		fprintf(f, "validations        %llu passed, failed:",
+		fprintf(f, "validations        %llu passed",
 		    (unsigned long long)s->dc_valid_ok);
-		for (i = 1; i < CO_DC_NCAUSES; i++)
-			if (s->dc_valid_failed[i])
-				fprintf(f, " %s=%llu", co_dc_cause_name(i),
-				    (unsigned long long)s->dc_valid_failed[i]);
-		fprintf(f, "\ncopies dropped    ");
-		for (i = 0; i < PX_DC_NCAUSES; i++)
-			if (s->dc_drops[i])
-				fprintf(f, " %s=%llu", px_dc_cause_name(i),
-				    (unsigned long long)s->dc_drops[i]);
-		fprintf(f, "\ndisk store         %llu files, %llu bytes; %llu "
+		(void)table_counts(f, ", failed:", valid_name,
+		    s->dc_valid_failed, 1, CO_DC_NCAUSES);
+		fprintf(f, "\n");
+		if (table_counts(f, "copies dropped    ", dc_name, s->dc_drops,
+		    0, PX_DC_NCAUSES))
+			fprintf(f, "\n");
+		fprintf(f, "disk store         %llu files, %llu bytes; %llu "
 		    "written, %llu read back (%llu chunks), %llu corrupt, %llu "
 		    "evicted, %llu I/O errors\n",
 		    (unsigned long long)s->ds_files,
@@ -556,32 +575,25 @@ stats_dump(FILE *f, bool json)
 		    (unsigned long long)s->lock_conflicts,
 		    (unsigned long long)s->locks_unchecked,
 		    (unsigned long long)s->locks_overflow);
-		fprintf(f, "invalidations     ");
-		for (i = 0; i < PX_RA_NCAUSES; i++)
-			if (s->ra_invalidations[i])
-				fprintf(f, " %s=%llu", px_ra_cause_name(i),
-				    (unsigned long long)s->ra_invalidations[i]);
-		fprintf(f, "\nflush causes      ");
-		for (i = 0; i < CO_FLUSH_NCAUSES; i++)
-			if (s->flushes[i])
-				fprintf(f, " %s=%llu", co_flush_cause_name(i),
-				    (unsigned long long)s->flushes[i]);
-		fprintf(f, "\nopaque relays     ");
-		for (i = 1; i < PX_OPAQUE_NREASONS; i++)
-			if (s->opaque[i])
-				fprintf(f, " %s=%llu", px_opaque_reason_name(i),
-				    (unsigned long long)s->opaque[i]);
-		fprintf(f, "\nunkeyed sessions  ");
-		for (i = 0; i < PX_UNKEYED_MAX; i++)
+		if (table_counts(f, "invalidations     ", ra_name,
+		    s->ra_invalidations, 0, PX_RA_NCAUSES))
+			fprintf(f, "\n");
+		if (table_counts(f, "flush causes      ", flush_name, s->flushes,
+		    0, CO_FLUSH_NCAUSES))
+			fprintf(f, "\n");
+		if (table_counts(f, "opaque relays     ", opaque_name, s->opaque,
+		    1, PX_OPAQUE_NREASONS))
+			fprintf(f, "\n");
+		for (i = 0, n = 0; i < PX_UNKEYED_MAX; i++)
 			if (s->unkeyed_by[i].n)
-				fprintf(f, " %s=%llu", s->unkeyed_by[i].why,
+				fprintf(f, "%s %s=%llu", n++ ? "" :
+				    "unkeyed sessions  ", s->unkeyed_by[i].why,
 				    (unsigned long long)s->unkeyed_by[i].n);
-		fprintf(f, "\nclosed by proxy   ");
-		for (i = 1; i < PX_CLOSE_NREASONS; i++)
-			if (s->closed[i])
-				fprintf(f, " %s=%llu", px_close_reason_name(i),
-				    (unsigned long long)s->closed[i]);
-		fprintf(f, "\n");
+		if (n > 0)
+			fprintf(f, "\n");
+		if (table_counts(f, "closed by proxy   ", close_name, s->closed,
+		    1, PX_CLOSE_NREASONS))
+			fprintf(f, "\n");
 		share_table(f);
 		fprintf(f, "\n%-16s %12s\n", "COMMAND", "REQUESTS");
 		for (i = 0; i <= SMB2_NCMDS; i++)

@@ -18,7 +18,10 @@
 #     (no such directory) is exit 1; with smbaccel stopped it exits 3 and
 #     removes FILE, so stale figures do not stay behind, saying so once
 #     (the next run, with nothing to remove, is silent);
-#  4. `metrics --json` is refused (exit 2).
+#  4. `metrics --json` is refused (exit 2);
+#  5. the `stats` table shows a breakdown's heading (flush causes, opaque
+#     relays, closes not compounded, ...) only with something under it:
+#     none of them on an idle smbaccel, flush causes after the writes.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccelctl metrics"
 "$PY" -c 'import prometheus_client' 2>/dev/null ||
@@ -43,8 +46,23 @@ snapshot() {
 	fail "the counters kept changing for 10 s"
 }
 
+# table NAME: `smbaccelctl stats` into NAME.stats; no breakdown heading
+# there without an entry after it
+table() {
+	ctl stats > "$T/$1.stats" || fail "smbaccelctl stats failed"
+	if grep -nE '(:|^(invalidations|flush causes|opaque relays|unkeyed sessions|closed by proxy|copies dropped)) *$' \
+	    "$T/$1.stats"; then
+		cat "$T/$1.stats"
+		fail "$1: the stats table has a heading with nothing under it (above)"
+	fi
+}
+
 # --- 1. before any client
 snapshot idle
+table idle
+for h in 'flush causes' 'opaque relays' 'closes not compounded' 'copies dropped' 'closed by proxy'; do
+	grep -q "$h" "$T/idle.stats" && fail "idle: the stats table shows '$h', all 0"
+done
 $CHECK "$T/idle.prom" "$T/idle.json" --since "$t0" \
     --min 'smbaccel_connections_active=0' || fail "metrics of an idle smbaccel"
 
@@ -60,6 +78,10 @@ assert_eq "$(sha256 "$SHARE_DIR/m-direct.dat")" "$(sha256 "$SHARE_DIR/m.dat")" \
 out=$(SMBC_SHARE=SHARE smbdd_run read "$PROXY_PORT" m.dat 4K 256 -s "$seed" -q 2>&1) ||
     fail "smbdd read through smbaccel (pattern checked): $out"
 snapshot busy
+table busy
+grep -qE '^flush causes +( [a-z]+=[0-9]+)+$' "$T/busy.stats" ||
+    fail "busy: no 'flush causes' line with causes in the stats table: $(cat "$T/busy.stats")"
+info "after traffic: $(grep '^flush causes' "$T/busy.stats")"
 "$PY" - "$T/busy.json" <<'PYEOF' || fail "per-share totals of stats --json"
 import json, sys
 sh = json.load(open(sys.argv[1]))["shares"]
