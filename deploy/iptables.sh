@@ -9,7 +9,8 @@
 #   tproxy     mangle TPROXY with a firewall mark; "mode = tproxy" (smbaccel
 #              installs the "fwmark -> local" policy routing itself).
 #
-#   --port P     smbaccel's listening port (listen = 0.0.0.0:P), default 4445
+#   --port P     smbaccel's listening port (listen = 0.0.0.0:P), 1 to 65535,
+#                default 4445
 #   --mark M     tproxy_mark of smbaccel.conf, default 0x1
 #   --in IFACE   divert only connections arriving on IFACE, the clients'
 #                side (repeatable; default: every interface)
@@ -73,7 +74,13 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-case $port in ''|*[!0-9]*) echo "iptables.sh: bad --port $port" >&2; exit 2 ;; esac
+# a port iptables would refuse halfway, after the chain is made, is
+# refused here, before anything changes
+case $port in
+''|*[!0-9]*|??????*) echo "iptables.sh: bad --port $port (1 to 65535)" >&2; exit 2 ;;
+esac
+[ "$port" -ge 1 ] && [ "$port" -le 65535 ] ||
+    { echo "iptables.sh: bad --port $port (1 to 65535)" >&2; exit 2; }
 case $mark in ''|*[!0-9a-fA-Fx]*) echo "iptables.sh: bad --mark $mark" >&2; exit 2 ;; esac
 [ "$local_" = yes ] && [ "$kind" = tproxy ] &&
     { echo "iptables.sh: --local works with redirect only" >&2; exit 2; }

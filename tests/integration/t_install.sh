@@ -37,7 +37,10 @@
 #     there; a control socket whose directory is a regular file is
 #     refused: exit 1, with the reason;
 #  7. a second install keeps an edited policy file;
-#  8. `make uninstall` removes everything but the policy file.
+#  8. `make uninstall` removes everything but the policy file;
+#  9. deploy/iptables.sh refuses a --port outside 1 to 65535 (exit 2, the
+#     reason, no iptables command even printed with -n), before it would
+#     have made a chain iptables then refuses to fill; 1 and 65535 pass.
 . "$(dirname "$0")/lib.sh"
 
 command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
@@ -277,4 +280,21 @@ make -s uninstall DESTDIR="$D" PREFIX=/usr >"$T/uninstall.log" 2>&1 ||
     { cat "$T/uninstall.log"; fail "make uninstall failed"; }
 left=$(cd "$D" && find . -type f -printf '%P\n' | sort | grep -v '^usr/share/smbaccel/')
 assert_eq "etc/smbaccel/smbaccel.conf" "$left" "files left after make uninstall (only the policy)"
+
+# ---- 9. iptables.sh --port
+info "9. deploy/iptables.sh checks --port (dry run, -n)"
+for p in 0 65536 99999 123456 4x5; do
+	for k in redirect tproxy; do
+		out=$(sh deploy/iptables.sh $k add --port "$p" -n 2>&1)
+		rc=$?
+		assert_eq 2 "$rc" "iptables.sh $k add --port $p: exit status"
+		echo "$out" | grep -q "bad --port $p" || fail "iptables.sh $k add --port $p: no reason given: $out"
+		echo "$out" | grep -q 'tables ' && fail "iptables.sh $k add --port $p went on: $out"
+	done
+done
+for p in 1 65535; do
+	out=$(sh deploy/iptables.sh redirect add --port "$p" -n 2>&1) ||
+	    fail "iptables.sh redirect add --port $p -n: $out"
+	echo "$out" | grep -q -- "--to-ports $p\$" || fail "iptables.sh redirect add --port $p -n: $out"
+done
 info "PASS"
