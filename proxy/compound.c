@@ -192,7 +192,7 @@ file_busy_elsewhere(const struct px_conn *c, const struct px_open *o)
 	const struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (x != o && px_open_same_file(x, o) && px_wb_busy(x))
+		if (x != o && px_open_same_file(&c->led, x, o) && px_wb_busy(x))
 			return true;
 	return false;
 }

@@ -395,11 +395,42 @@ px_open_csn_seen(struct px_open *o, const struct smb2_hdr *h)
 	return true;
 }
 
-bool
-px_open_same_file(const struct px_open *x, const struct px_open *o)
+static const struct px_tree *
+tree_of(const struct px_ledger *l, const struct px_open *o)
 {
-	return x == o || (x->tree_id == o->tree_id && x->name != NULL &&
-	    o->name != NULL && strcasecmp(x->name, o->name) == 0);
+	const struct px_tree *t;
+
+	for (t = l->trees; t; t = t->next)
+		if (t->session_id == o->session_id && t->tree_id == o->tree_id)
+			return t;
+	return NULL;
+}
+
+/*
+ * Two opens of one connection are of one file when they are in one share
+ * (one tree, or two trees of the share: two sessions, or a client that
+ * connected it twice) and name it alike (px_same_file_name: "f" and
+ * "F::$DATA"), or the server gave both the same on-disk id (a hard link,
+ * a case variant beyond ASCII).
+ */
+bool
+px_open_same_file(const struct px_ledger *l, const struct px_open *x,
+    const struct px_open *o)
+{
+	const struct px_tree *a, *b;
+
+	if (x == o)
+		return true;
+	if (x->session_id != o->session_id || x->tree_id != o->tree_id) {
+		if ((a = tree_of(l, x)) == NULL || (b = tree_of(l, o)) == NULL ||
+		    strcasecmp(a->share, b->share) != 0)
+			return false;
+	}
+	if (x->dcv.has_disk_id && o->dcv.has_disk_id &&
+	    memcmp(x->dcv.disk_id, o->dcv.disk_id, sizeof(x->dcv.disk_id)) == 0)
+		return true;
+	return x->name != NULL && o->name != NULL &&
+	    px_same_file_name(x->name, o->name);
 }
 
 struct px_open *

@@ -378,9 +378,10 @@ struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
  * SET_INFO or IOCTL with STATUS_FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.2.10;
  * before 3.0 the field is 0 in every request). */
 bool px_open_csn_seen(struct px_open *o, const struct smb2_hdr *h);
-/* x is o, or an open of the same tree naming the same file (SMB names
- * compare without case). */
-bool px_open_same_file(const struct px_open *x, const struct px_open *o);
+/* x is o, or another open of o's file on this connection: in the same
+ * share, named alike (px_same_file_name) or with the same on-disk id. */
+bool px_open_same_file(const struct px_ledger *l, const struct px_open *x,
+    const struct px_open *o);
 void px_open_free(struct px_open *o);
 
 /* The session and tree of client request h, about to be recorded: a

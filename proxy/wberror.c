@@ -51,7 +51,7 @@ px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
 	    !px_ids_fresh(c, h, 1) || !px_may_answer_expired(c, s, t, h, e))
 		return false;
 	for (x = c->led.opens; x; x = x->next)
-		if (px_open_same_file(x, o))
+		if (px_open_same_file(&c->led, x, o))
 			held += x->wb.len + x->refused.len;
 	if ((*rc = px_wb_absorb_status(c, h, NT_STATUS_NETWORK_SESSION_EXPIRED))
 	    == PX_AB_FORWARD)

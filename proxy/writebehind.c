@@ -485,7 +485,7 @@ px_wb_flush_file(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (px_open_same_file(x, o))
+		if (px_open_same_file(&c->led, x, o))
 			px_wb_flush_open(c, x, cause);
 	px_emit_spend_pool(c, false);
 }
@@ -509,7 +509,7 @@ px_wb_only_held(struct px_conn *c, const struct px_open *o)
 	if (o == NULL && (c->proxy_inflight || c->delayed))
 		return false;
 	for (x = c->led.opens; x; x = x->next) {
-		if (o != NULL && !px_open_same_file(x, o))
+		if (o != NULL && !px_open_same_file(&c->led, x, o))
 			continue;
 		if (!px_wb_busy(x))
 			continue;
@@ -528,7 +528,7 @@ px_wb_file_idle(struct px_conn *c, const struct px_open *o)
 	const struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (px_open_same_file(x, o) && px_wb_busy(x))
+		if (px_open_same_file(&c->led, x, o) && px_wb_busy(x))
 			return false;
 	return true;
 }
@@ -683,7 +683,7 @@ range_busy_elsewhere(const struct px_conn *c, const struct px_open *o,
 	const struct px_open *x;
 
 	for (x = c->led.opens; x; x = x->next)
-		if (x != o && px_wb_busy(x) && px_open_same_file(x, o) &&
+		if (x != o && px_wb_busy(x) && px_open_same_file(&c->led, x, o) &&
 		    (ranges_meet(x->wb.off, x->wb.len, off, len) ||
 		    ranges_meet(x->refused.off, x->refused.len, off, len) ||
 		    (x->wb_inflight &&

@@ -19,14 +19,23 @@ its buffers in:
         ("NAME::$DATA", "NAME::$DATA" in upper case) while the first holds 4 KiB of 'X'
         written and not closed: opened after the write, and opened
         before it and read after; each read must see the 'X' (smbaccel
-        must flush the writer's buffer first, whatever the name).
+        must flush the writer's buffer first, whatever the name);
+  names one connection, two opens of one file by two names: "NAME::$DATA",
+        and NAME through a second tree of the share (a second
+        TREE_CONNECT); for each, 'X' written through the first and 'Y'
+        through the second, the second closed first (the disk must end
+        with 'Y'), and 'R' written through the first and read through
+        the second before any close (the read must see 'R').
 
 Prints one line of case=RESULT, RESULT the 4 KiB block(s) on the
 server's disk after both closes, each as its one repeated byte ("?" if
 mixed or short): "Y" is right for one and two, "XY" for far; for alias
-the two reads' bytes the same way ("-" for none): "XX".
+the two reads' bytes the same way ("-" for none): "XX"; for names the
+disk after the two writes by ::$DATA and by the second tree, then the
+two reads: "YYRR".
 """
 import os
+import struct
 import sys
 
 from wb_smb import Client, FILE_OVERWRITE_IF
@@ -74,12 +83,44 @@ def alias(ca, cb, name):
     return out
 
 
+def names(c):
+    """The names case, on one connection."""
+    path = "\\\\127.0.0.1\\share".encode("utf-16le")
+    r = c.wait(c.send(3, struct.pack("<HHHH", 9, 0, 72, len(path)) + path, tid=0))
+    if r.status != 0:
+        raise SystemExit("second TREE_CONNECT: status 0x%08x" % r.status)
+    tid2 = r.tid
+    out = ""
+    for n, (name_b, kw) in enumerate([("n-stream::$DATA", {}),
+                                      ("n-tree", {"tid": tid2})]):
+        name = name_b.split(":")[0]
+        a, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
+        b, _ = c.create(name_b, **kw)
+        c.write(a, 0, b"X" * K4)
+        c.write(b, 0, b"Y" * K4, **kw)
+        c.close(b, **kw)
+        c.close(a)
+        out += disk(name, [0])
+    for name_b, kw in [("r-stream::$DATA", {}), ("r-tree", {"tid": tid2})]:
+        name = name_b.split(":")[0]
+        a, _ = c.create(name, disposition=FILE_OVERWRITE_IF)
+        b, _ = c.create(name_b, **kw)
+        c.write(a, 0, b"R" * K4)
+        _, d = c.read(b, 0, K4, **kw)
+        c.close(b, **kw)
+        c.close(a)
+        out += (chr(d[0]) if len(d) == K4 and len(set(d)) == 1
+                else "?" if d else "-")
+    return out
+
+
 c = Client(port, dialect)
 c2 = Client(port, dialect)
 res = ["one=" + case(c, c, "two-one", 0),
        "two=" + case(c, c2, "two-two", 0),
        "far=" + case(c, c, "two-far", 65536),
-       "alias=" + alias(c, c2, "two-alias")]
+       "alias=" + alias(c, c2, "two-alias"),
+       "names=" + names(c)]
 c2.logoff()
 c.logoff()
 print(" ".join(res))
