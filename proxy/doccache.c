@@ -537,7 +537,7 @@ px_dc_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
 		}
 	}
 	kick_readers(c);
-	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL &&
+	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL &&
 	    o->dc_serial == p->u.io.dc_serial &&
 	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
 		dc_hold(c);
@@ -559,7 +559,7 @@ px_dc_widened_data(struct px_conn *c, const struct px_pending *p,
 	else
 		co_dc_fail(e, p->u.io.offset, p->u.io.length);
 	kick_readers(c);
-	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL &&
+	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL &&
 	    o->dc_serial == p->u.io.dc_serial &&
 	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
 		dc_hold(c);
@@ -741,6 +741,7 @@ px_dc_read(struct px_conn *c, const struct smb2_hdr *h,
 		p->u.io.client_len = r->length;
 		p->u.io.client_min = r->minimum_count;
 		p->u.io.open = o;
+		p->u.io.open_serial = o->serial;
 		px_stats.requests[SMB2_READ]++;
 		px_stats.dc_widened++;
 		px_stats.dc_fetch_bytes += w;

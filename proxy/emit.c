@@ -116,6 +116,7 @@ px_emit_read(struct px_conn *c, struct px_open *o, uint64_t lo,
 	p->u.io.offset = off;
 	p->u.io.length = len;
 	p->u.io.open = o;
+	p->u.io.open_serial = o->serial;
 	return p;
 }
 

@@ -115,6 +115,9 @@ px_ledger_free(struct px_ledger *l)
 
 /* ---- pending table: open addressing, linear probing, backward shift ---- */
 
+/* px_open.serial: the last given (never 0 for an open) */
+static uint64_t open_serial;
+
 static size_t
 slot_of(uint64_t mid, size_t cap)
 {
@@ -913,6 +916,7 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 	}
 	if ((o = calloc(1, sizeof(*o))) == NULL)
 		return;
+	o->serial = ++open_serial;
 	o->fid = cr.file_id;
 	/* the open is of the request's session and tree: an answer that went
 	 * async (STATUS_PENDING first: the server waited for another client's
@@ -1253,11 +1257,11 @@ px_ledger_break(struct px_ledger *l, const struct smb2_elem *e)
 }
 
 struct px_open *
-px_open_alive(struct px_ledger *l, struct px_open *o)
+px_open_alive(struct px_ledger *l, struct px_open *o, uint64_t serial)
 {
 	struct px_open *x;
 
 	for (x = l->opens; x && x != o; x = x->next)
 		;
-	return x;
+	return x != NULL && x->serial == serial ? x : NULL;
 }

@@ -176,6 +176,7 @@ struct px_pending {
 			uint64_t offset;
 			uint32_t length;
 			struct px_open *open;   /* proxy write/read: whose */
+			uint64_t open_serial;   /* ... its px_open.serial */
 			/* proxy write: its share's totals (the open may
 			 * be gone when the answer comes) */
 			struct px_share_stats *share_stats;
@@ -222,6 +223,9 @@ struct px_plock {
 
 /* An open file the ledger saw created on this connection. */
 struct px_open {
+	uint64_t serial;            /* unique for the process's life: an
+	                             * answer finds its open by it, not
+	                             * by an address a new open may reuse */
 	struct px_open *next;
 	struct px_share_stats *share_stats;  /* its tree's, or NULL */
 	struct smb2_fileid fid;
@@ -451,7 +455,10 @@ struct px_share_stats *px_share_stats_get(const char *server,
     const char *share);
 const struct px_share_stats *px_share_stats_first(void);
 void px_share_stats_free(void);
-/* Is o still one of l's opens (a pointer kept in a pending entry)? */
-struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o);
+/* Is o still one of l's opens, the one of that serial (a pointer and its
+ * serial kept in a pending entry: a freed open's address may be a new
+ * open's by now)? */
+struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o,
+    uint64_t serial);
 
 #endif

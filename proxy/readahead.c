@@ -75,8 +75,9 @@ ra_plan(struct px_conn *c, struct px_open *o)
 	struct px_tree *t = px_tree_find(&c->led, o->session_id, o->tree_id);
 	const struct px_open *x;
 
+	/* nothing more is fetched on a handle whose CLOSE has gone */
 	if (t == NULL || !px_open_read_gate(t, o) || !o->ra.seq || o->breaking ||
-	    !px_relay_ops->connected(c, PX_SERVER) ||
+	    o->closed || !px_relay_ops->connected(c, PX_SERVER) ||
 	    c->state != PX_CONN_RELAY)
 		return;
 	/* buffered write-behind data has first claim on the ids, and
@@ -293,6 +294,7 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		p->u.io.client_off = r.offset;
 		p->u.io.client_min = r.minimum_count;
 		p->u.io.open = o;
+		p->u.io.open_serial = o->serial;
 		p->u.io.gen = o->ra.gen;
 		px_stats.ra_bytes_now += RA_WIDEN;
 		px_stats.requests[SMB2_READ]++;
@@ -307,7 +309,7 @@ static void
 ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
 	struct smb2_read_rsp rr;
 	bool ok = false;
 	uint64_t before;
@@ -360,13 +362,13 @@ px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
 	if (p->u.io.doc) {
 		px_dc_fetch_done(c, h, e, p);
 		if (h->status == ST_FILE_LOCK_CONFLICT &&
-		    (o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+		    (o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
 			ra_lock_seen(c, o);
 		return;
 	}
 
 	ra_arrived(c, h, e, p);
-	if ((o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
 		ra_plan(c, o);
 }
 
@@ -420,7 +422,7 @@ widened_failed(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p,
     const struct px_prot *prot, bool *replaced)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
 	uint64_t charge = 1, lo;
 	struct px_pending *q;
 	struct px_dc_retry *r;
@@ -512,7 +514,7 @@ retry_answered(struct px_conn *c, const struct smb2_hdr *h,
 			st = NT_STATUS_UNEXPECTED_IO_ERROR;
 	}
 	if (st == ST_FILE_LOCK_CONFLICT &&
-	    (o = px_open_alive(&c->led, p->u.io.open)) != NULL)
+	    (o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
 		ra_lock_seen(c, o);
 	rq = r->h;
 	msg = px_emit_read_rsp(&rq, r->h.credit, st, data,
@@ -537,7 +539,7 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p,
     const struct px_prot *prot, bool *replaced)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
 	struct smb2_read_rsp rr;
 	struct smb2_hdr rq;
 	uint32_t n, st;

@@ -231,6 +231,7 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
 	p->u.io.offset = off;
 	p->u.io.length = (uint32_t)n;
 	p->u.io.open = o;
+	p->u.io.open_serial = o->serial;
 	p->u.io.share_stats = o->share_stats;
 	if (o->wb_inflight++ == 0) {
 		o->wb_inflight_lo = off;
@@ -935,7 +936,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
 	/* the open may have gone (session or tree torn down server-side) */
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open);
+	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
 	struct px_session *s;
 	const char *why;
 	uint32_t st;

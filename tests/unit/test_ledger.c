@@ -349,6 +349,8 @@ test_tree_open_lifecycle(void)
 	struct px_tree *t;
 	struct px_open *o;
 	struct smb2_fileid fid = { 77, 177 };
+	struct px_open *old;
+	uint64_t old_serial;
 	uint8_t body[512];
 	size_t n;
 
@@ -417,6 +419,10 @@ test_tree_open_lifecycle(void)
 	CU_ASSERT_EQUAL(l.nopens, 1);
 
 	/* CLOSE removes the open */
+	old = o;
+	old_serial = o->serial;
+	CU_ASSERT_NOT_EQUAL(old_serial, 0);
+	CU_ASSERT_PTR_EQUAL(px_open_alive(&l, old, old_serial), old);
 	h = rq(SMB2_CLOSE, 9, 1, 1);
 	n = fid_body(body, 24, 77);
 	client_req(&l, &h, body, n);
@@ -428,6 +434,27 @@ test_tree_open_lifecycle(void)
 	CU_ASSERT_PTR_NULL(px_open_find(&l, &fid));
 	CU_ASSERT_EQUAL(l.nopens, 0);
 	CU_ASSERT_EQUAL(l.errors, 0);
+	CU_ASSERT_PTR_NULL(px_open_alive(&l, old, old_serial));
+
+	/* a new open, most likely at the freed one's address: an answer
+	 * kept for the old open (its pointer and serial) must not find it */
+	h = rq(SMB2_CREATE, 20, 1, 1);
+	n = create_req_body(body, "other.bin", FILE_READ_DATA, 0, 0);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CREATE, 20, 1, 0);
+	n = create_rsp_body(body, 0, 78);
+	px_pending_free(server_rsp(&l, &h, body, n, NULL));
+	{
+		struct smb2_fileid fid2 = { 78, 178 };
+
+		o = px_open_find(&l, &fid2);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_NOT_EQUAL(o->serial, old_serial);
+	CU_ASSERT_PTR_NULL(px_open_alive(&l, old, old_serial));
+	CU_ASSERT_PTR_EQUAL(px_open_alive(&l, o, o->serial), o);
+	/* what a reused address looks like, whatever the allocator did */
+	CU_ASSERT_PTR_NULL(px_open_alive(&l, o, old_serial));
 
 	/* TREE_DISCONNECT drops the tree */
 	h = rq(SMB2_TREE_DISCONNECT, 10, 1, 1);
