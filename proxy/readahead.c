@@ -444,7 +444,10 @@ widened_failed(struct px_conn *c, const struct smb2_hdr *h,
 		return 0;
 	if (px_large_mtu(c) && p->u.io.client_len > SMB2_UNIT)
 		charge = (p->u.io.client_len - 1) / SMB2_UNIT + 1;
-	if (co_pool_first_run(&c->led.pool) < charge) {
+	/* buffered data has first claim on the pool, as everywhere: its
+	 * flush must not find its ids spent on this */
+	if (co_pool_first_run(&c->led.pool) < charge ||
+	    c->led.pool.count < px_emit_data_ids(c) + charge) {
 		log_info("conn=%llu share=%s file=%s a READ widened to %u bytes "
 		    "at %llu failed (0x%08x), and no pooled id can pay for the "
 		    "client's %u bytes at %llu alone: the server's answer is "
