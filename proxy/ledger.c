@@ -1013,6 +1013,7 @@ on_negotiate(struct px_ledger *l, const struct smb2_hdr *h,
 	l->capabilities = nr.capabilities;
 	l->max_read = nr.max_read;
 	l->max_write = nr.max_write;
+	l->max_transact = nr.max_transact;
 	l->server_time = nr.system_time;
 	l->cipher = nr.dialect >= SMB2_DIALECT_0300 &&
 	    nr.dialect != SMB2_DIALECT_WILDCARD ? nr.cipher : 0;

@@ -312,6 +312,8 @@ struct px_ledger {
 	uint32_t capabilities;
 	uint32_t max_read;
 	uint32_t max_write;
+	uint32_t max_transact;      /* an IOCTL's, QUERY_*'s or SET_INFO's
+	                             * buffers: up to this (3.3.4.1.3) */
 	uint64_t server_time;       /* NEGOTIATE answer's SystemTime (FILETIME,
 	                             * 0: the server gave none) */
 	bool server_clock_known;    /* server_clock_ms is set (keyed.c) */

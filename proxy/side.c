@@ -322,8 +322,12 @@ px_side_implausible(const struct px_side *s, const uint8_t *p, size_t have)
 	if (c->led.negotiated) {
 		size_t m = c->led.max_write;
 
+		/* a QUERY_DIRECTORY answer (a big folder) may fill
+		 * MaxTransactSize, far above MaxRead on some servers */
 		if (c->led.max_read > m)
 			m = c->led.max_read;
+		if (c->led.max_transact > m)
+			m = c->led.max_transact;
 		limit = m + 1024 * 1024;   /* headers, compounds, transform */
 		if (limit > FRAME_MAX)
 			limit = FRAME_MAX;
