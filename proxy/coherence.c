@@ -48,21 +48,36 @@ path_match(const char *name, const char *dir, bool in_dir)
 	    strchr(name + n + 1, '\\') == NULL;
 }
 
+/* Is x's open o of file `name` in share (or in directory `name` when
+ * in_dir), or, when the request's own open `by` is known, of by's file
+ * by the server's on-disk id (a hard link, a name changed by a rename,
+ * a case variant beyond ASCII)? */
+static bool
+open_is(struct px_conn *x, const struct px_open *o, const char *share,
+    const char *name, bool in_dir, const struct px_open *by)
+{
+	if (strcasecmp(px_tree_share(x, o), share) != 0)
+		return false;
+	if (o->name != NULL && path_match(o->name, name, in_dir))
+		return true;
+	return !in_dir && by != NULL && by->dcv.has_disk_id &&
+	    o->dcv.has_disk_id && memcmp(by->dcv.disk_id, o->dcv.disk_id,
+	    sizeof(o->dcv.disk_id)) == 0;
+}
+
 /* Flush x's busy opens that match (session sid when name is NULL, else
  * share and file `name`, or directory `name` when in_dir).  True when
  * some were busy. */
 static bool
 flush_opens(struct px_conn *x, uint64_t sid, const char *share,
-    const char *name, bool in_dir)
+    const char *name, bool in_dir, const struct px_open *by)
 {
 	struct px_open *o;
 	bool hit = false;
 
 	for (o = x->led.opens; o; o = o->next) {
 		if (!px_wb_busy(o) || (name == NULL ? o->session_id != sid :
-		    o->name == NULL ||
-		    strcasecmp(px_tree_share(x, o), share) != 0 ||
-		    !path_match(o->name, name, in_dir)))
+		    !open_is(x, o, share, name, in_dir, by)))
 			continue;
 		px_wb_flush_open(x, o, CO_FLUSH_PEER);
 		hit = true;
@@ -79,7 +94,7 @@ flush_opens(struct px_conn *x, uint64_t sid, const char *share,
  */
 static bool
 peers_flush(struct px_conn *c, const char *share, const char *name,
-    bool in_dir)
+    bool in_dir, const struct px_open *by)
 {
 	struct px_conn *x;
 	bool busy = false;
@@ -87,13 +102,14 @@ peers_flush(struct px_conn *c, const char *share, const char *name,
 	for (x = px_rt.conns; x; x = x->next)
 		if (x != c && x->state != PX_CONN_CLOSED &&
 		    px_same_server(c, x) &&
-		    flush_opens(x, 0, share, name, in_dir))
+		    flush_opens(x, 0, share, name, in_dir, by))
 			busy = true;
 	return busy;
 }
 
 static bool
-peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
+peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir,
+    const struct px_open *by)
 {
 	struct px_conn *x;
 
@@ -103,9 +119,8 @@ peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir)
 		if (x == c || x->state == PX_CONN_CLOSED || !px_same_server(c, x))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (px_wb_busy(o) && o->name &&
-			    strcasecmp(px_tree_share(x, o), share) == 0 &&
-			    path_match(o->name, name, in_dir))
+			if (px_wb_busy(o) &&
+			    open_is(x, o, share, name, in_dir, by))
 				return false;
 	}
 	return true;
@@ -121,7 +136,7 @@ px_coh_kick_waiters(struct px_conn *c)
  * smbaccel, on this connection or another, drops its read cache. */
 static void
 ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
-    enum px_ra_cause why)
+    enum px_ra_cause why, const struct px_open *by)
 {
 	struct px_conn *x;
 	uint32_t nh = px_name_hash(name);
@@ -133,10 +148,9 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (o->name_hash == nh && o->name &&
-			    px_same_file_name(o->name, name) &&
-			    strcasecmp(px_tree_share(x, o), share) == 0 &&
-			    (o->ra.chunks || o->ra.eof_known)) {
+			if ((o->ra.chunks || o->ra.eof_known) &&
+			    (o->name_hash == nh || by != NULL) &&
+			    open_is(x, o, share, name, false, by)) {
 				px_ra_drop(o, x == c ? why : PX_RA_PEER);
 				if (x != c && x->stall == PX_STALL_READ)
 					kick = true;
@@ -264,7 +278,7 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
 			ra_invalidate_path(c, rel.share, rel.name,
 			    h->command == SMB2_WRITE ? PX_RA_WRITE :
-			    PX_RA_SETINFO);
+			    PX_RA_SETINFO, NULL);
 			/* whether the compound's CREATE opened a directory is
 			 * not known: a rename or delete drops what is below
 			 * the name too (nothing, for a file) */
@@ -285,7 +299,7 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			if (o->name)
 				ra_invalidate_path(c, px_tree_share(c, o), o->name,
 				    h->command == SMB2_WRITE ? PX_RA_WRITE :
-				    PX_RA_SETINFO);
+				    PX_RA_SETINFO, o);
 			dc_changed_by(c, h, e, px_tree_share(c, o), o->name,
 			    o->is_dir);
 		}
@@ -296,6 +310,7 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		 * ra_bigwrite.py: a zeroed range read back from read-ahead) */
 		struct smb2_ioctl_req io;
 		const char *share = NULL, *name = NULL;
+		const struct px_open *by = NULL;
 
 		if (px_smb2_ioctl_req_decode(e, &io) == -1 ||
 		    !px_smb2_fsctl_changes_data(io.ctl_code))
@@ -309,9 +324,10 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			px_ra_drop(o, PX_RA_WRITE);
 			share = px_tree_share(c, o);
 			name = o->name;
+			by = o;
 		}
 		if (name != NULL) {
-			ra_invalidate_path(c, share, name, PX_RA_WRITE);
+			ra_invalidate_path(c, share, name, PX_RA_WRITE, by);
 			px_dc_changed(c, share, name, false, PX_DC_WRITE);
 		}
 		break;
@@ -370,7 +386,8 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		    (cr->create_options & FILE_DELETE_ON_CLOSE))) {
 			bool del = cr->create_options & FILE_DELETE_ON_CLOSE;
 
-			ra_invalidate_path(c, t->share, cr->name, PX_RA_SETINFO);
+			ra_invalidate_path(c, t->share, cr->name, PX_RA_SETINFO,
+			    NULL);
 			px_dc_changed(c, t->share, cr->name, del &&
 			    (cr->create_options & FILE_DIRECTORY_FILE),
 			    del ? PX_DC_DELETE : PX_DC_OVERWRITE);
@@ -418,7 +435,7 @@ bind_wait(struct px_conn *c, uint64_t sid)
 			    "relayed as sent)", (unsigned long long)x->id,
 			    (unsigned long long)sid, (unsigned long long)c->id);
 		}
-		if (flush_opens(x, sid, NULL, NULL, false))
+		if (flush_opens(x, sid, NULL, NULL, false, NULL))
 			busy = true;
 		/* never served again: give the memory back */
 		for (o = x->led.opens; o; o = o->next)
@@ -535,7 +552,7 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 {
 	struct px_tree *t = px_tree_find(&c->led, h->session_id, h->tree_id);
 	struct smb2_fileid fid;
-	struct px_open *o;
+	struct px_open *o, *by = NULL;
 	const char *name = NULL;
 	bool in_dir = false;
 	struct smb2_create_req *cr = NULL;
@@ -568,6 +585,7 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 	    (o = px_open_find(&c->led, &fid)) != NULL && o->name) {
 		/* the file's data seen through another connection */
 		name = o->name;
+		by = o;
 	} else if (h->command == SMB2_IOCTL) {
 		/* one that changes the file's data comes after what other
 		 * connections acknowledged of it */
@@ -575,8 +593,10 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 
 		if (px_smb2_ioctl_req_decode(e, &io) == 0 &&
 		    px_smb2_fsctl_changes_data(io.ctl_code) &&
-		    (o = px_open_find(&c->led, &io.file_id)) != NULL)
+		    (o = px_open_find(&c->led, &io.file_id)) != NULL) {
 			name = o->name;
+			by = o;
+		}
 	} else if ((h->command == SMB2_QUERY_DIRECTORY ||
 	    h->command == SMB2_SET_INFO) &&
 	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
@@ -587,12 +607,14 @@ px_coh_must_wait(struct px_conn *c, const struct smb2_hdr *h,
 		} else {
 			struct smb2_set_info_req si;
 
-			if (px_smb2_set_info_req_decode(e, &si) == 0)
+			if (px_smb2_set_info_req_decode(e, &si) == 0) {
 				name = o->name;
+				by = o;
+			}
 		}
 	}
-	if (name && !peers_idle(c, t->share, name, in_dir)) {
-		peers_flush(c, t->share, name, in_dir);
+	if (name && !peers_idle(c, t->share, name, in_dir, by)) {
+		peers_flush(c, t->share, name, in_dir, by);
 		c->stall = PX_STALL_PEERS;
 		busy = true;
 	}

@@ -560,12 +560,16 @@ px_name_hash(const char *name)
 {
 	uint32_t h = 2166136261u;        /* FNV-1a */
 
+	size_t n, i;
+
 	if (name == NULL)
 		return 0;
 	while (*name == '\\' || *name == '/')
 		name++;
-	for (; *name; name++) {
-		unsigned char ch = (unsigned char)*name;
+	/* the names px_same_file_name takes for one file hash alike */
+	n = px_file_name_len(name);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
 
 		if (ch >= 'A' && ch <= 'Z')
 			ch = (unsigned char)(ch - 'A' + 'a');

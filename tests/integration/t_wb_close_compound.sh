@@ -25,7 +25,8 @@
 # and wb_twoopens.py: two opens of one file (one connection, then two)
 # writing the same range leave the last write on smbd's disk, and a
 # read through another name of the file ("NAME::$DATA") on another
-# connection sees the first's unflushed write, and on one connection two
+# connection sees the first's unflushed write, so does a read through a
+# hard link (same on-disk id, another name), and on one connection two
 # opens of one file by two names (NAME::$DATA, a second tree of the
 # share) keep the last write and read the first's unflushed one; and
 # kick_close.py: connections kicked together that close in their kicks.
@@ -101,7 +102,7 @@ dir=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$SMBD_PORT" "$SHARE_DIR" 3.0
 out=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 2>&1) ||
     fail "wb_twoopens.py through smbaccel: $out"
 info "two opens: directly $dir; through smbaccel $out"
-assert_eq "one=Y two=Y far=XY alias=XX names=YYRR" "$dir" "wb_twoopens.py directly"
+assert_eq "one=Y two=Y far=XY alias=XX link=L names=YYRR" "$dir" "wb_twoopens.py directly"
 assert_eq "$dir" "$out" "wb_twoopens.py through smbaccel, as directly"
 assert_ge $((ov0 + 1)) "$(stat_get write_overlap_waits)" "write_overlap_waits after the second open's write"
 

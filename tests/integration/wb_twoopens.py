@@ -20,6 +20,11 @@ its buffers in:
         written and not closed: opened after the write, and opened
         before it and read after; each read must see the 'X' (smbaccel
         must flush the writer's buffer first, whatever the name);
+  link  another connection reads the file through a hard link made on
+        the server's disk (another name, the same on-disk id) while the
+        first holds 4 KiB of 'L' written and not closed: the read must
+        see the 'L' (smbaccel knows the two opens as one file by the
+        on-disk id it asks the server for);
   names one connection, two opens of one file by two names: "NAME::$DATA",
         and NAME through a second tree of the share (a second
         TREE_CONNECT); for each, 'X' written through the first and 'Y'
@@ -32,7 +37,7 @@ server's disk after both closes, each as its one repeated byte ("?" if
 mixed or short): "Y" is right for one and two, "XY" for far; for alias
 the two reads' bytes the same way ("-" for none): "XX"; for names the
 disk after the two writes by ::$DATA and by the second tree, then the
-two reads: "YYRR".
+two reads: "YYRR"; for link the read's: "L".
 """
 import os
 import struct
@@ -83,6 +88,22 @@ def alias(ca, cb, name):
     return out
 
 
+def link(ca, cb, name):
+    """The link case: what cb's read through the link got."""
+    a, _ = ca.create(name, disposition=FILE_OVERWRITE_IF)
+    other = os.path.join(share_dir, name + "-link")
+    if os.path.exists(other):
+        os.unlink(other)
+    os.link(os.path.join(share_dir, name), other)
+    b, _ = cb.create(name + "-link")
+    ca.write(a, 0, b"L" * K4)
+    _, data = cb.read(b, 0, K4)
+    cb.close(b)
+    ca.close(a)
+    return (chr(data[0]) if len(data) == K4 and len(set(data)) == 1
+            else "?" if data else "-")
+
+
 def names(c):
     """The names case, on one connection."""
     path = "\\\\127.0.0.1\\share".encode("utf-16le")
@@ -120,6 +141,7 @@ res = ["one=" + case(c, c, "two-one", 0),
        "two=" + case(c, c2, "two-two", 0),
        "far=" + case(c, c, "two-far", 65536),
        "alias=" + alias(c, c2, "two-alias"),
+       "link=" + link(c, c2, "two-link"),
        "names=" + names(c)]
 c2.logoff()
 c.logoff()

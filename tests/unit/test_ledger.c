@@ -1096,6 +1096,11 @@ test_name_hash(void)
 	CU_ASSERT_NOT_EQUAL(px_name_hash("a.txt"), px_name_hash("b.txt"));
 	CU_ASSERT_NOT_EQUAL(px_name_hash("dir\\a"), px_name_hash("dir\\a\\b"));
 	CU_ASSERT_NOT_EQUAL(px_name_hash("ab"), px_name_hash("ba"));
+	/* the names px_same_file_name takes for one file: ::$DATA too */
+	CU_ASSERT_TRUE(px_same_file_name("Docs\\a.txt::$DATA", "docs\\A.TXT"));
+	CU_ASSERT_EQUAL(px_name_hash("Docs\\a.txt::$DATA"),
+	    px_name_hash("docs\\A.TXT"));
+	CU_ASSERT_NOT_EQUAL(px_name_hash("a.txt:s:$DATA"), px_name_hash("a.txt"));
 	CU_ASSERT_EQUAL(px_name_hash(NULL), 0);
 }
 
