@@ -347,17 +347,23 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 			h.credit_charge = (uint16_t)run;
 			h.credit = 1;
 			h.message_id = lo;
-			if (len)  /* NextCommand of the previous element */
-				px_put_u32(msg + len - ECHO_ELEM + 20, ECHO_ELEM);
 			memset(msg + len, 0, ECHO_ELEM);
 			if (px_smb2_echo_req_encode(msg + len, ECHO_ELEM, &h) == 0 ||
 			    px_emit_pending(c, lo, SMB2_ECHO, (uint16_t)run) ==
 			    NULL) {
+				/* the run goes back (not pinned for good); the
+				 * elements built so far go as they are */
+				int back = co_pool_add(&c->led.pool, lo, run);
+
 				log_warnx("conn=%llu cannot build ECHO for ids "
-				    "%llu+%llu", (unsigned long long)c->id,
-				    (unsigned long long)lo, (unsigned long long)run);
+				    "%llu+%llu%s", (unsigned long long)c->id,
+				    (unsigned long long)lo, (unsigned long long)run,
+				    back == -1 ? " (and they are lost to the "
+				    "window)" : " (kept for later)");
 				break;
 			}
+			if (len)  /* NextCommand of the previous element */
+				px_put_u32(msg + len - ECHO_ELEM + 20, ECHO_ELEM);
 			len += ECHO_ELEM;
 			px_stats.upstream_echoes++;
 			if (px_large_mtu(c))
