@@ -16,9 +16,11 @@
 #     says cubic: smbaccel set bbr again after the connect); smbaccelctl
 #     conns --json shows it with TCP_INFO (congestion bbr, rtt >= 20 ms,
 #     cwnd > 0, retransmits > 0 at 1 % loss) and the log line says so;
-#  4. a burst of 30 % loss for 2 s in the middle of a 64 MiB transfer of
-#     1 MiB writes: the transfer completes, byte-exact on disk, smbaccel
-#     logs no lost range and no error;
+#  4. a burst of 30 % loss for 2 s (timed from wanlink's confirmation) in
+#     the middle of a 64 MiB transfer of 1 MiB writes: at least 30 packets
+#     dropped if the transfer was still running when the burst ended (else
+#     noted); the transfer completes, byte-exact on disk, smbaccel logs no
+#     lost range and no error;
 #  5. upstream_congestion = cubic: the upstream socket is cubic (ss and
 #     conns), and data is still intact.
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +34,10 @@ ns_start_smbd
 ns_start_proxy forward "upstream = $SERVER_IP:445" "read_ahead = always"
 ACC=$ROUTER_CLIENT_IP:$PROXY_PORT
 seed=$((RANDOM * 32768 + RANDOM + 1))
+
+# running PID: PID (a child of this shell) has not exited (a zombie, not
+# yet waited for, has)
+running() { [ -d "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
 # ref NAME BS COUNT: the pattern written on the server itself (no link)
 ref() {
@@ -90,12 +96,23 @@ srvcc=$(wl_cc "$NS_SERVER" "$ROUTER_WAN_IP" | sort -u | tr '\n' ' ')
 info "ss -ti: smbaccel's upstream socket(s): $up; smbd's socket(s) to the router: $srvcc"
 assert_eq "bbr " "$up" "ss: congestion control of smbaccel's upstream socket"
 assert_eq "cubic " "$srvcc" "ss: congestion control of smbd's socket (route congctl cubic)"
+# the burst: timed from wanlink's confirmation that it began (wl_ctl);
+# the drops are required only if the transfer was still running when the
+# burst was over (on a busy machine it may have ended before)
 dl0=$(wl_stat up drop_loss)
+running "$dd_pid" || info "note: the transfer ended before the burst began; the burst is not tested"
 wl_ctl burst 30 2
+t0=$(now)
 sleep 2.2
+dd_live=no
+running "$dd_pid" && dd_live=yes
 dl1=$(wl_stat up drop_loss)
-info "upstream packets dropped by wanlink during the burst: $((dl1 - dl0))"
-assert_ge 30 "$((dl1 - dl0))" "packets lost in the burst (did it hit the transfer?)"
+info "upstream packets dropped by wanlink during the burst: $((dl1 - dl0)) (the transfer $([ $dd_live = yes ] && echo "was still running" || echo "had ended") $(elapsed "$t0") s after the burst began)"
+if [ $dd_live = yes ]; then
+	assert_ge 30 "$((dl1 - dl0))" "packets lost in a 30 % burst of 2 s the transfer ran through"
+else
+	info "note: the transfer ended before the burst did: drops not required, data and log still checked"
+fi
 wait "$dd_pid" || fail "the transfer through the burst failed: $(cat "$T/burst.out")"
 info "client: $(tail -n 1 "$T/burst.out")"
 assert_eq "$(ref burst 1M 64)" "$(sha256 "$SHARE_DIR/burst")" "sha256 on disk after the burst"

@@ -25,8 +25,10 @@
 #   wl_netns [--lan]           the namespaces, without the WAN leg
 #   wl_start ARGS...           bin/wanlink ARGS (e.g. -d 10 -r 100M -l 1) and the WAN leg
 #   wl_set KEY=VALUE...        change the running link (delay= rate= loss= queue=)
-#   wl_ctl CMD...              a control command (burst 30 2, loss 1, stats)
-#   wl_stat DIR KEY            a counter of the stats file (DIR up|down)
+#   wl_ctl CMD...              a control command (burst 30 2, loss 1, stats);
+#                              returns once wanlink has executed it
+#   wl_stat DIR KEY            a counter of the stats file (DIR up|down),
+#                              written after the call
 #   wl_stop                    SIGTERM; exit status in WL_RC; final counters printed
 #   wl_tun_drops               packets the kernels dropped at the TUN devices
 #                              themselves (not part of the model; should be 0)
@@ -115,6 +117,7 @@ wl_netns() {
 wl_start() {
 	local n
 	rm -f "$WL_FIFO" "$WL_STATS"
+	WL_CTL_SENT=0
 	echo "---- $(date +%T) wanlink $*" >> "$WL_LOG"
 	# nice -10: the link, not the tests' traffic, should get the CPU
 	# first on a loaded machine (it needs little; WL_NICE=0 to compare)
@@ -149,24 +152,52 @@ wl_start() {
 }
 
 # wl_ctl CMD...: one line into wanlink's control FIFO (never blocks for
-# long, even if wanlink has died).
+# long, even if wanlink has died), then wait until wanlink has executed it:
+# its stats file's ctl_seq reaches the number of lines sent to this
+# wanlink (WL_CTL_SENT; wl_start resets both).  Fails if wanlink refused
+# the command (ctl_bad grew) or has not confirmed it within 10 s.
+WL_CTL_SENT=0
 wl_ctl() {
-	[ -p "$WL_FIFO" ] || fail "no wanlink control FIFO"
+	local bad0 bad end=$((SECONDS + 11)) seq
+	[ -p "$WL_FIFO" ] || _wl_fail "no wanlink control FIFO"
+	bad0=$(_wl_head ctl_bad)
 	timeout 5 sh -c 'printf "%s\n" "$1" > "$2"' sh "$*" "$WL_FIFO" ||
-	    fail "wanlink does not read its control FIFO"
+	    _wl_fail "wanlink does not read its control FIFO"
+	WL_CTL_SENT=$((WL_CTL_SENT + 1))
+	while seq=$(_wl_head ctl_seq); [ "${seq:-0}" -lt "$WL_CTL_SENT" ]; do
+		[ $SECONDS -lt $end ] || _wl_fail "wanlink did not confirm control command $WL_CTL_SENT ('$*') within 10 s (stats file: ctl_seq=${seq:-none})"
+		kill -0 "$WL_PID" 2>/dev/null || _wl_fail "wanlink died before executing '$*'"
+		sleep 0.02
+	done
+	bad=$(_wl_head ctl_bad)
+	[ "${bad:-0}" = "${bad0:-0}" ] ||
+	    _wl_fail "wanlink refused control command '$*': $(grep 'control:' "$WL_LOG" | tail -n 1)"
+}
+# _wl_fail MSG: fail, also from a command substitution ($(wl_stat ...)),
+# where fail's message would land in a variable and its exit end only the
+# subshell: say it on stderr and stop the test's shell (TERM: cleanup).
+_wl_fail() {
+	if [ "$BASH_SUBSHELL" -gt 0 ]; then
+		echo "FAIL [$TEST_NAME]: $*" >&2
+		kill -TERM $$
+	fi
+	fail "$*"
+}
+# _wl_head KEY: a field of the stats file's first line (empty if none yet)
+_wl_head() {
+	sed -n "1s/.*\\b$1=\\([0-9]*\\).*/\\1/p" "$WL_STATS" 2>/dev/null
 }
 
-# wl_set KEY=VALUE... [up|down]: change the running link, then wait until
-# the stats file shows it.
+# wl_set KEY=VALUE... [up|down]: change the running link; returns once
+# wanlink has applied it (wl_ctl).
 wl_set() {
 	wl_ctl set "$@"
-	sleep 0.3
 }
 
-# wl_stat DIR KEY: one counter from the stats file (rewritten every 200 ms).
+# wl_stat DIR KEY: one counter, from a stats file written after the
+# request (wl_ctl stats waits for it).
 wl_stat() {
 	wl_ctl stats
-	sleep 0.05
 	awk -v d="$1" -v k="$2" '$1 == d { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }' "$WL_STATS"
 }
 

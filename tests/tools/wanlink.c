@@ -60,6 +60,10 @@
  *                               for an idle link (packets in flight keep
  *                               their times); size the ring with --mem
  *   stats                       write the stats file now
+ * After each line (a bad one included) the stats file is rewritten, its
+ * first line carrying ctl_seq=N (lines executed so far) and ctl_bad=N
+ * (of them, refused): a script that has written its Nth line waits for
+ * ctl_seq >= N and then knows the command took effect (wanlink.sh).
  * SIGINT or SIGTERM: write the counters and exit 0 (packets still in
  * flight are dropped, as when a cable is pulled).
  */
@@ -155,6 +159,7 @@ static FILE *droplog;
 static int ctl_fd = -1;
 static char ctl_buf[1024];
 static size_t ctl_len;
+static uint64_t ctl_seq, ctl_bad;	/* control lines executed, refused */
 static uint64_t seed = 1;
 static int verbose;
 static uint64_t start_ns;
@@ -401,8 +406,9 @@ write_stats(uint64_t now)
 	snprintf(tmp, sizeof(tmp), "%s.tmp", stats_path);
 	if ((f = fopen(tmp, "w")) == NULL)
 		return;
-	fprintf(f, "uptime_ms=%" PRIu64 " seed=%" PRIu64 "\n",
-	    (now - start_ns) / 1000000, seed);
+	fprintf(f, "uptime_ms=%" PRIu64 " seed=%" PRIu64 " ctl_seq=%" PRIu64
+	    " ctl_bad=%" PRIu64 "\n", (now - start_ns) / 1000000, seed,
+	    ctl_seq, ctl_bad);
 	print_dir(f, &dirs[UP], now);
 	print_dir(f, &dirs[DOWN], now);
 	if (fclose(f) == 0)
@@ -476,19 +482,19 @@ ctl_set(const char *kv, int lo, int hi)
 	return true;
 }
 
-static void
-ctl_command(char *line)
+/* Apply one control line; false if it was refused (and said why). */
+static bool
+ctl_apply(char *line, uint64_t now)
 {
 	char *w[8], *save = NULL, *t;
 	int n = 0, i, k, lo = UP, hi = DOWN;
 	double p, secs;
-	uint64_t now = mono_ns();
 
 	for (t = strtok_r(line, " \t\r", &save); t && n < 8;
 	    t = strtok_r(NULL, " \t\r", &save))
 		w[n++] = t;
 	if (n == 0)
-		return;
+		return true;
 	if (n >= 2 && (strcmp(w[n - 1], "up") == 0 ||
 	    strcmp(w[n - 1], "down") == 0)) {
 		lo = hi = strcmp(w[n - 1], "up") == 0 ? UP : DOWN;
@@ -512,7 +518,7 @@ ctl_command(char *line)
 			fprintf(stderr, "wanlink: control: bad '%s' (delay=MS, "
 			    "rate=R, loss=P, queue=BYTES or queue=auto)\n",
 			    w[k]);
-			return;
+			return false;
 		}
 		for (i = UP; i <= DOWN; i++) {	/* a BDP spans both ways */
 			if (dirs[i].queue_auto)
@@ -526,16 +532,29 @@ ctl_command(char *line)
 				    ring_need(&dirs[i]));
 		}
 	} else if (strcmp(w[0], "stats") == 0 && n == 1) {
-		write_stats(now);
-		return;
+		return true;	/* ctl_command writes the stats file */
 	} else {
 		fprintf(stderr, "wanlink: control: bad command '%s' (loss P "
 		    "[up|down], burst P SECONDS [up|down], set KEY=VALUE... "
 		    "[up|down], stats)\n", w[0]);
-		return;
+		return false;
 	}
 	fprintf(stderr, "wanlink: control: %s%s%s applied\n", w[0],
 	    lo == hi ? " " : "", lo == hi ? dirs[lo].name : "");
+	return true;
+}
+
+/* One control line: apply it, count it, and write the stats file so that
+ * the count (ctl_seq) tells the writer it has taken effect. */
+static void
+ctl_command(char *line)
+{
+	uint64_t now = mono_ns();
+
+	if (!ctl_apply(line, now))
+		ctl_bad++;
+	ctl_seq++;
+	write_stats(now);
 }
 
 static void
