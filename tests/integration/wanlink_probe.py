@@ -7,9 +7,13 @@
     sink  --bind IP --port P [--quiet S] [--max S] [--missing FILE] [--done FILE]
           count sequence-numbered datagrams until S seconds without one
           (after the first; with --done, after FILE exists) or --max; prints "received=N bytes=B seqs=K
-          missing=M span_s=T rate_bps=R" (rate: bytes from the second
-          arrival to the last over that time) and writes the missing
-          sequence numbers, one a line, to FILE
+          missing=M span_s=T rate_bps=R user_ts=U" (rate: bytes from the
+          second arrival to the last over that time, timed by the kernel's
+          receive timestamps (SO_TIMESTAMPNS), not by when the sink got to
+          read them: a sink kept off the CPU that then reads a backlog at
+          once would see a shorter span and a higher rate; U datagrams came
+          without a kernel timestamp and were timed on reading) and writes
+          the missing sequence numbers, one a line, to FILE
     blast --to IP --port P --count N [--size B] [--rate BPS] [--first K]
           N datagrams of B bytes numbered K..K+N-1, paced to BPS (0: as
           fast as 1 ms batches of 64 allow); prints "sent=N seconds=S"
@@ -72,13 +76,33 @@ def rtt(a):
     return 0
 
 
+# SO_TIMESTAMPNS (Linux; SCM_TIMESTAMPNS has the same value): each
+# datagram carries the CLOCK_REALTIME time the kernel received it
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+TIMESPEC = struct.Struct("@ll")
+
+
+def recv_stamped(s):
+    """One datagram and its kernel receive time (time.time() scale), or
+    (data, None) when the kernel gave no timestamp."""
+    d, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and \
+                len(data) >= TIMESPEC.size:
+            sec, nsec = TIMESPEC.unpack(data[:TIMESPEC.size])
+            return d, sec + nsec / 1e9
+    return d, None
+
+
 def sink(a):
     s = udp((a.bind, a.port))
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     print("ready", file=sys.stderr, flush=True)
     seen = set()
     n = nbytes = 0
-    t_first = t_second = t_last = None
-    b_after_first = 0
+    t_first = t_second = t_last = None   # kernel receive times (rate)
+    last_read = None                     # monotonic, when last read (--quiet)
+    b_after_first = user_ts = 0
     t_done = None
     start = time.monotonic()
     s.settimeout(0.1)
@@ -93,15 +117,18 @@ def sink(a):
                 t_done = None
             elif t_done is None:
                 t_done = now
-            if t_done is not None and now - max(t_done, t_last or t_done) > a.quiet:
+            if t_done is not None and now - max(t_done, last_read or t_done) > a.quiet:
                 break
-        elif t_last is not None and now - t_last > a.quiet:
+        elif last_read is not None and now - last_read > a.quiet:
             break
         try:
-            d = s.recv(65536)
+            d, t = recv_stamped(s)
         except socket.timeout:
             continue
-        t = time.monotonic()
+        last_read = time.monotonic()
+        if t is None:
+            t = time.time()
+            user_ts += 1
         n += 1
         nbytes += len(d)
         seen.add(struct.unpack("!Q", d[:8])[0])
@@ -122,8 +149,8 @@ def sink(a):
             f.writelines("%d\n" % i for i in missing)
     span = (t_last - t_second) if t_second is not None and t_last > t_second else 0
     rate = b_after_first * 8 / span if span > 0 else 0
-    print("received=%d bytes=%d seqs=%d missing=%d span_s=%.3f rate_bps=%.0f" % (
-        n, nbytes, len(seen), len(missing), span, rate))
+    print("received=%d bytes=%d seqs=%d missing=%d span_s=%.3f rate_bps=%.0f user_ts=%d" % (
+        n, nbytes, len(seen), len(missing), span, rate, user_ts))
     return 0
 
 
