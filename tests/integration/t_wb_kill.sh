@@ -8,8 +8,8 @@
 #    connection through the proxy reads the file at once (it must wait for
 #    the drain of the dead client's data): every acknowledged block is
 #    there; after the drain, every acknowledged block is on disk.
-#  kill-smbdd: the same with smbdd (libsmbclient) -P: the bytes of its last
-#    progress line (MB, rounded: less 0.05 MB) must be on disk.
+#  kill-smbdd: the same with smbdd (libsmbclient) -P, killed 0.5-1.5 s
+#    after its first progress line: the bytes of its last progress line (MB, rounded: less 0.05 MB) must be on disk.
 #  term-py / term-smbdd: SIGTERM to smbaccel during the transfer: it exits
 #    0 after draining; every acknowledged byte is on disk.
 #  kill-signed / kill-sealed: kill-smbdd at 3.1.1 with smbd requiring
@@ -49,6 +49,23 @@ pause() {
 	sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.5 + r / 32768 }')"
 }
 
+# progress_mb FILE: the last complete progress value in bytes, minus the
+# rounding of its one decimal.
+progress_bytes() {
+	tr '\r' '\n' < "$1" | awk '/MB\/s/ { v = $1 } END { b = int(v * 1e6 - 50000); print (b > 0 ? b : 0) }'
+}
+# progress_pause FILE PID: wait until smbdd (PID) reports progress in FILE
+# (logon takes a while under ASan with keyed sessions; up to 30 s, or
+# until smbdd has exited), then 0.5-1.5 s more, as pause does.
+progress_pause() {
+	local n=300
+	while [ $n -gt 0 ] && [ "$(progress_bytes "$1")" -le 0 ]; do
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.1; n=$((n - 1))
+	done
+	sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.5 + r / 32768 }')"
+}
+
 # python writer killed with SIGKILL
 for d in 3.0 2.0.2; do
 	name=kill-py-$d
@@ -70,13 +87,8 @@ done
 HOME=$(client_home smbdd) "$SMBDD" write "$(smb_url "$PROXY_PORT" kill-smbdd)" 1K 1000000 \
     -U "$SMB_USER%$SMB_PASS" -m SMB3_11 -s "$seed" -P 2> "$T/kill-smbdd.progress" > /dev/null &
 w=$!; BG_PIDS="$BG_PIDS $w"
-sleep 2.5
+progress_pause "$T/kill-smbdd.progress" "$w"
 kill -KILL "$w"; wait "$w" 2>/dev/null
-# progress_mb FILE: the last complete progress value in bytes, minus the
-# rounding of its one decimal.
-progress_bytes() {
-	tr '\r' '\n' < "$1" | awk '/MB\/s/ { v = $1 } END { b = int(v * 1e6 - 50000); print (b > 0 ? b : 0) }'
-}
 # prefix_ok NAME BYTES: the first BYTES of NAME on disk equal smbdd's
 # pattern (written directly into ref-NAME in 1 MiB writes).
 prefix_ok() {
@@ -110,7 +122,7 @@ PROXY_SHARE_SECTION=no start_proxy "${PCONF[@]}"
 HOME=$(client_home smbdd) "$SMBDD" write "$(smb_url "$PROXY_PORT" term-smbdd)" 1K 1000000 \
     -U "$SMB_USER%$SMB_PASS" -m SMB2_10 -s "$seed" -P 2> "$T/term-smbdd.progress" > /dev/null &
 w=$!; BG_PIDS="$BG_PIDS $w"
-sleep 2.5
+progress_pause "$T/term-smbdd.progress" "$w"
 stop_proxy
 [ "$PROXY_RC" = 0 ] || fail "term-smbdd: smbaccel exited with $PROXY_RC after SIGTERM"
 wait "$w" 2>/dev/null
@@ -132,7 +144,7 @@ kill_keyed() {
 	HOME=$(client_home smbdd) "$SMBDD" write "$(smb_url "$PROXY_PORT" "$n")" 1K 1000000 \
 	    -U "$SMB_USER%$SMB_PASS" -m SMB3_11 -s "$seed" -P 2> "$T/$n.progress" > /dev/null &
 	w=$!; BG_PIDS="$BG_PIDS $w"
-	sleep 2.5
+	progress_pause "$T/$n.progress" "$w"
 	kill -KILL "$w"; wait "$w" 2>/dev/null
 	pb=$(progress_bytes "$T/$n.progress")
 	[ "$pb" -gt 0 ] || fail "$n: no progress before the kill: $(tr '\r' '\n' < "$T/$n.progress" | tail -n 3)"
