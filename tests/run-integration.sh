@@ -58,6 +58,10 @@
 # command line); then all of it is killed and the cgroup removed.  Daemons
 # that fork twice or call setsid (smbd -D, samba, python servers behind
 # `ip netns exec`) stay in the cgroup, which is why it is a cgroup.
+# Then the network namespaces the test made and left (killed at its
+# timeout, its cleanup never ran; named with its shell's pid, see
+# netns_leftovers) and their /etc/netns directories are removed, and
+# the log says so.
 #   LEFTOVER_GRACE=S          how long processes may take to exit after the
 #                             script has ended (default 3 s)
 #   TEST_CGROUP=none|v1       do not use cgroups (process group +
@@ -102,6 +106,44 @@ kill_leftovers() {
 	done
 	[ -z "${KEEP_TMP:-}" ] && rm -rf "$dir"
 	rm -f "$f"
+}
+
+# test_shell_pid: the pid of the test's shell, timeout(1)'s one child
+# ($TEST_PGID is timeout's pid), once it has started (up to 5 s; nothing
+# if the test ended first).
+test_shell_pid() {
+	local n=50 p
+	while [ $n -gt 0 ]; do
+		p=$(ps -o pid= --ppid "$TEST_PGID" 2>/dev/null | head -n 1 | tr -d ' ')
+		[ -n "$p" ] && { echo "$p"; return 0; }
+		kill -0 "$TEST_PGID" 2>/dev/null || return 0
+		sleep 0.1; n=$((n - 1))
+	done
+}
+
+# netns_leftovers PID: after a test whose shell had PID has ended (its
+# processes gone), remove the network namespaces it made and did not
+# remove (killed by the timeout: no cleanup ran), and their /etc/netns
+# directories.  The names carry the shell's $$ (lib.sh make_netns
+# sa-PID-N; netns.sh sa{PID}xN-cli|rtr|srv; addc_lib.sh
+# sa{PID}kN-cli|dir|dc; wanlink.sh wl{PID}xN-cli|rtr|srv): only names of
+# exactly these forms with this PID are touched, never another test's; and
+# none while a process with that pid lives again (the pid reused).
+netns_leftovers() {
+	local pid=$1 ns d re
+	[ -n "$pid" ] || return 0
+	[ -d "/proc/$pid" ] && return 0
+	re="^(sa-$pid-[0-9]+|(sa|wl)${pid}x[0-9]+-(cli|rtr|srv)|sa${pid}k[0-9]+-(cli|dir|dc))\$"
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		[[ $ns =~ $re ]] || continue
+		ip netns del "$ns" 2>/dev/null &&
+		    echo "  removed the leftover network namespace $ns"
+	done
+	for d in /etc/netns/*; do
+		[ -d "$d" ] || continue
+		[[ ${d#/etc/netns/} =~ $re ]] || continue
+		rm -rf "$d" && echo "  removed the leftover $d"
+	done
 }
 
 # ---------------------------------------------------------------- containment
@@ -251,10 +293,11 @@ san_reports() {
 # fail.  SIGTERM (from the main loop, on INT/TERM) stops the test's
 # processes and ends the lane.
 run_one() {
-	local t=$1 out=$2 script log to senv tag start rc secs
+	local t=$1 out=$2 script log to senv tag start rc secs tpid=
 	# stopped: the test's processes, then what its cleanup would remove
 	trap 'cg_kill >/dev/null 2>&1; cg_remove >/dev/null 2>&1
-	    kill_leftovers "$t" >/dev/null 2>&1; rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
+	    kill_leftovers "$t" >/dev/null 2>&1; netns_leftovers "$tpid" >/dev/null 2>&1
+	    rmdir "$RESULTS_DIR/$t.san" 2>/dev/null
 	    exit 143' TERM
 	script=$IDIR/$t.sh
 	log=$RESULTS_DIR/$t.log
@@ -277,11 +320,13 @@ run_one() {
 	env $senv SMBACCEL_TEST_ID="$TEST_ID" sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs" || exit 125
 	    shift; exec "$@"' sh "$CG" timeout -k 15 "$to" bash "$script" > "$log" 2>&1 < /dev/null &
 	TEST_PGID=$!
+	tpid=$(test_shell_pid)
 	wait $TEST_PGID
 	rc=$?
 	if ! contain_end "$t" "$log"; then
 		[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
 	fi
+	netns_leftovers "$tpid" >> "$log"
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	if [ -n "$senv" ] && san_reports "$t" >> "$log"; then
 		echo "FAIL [$t]: sanitizer report (above)" >> "$log"
