@@ -4,7 +4,8 @@
 # reports what is lost.  A client (vanish.py hold) has 256 KiB absorbed
 # and held (flush_idle 60s) and stays connected; its smbd child is
 # stopped (SIGSTOP), so the drain SIGTERM starts cannot finish
-# (drain_timeout 60s).  A second SIGTERM 1 s later: smbaccel exits within
+# (drain_timeout 60s).  A second SIGTERM once smbaccel has logged that it
+# is stopping, and is still running 1 s later: smbaccel exits within
 # 5 s with status 3, having logged "second signal", the lost range of the
 # file (offset 0, 262144 bytes: in flight or buffered) and the total.
 # Before the fix the second signal left the loop at once: no connection
@@ -33,6 +34,10 @@ for sig in TERM INT; do
 	[ "$(echo "$child" | wc -w)" = 1 ] || fail "expected one smbd child, got: $child"
 	kill -STOP "$child"
 	kill -"$sig" "$PROXY_PID"
+	# the second signal only once the first has been handled (two signals
+	# pending at once would be one): its "stopping" line
+	wait_log "signal [0-9]+: stopping \(no new connections" 15 "$log0" ||
+	    { kill -CONT "$child"; fail "SIG$sig: smbaccel did not log that it is stopping within 15 s"; }
 	sleep 1
 	proxy_alive || { kill -CONT "$child"; fail "SIG$sig: smbaccel did not wait for the drain"; }
 	kill -"$sig" "$PROXY_PID"
