@@ -117,7 +117,6 @@ wl_netns() {
 wl_start() {
 	local n
 	rm -f "$WL_FIFO" "$WL_STATS"
-	WL_CTL_SENT=0
 	echo "---- $(date +%T) wanlink $*" >> "$WL_LOG"
 	# nice -10: the link, not the tests' traffic, should get the CPU
 	# first on a loaded machine (it needs little; WL_NICE=0 to compare)
@@ -153,19 +152,21 @@ wl_start() {
 
 # wl_ctl CMD...: one line into wanlink's control FIFO (never blocks for
 # long, even if wanlink has died), then wait until wanlink has executed it:
-# its stats file's ctl_seq reaches the number of lines sent to this
-# wanlink (WL_CTL_SENT; wl_start resets both).  Fails if wanlink refused
-# the command (ctl_bad grew) or has not confirmed it within 10 s.
-WL_CTL_SENT=0
+# its stats file's ctl_seq (lines executed) is one more than before.
+# Every wl_ctl waits so, so when one starts, every line sent before has
+# been executed (also those sent from a $(...) subshell: nothing is
+# counted in the shell).  Fails if wanlink refused the command (ctl_bad
+# grew) or has not confirmed it within 10 s.
 wl_ctl() {
-	local bad0 bad end=$((SECONDS + 11)) seq
+	local bad0 bad end=$((SECONDS + 11)) seq want
 	[ -p "$WL_FIFO" ] || _wl_fail "no wanlink control FIFO"
 	bad0=$(_wl_head ctl_bad)
+	seq=$(_wl_head ctl_seq)
+	want=$((${seq:-0} + 1))
 	timeout 5 sh -c 'printf "%s\n" "$1" > "$2"' sh "$*" "$WL_FIFO" ||
 	    _wl_fail "wanlink does not read its control FIFO"
-	WL_CTL_SENT=$((WL_CTL_SENT + 1))
-	while seq=$(_wl_head ctl_seq); [ "${seq:-0}" -lt "$WL_CTL_SENT" ]; do
-		[ $SECONDS -lt $end ] || _wl_fail "wanlink did not confirm control command $WL_CTL_SENT ('$*') within 10 s (stats file: ctl_seq=${seq:-none})"
+	while seq=$(_wl_head ctl_seq); [ "${seq:-0}" -lt "$want" ]; do
+		[ $SECONDS -lt $end ] || _wl_fail "wanlink did not confirm control command '$*' within 10 s (stats file: ctl_seq=${seq:-none}, waiting for $want)"
 		kill -0 "$WL_PID" 2>/dev/null || _wl_fail "wanlink died before executing '$*'"
 		sleep 0.02
 	done
