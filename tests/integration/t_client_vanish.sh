@@ -71,6 +71,23 @@ drop() {
 	    fail "iptables"
 }
 client_port() { awk '$1 == "port" { print $2 }' "$T/$1.out"; }
+# window_full PORT: wait (up to 30 s) until the answers not read by the
+# client on PORT fill its receive window: its socket's Recv-Q has stopped
+# growing (the same, above 0, in three looks 0.2 s apart) and smbaccel's
+# socket to it holds unsent data (Send-Q > 0).  False if never.
+window_full() {
+	local n=150 rq sq prev= same=0
+	while [ $n -gt 0 ]; do
+		rq=$(ss -tnH state established "( sport = :$1 and dport = :$PROXY_PORT )" | awk '{ print $1; exit }')
+		sq=$(ss -tnH state established "( sport = :$PROXY_PORT and dport = :$1 )" | awk '{ print $2; exit }')
+		if [ "${rq:-0}" -gt 0 ] && [ "$rq" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+		prev=$rq
+		[ $same -ge 2 ] && [ "${sq:-0}" -gt 0 ] && { info "  window client: Recv-Q $rq, smbaccel's Send-Q $sq"; return 0; }
+		sleep 0.2; n=$((n - 1))
+	done
+	info "  window client: Recv-Q ${rq:-none}, smbaccel's Send-Q ${sq:-none}"
+	return 1
+}
 client_sum() { awk '$1 == "sha256" { print $2 }' "$T/$1.out"; }
 
 info "1. client_keepalive = 0: three clients vanish"
@@ -99,9 +116,9 @@ touch "$T/go2"
 wait_ready "$T/sent2" $p2 echo
 sleep 0.3
 drop from "$c2"
-# the window client: the answers it does not read have filled its window
+# the window client: once the answers it does not read have filled its window
 c3=$(client_port window)
-sleep 0.5
+window_full "$c3" || fail "1: the window client's receive window did not fill within 30 s"
 drop to "$c3"; drop from "$c3"
 info "  client ports: idle $c1, echo $c2, window $c3"
 kill -KILL $p1 $p2 $p3
@@ -198,7 +215,8 @@ info "5. smbclient (Samba's client) vanishes in the middle of a put"
 head -c $((24 << 20)) /dev/urandom > "$T/feed.data"
 mkfifo "$T/feed"
 exec 8<> "$T/feed"
-smbc "$PROXY_PORT" SMB3_11 "put $T/feed cv5.bin" > "$T/put.out" 2>&1 &
+# (bg: in BG_PIDS, so that cleanup stops it if the test fails before the kill)
+bg smbc "$PROXY_PORT" SMB3_11 "put $T/feed cv5.bin" > "$T/put.out" 2>&1
 cat "$T/feed.data" >&8
 n=100
 while [ "$(stat -c %s "$SHARE_DIR/cv5.bin" 2>/dev/null || echo 0)" -lt $((16 << 20)) ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done

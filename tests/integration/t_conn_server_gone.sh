@@ -29,7 +29,13 @@ while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $cpid 2>/dev/null; do sleep
 [ -e "$T/ready" ] || { cat "$T/client.out"; fail "the client did not get ready"; }
 child=$(ss -Htnp state established "( sport = :$SMBD_PORT )" | sed -n 's/.*"smbd",pid=\([0-9]*\).*/\1/p' | sort -u)
 [ "$(echo "$child" | wc -w)" = 1 ] || fail "expected one smbd child, got: $child"
-sleep 2     # smbd answers the READs; the answers wait in smbaccel
+# smbd answers the READs; the answers wait in smbaccel: every one of them
+# placed in smbaccel's queue to the client (bytes_s2c counts what is put
+# there; 24 MiB is reached only with the last 1 MiB answer)
+n=300
+while [ "$(stat_get bytes_s2c)" -lt $((24 << 20)) ] && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+[ "$(stat_get bytes_s2c)" -ge $((24 << 20)) ] ||
+    fail "smbd's 24 MiB of READ answers did not reach smbaccel's queue to the client within 30 s (bytes_s2c $(stat_get bytes_s2c))"
 info "smbd child $child; write-behind bytes held: $(stat_get buffered_bytes)"
 assert_eq 65536 "$(stat_get buffered_bytes)" "bytes held before the FLUSH"
 kill -STOP "$child"
