@@ -25,7 +25,25 @@ BG_PIDS="$BG_PIDS $cpid"
 n=300
 while [ ! -e "$T/ready" ] && [ $n -gt 0 ] && kill -0 $cpid 2>/dev/null; do sleep 0.1; n=$((n - 1)); done
 [ -e "$T/ready" ] || { cat "$T/client.out"; fail "the client did not get ready"; }
-sleep 2     # the answers fill smbaccel's queue to the client
+# the answers fill smbaccel's queue to the client: the client's socket and
+# smbaccel's socket to it hold data (Recv-Q, Send-Q > 0), and what
+# smbaccel placed in its queue (bytes_s2c) less those is above queue_limit
+# (1 MiB) and no longer grows (two looks 0.2 s apart): smbaccel has
+# stopped reading
+cport=$(awk '$1 == "port" { print $2 }' "$T/client.out")
+[ -n "$cport" ] || { cat "$T/client.out"; fail "the client did not say its port"; }
+n=150 prev= q=
+while [ $n -gt 0 ]; do
+	rq=$(ss -tnH state established "( sport = :$cport and dport = :$PROXY_PORT )" | awk '{ print $1; exit }')
+	sq=$(ss -tnH state established "( sport = :$PROXY_PORT and dport = :$cport )" | awk '{ print $2; exit }')
+	s2c=$(stat_get bytes_s2c)
+	q=$((s2c - ${rq:-0} - ${sq:-0}))
+	[ "${rq:-0}" -gt 0 ] && [ "${sq:-0}" -gt 0 ] && [ $q -ge $((1 << 20)) ] && [ "$s2c" = "$prev" ] && break
+	prev=$s2c
+	sleep 0.2; n=$((n - 1))
+done
+info "client Recv-Q ${rq:-none}, smbaccel's Send-Q to it ${sq:-none}, queued in smbaccel about $q of $s2c bytes"
+[ $n -gt 0 ] || fail "smbaccel's queue to the client did not fill (above queue_limit 1M, stopped growing) within 30 s"
 assert_eq 65536 "$(stat_get buffered_bytes)" "bytes held before the reset"
 touch "$T/go"
 wait $cpid || { cat "$T/client.out"; fail "the client failed"; }
