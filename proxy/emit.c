@@ -351,15 +351,13 @@ px_emit_spend_pool(struct px_conn *c, bool force)
 			if (px_smb2_echo_req_encode(msg + len, ECHO_ELEM, &h) == 0 ||
 			    px_emit_pending(c, lo, SMB2_ECHO, (uint16_t)run) ==
 			    NULL) {
-				/* the run goes back (not pinned for good); the
-				 * elements built so far go as they are */
-				int back = co_pool_add(&c->led.pool, lo, run);
-
+				/* the elements built so far go as they are;
+				 * this run is dropped, not put back: nothing
+				 * would spend it again (a draining connection
+				 * would wait for it until the server closed) */
 				log_warnx("conn=%llu cannot build ECHO for ids "
-				    "%llu+%llu%s", (unsigned long long)c->id,
-				    (unsigned long long)lo, (unsigned long long)run,
-				    back == -1 ? " (and they are lost to the "
-				    "window)" : " (kept for later)");
+				    "%llu+%llu: dropped", (unsigned long long)c->id,
+				    (unsigned long long)lo, (unsigned long long)run);
 				break;
 			}
 			if (len)  /* NextCommand of the previous element */
