@@ -537,7 +537,7 @@ px_dc_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
 		}
 	}
 	kick_readers(c);
-	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL &&
+	if ((o = px_pending_open(&c->led, p)) != NULL &&
 	    o->dc_serial == p->u.io.dc_serial &&
 	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
 		dc_hold(c);
@@ -559,7 +559,7 @@ px_dc_widened_data(struct px_conn *c, const struct px_pending *p,
 	else
 		co_dc_fail(e, p->u.io.offset, p->u.io.length);
 	kick_readers(c);
-	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL &&
+	if ((o = px_pending_open(&c->led, p)) != NULL &&
 	    o->dc_serial == p->u.io.dc_serial &&
 	    (e = co_dc_find(&dcache, o->dc_serial)) != NULL)
 		dc_hold(c);

@@ -1270,3 +1270,9 @@ px_open_alive(struct px_ledger *l, struct px_open *o, uint64_t serial)
 		;
 	return x != NULL && x->serial == serial ? x : NULL;
 }
+
+struct px_open *
+px_pending_open(struct px_ledger *l, const struct px_pending *p)
+{
+	return px_open_alive(l, p->u.io.open, p->u.io.open_serial);
+}

@@ -462,5 +462,9 @@ void px_share_stats_free(void);
  * open's by now)? */
 struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o,
     uint64_t serial);
+/* The open a pending READ or WRITE of smbaccel's was for, if it is still
+ * open (px_open_alive on its u.io.open and u.io.open_serial). */
+struct px_open *px_pending_open(struct px_ledger *l,
+    const struct px_pending *p);
 
 #endif

@@ -309,7 +309,7 @@ static void
 ra_arrived(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
+	struct px_open *o = px_pending_open(&c->led, p);
 	struct smb2_read_rsp rr;
 	bool ok = false;
 	uint64_t before;
@@ -362,13 +362,13 @@ px_ra_fetch_done(struct px_conn *c, const struct smb2_hdr *h,
 	if (p->u.io.doc) {
 		px_dc_fetch_done(c, h, e, p);
 		if (h->status == ST_FILE_LOCK_CONFLICT &&
-		    (o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
+		    (o = px_pending_open(&c->led, p)) != NULL)
 			ra_lock_seen(c, o);
 		return;
 	}
 
 	ra_arrived(c, h, e, p);
-	if ((o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
+	if ((o = px_pending_open(&c->led, p)) != NULL)
 		ra_plan(c, o);
 }
 
@@ -422,7 +422,7 @@ widened_failed(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p,
     const struct px_prot *prot, bool *replaced)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
+	struct px_open *o = px_pending_open(&c->led, p);
 	uint64_t charge = 1, lo;
 	struct px_pending *q;
 	struct px_dc_retry *r;
@@ -517,7 +517,7 @@ retry_answered(struct px_conn *c, const struct smb2_hdr *h,
 			st = NT_STATUS_UNEXPECTED_IO_ERROR;
 	}
 	if (st == ST_FILE_LOCK_CONFLICT &&
-	    (o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial)) != NULL)
+	    (o = px_pending_open(&c->led, p)) != NULL)
 		ra_lock_seen(c, o);
 	rq = r->h;
 	msg = px_emit_read_rsp(&rq, r->h.credit, st, data,
@@ -542,7 +542,7 @@ px_ra_widened_answer(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p,
     const struct px_prot *prot, bool *replaced)
 {
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
+	struct px_open *o = px_pending_open(&c->led, p);
 	struct smb2_read_rsp rr;
 	struct smb2_hdr rq;
 	uint32_t n, st;

@@ -936,7 +936,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_pending *p)
 {
 	/* the open may have gone (session or tree torn down server-side) */
-	struct px_open *o = px_open_alive(&c->led, p->u.io.open, p->u.io.open_serial);
+	struct px_open *o = px_pending_open(&c->led, p);
 	struct px_session *s;
 	const char *why;
 	uint32_t st;

@@ -455,6 +455,17 @@ test_tree_open_lifecycle(void)
 	CU_ASSERT_PTR_EQUAL(px_open_alive(&l, o, o->serial), o);
 	/* what a reused address looks like, whatever the allocator did */
 	CU_ASSERT_PTR_NULL(px_open_alive(&l, o, old_serial));
+	/* the same through a pending READ's fields */
+	{
+		struct px_pending pend;
+
+		memset(&pend, 0, sizeof(pend));
+		pend.u.io.open = o;
+		pend.u.io.open_serial = old_serial;
+		CU_ASSERT_PTR_NULL(px_pending_open(&l, &pend));
+		pend.u.io.open_serial = o->serial;
+		CU_ASSERT_PTR_EQUAL(px_pending_open(&l, &pend), o);
+	}
 
 	/* TREE_DISCONNECT drops the tree */
 	h = rq(SMB2_TREE_DISCONNECT, 10, 1, 1);
