@@ -25,7 +25,7 @@ import struct
 import sys
 import threading
 
-from relay_lib import recv_msg
+from relay_lib import listen, recv_msg
 
 WRITE, CLOSE = 9, 6
 RELATED = 0x4
@@ -159,10 +159,7 @@ class Relay(object):
 
 def main():
     lport, sport = int(sys.argv[1]), int(sys.argv[2])
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", lport))
-    ls.listen(16)
+    ls = listen(lport)
     while True:
         c, _ = ls.accept()
         s = socket.create_connection(("127.0.0.1", sport))

@@ -43,6 +43,8 @@ import sys
 import threading
 import time
 
+from relay_lib import listen
+
 DEADLINE = float(os.environ.get("MALFORMED_DEADLINE", "5"))
 SRC = None      # source address of new connections (each case its own)
 
@@ -456,10 +458,7 @@ def serve_one(conn, case, smbd_port):
 
 
 def server(listen_port, smbd_port, case_file):
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", listen_port))
-    ls.listen(64)
+    ls = listen(listen_port, 64)
     while True:
         conn, _ = ls.accept()
         try:

@@ -48,14 +48,20 @@ def _pump(src, dst, edit):
             pass
 
 
+def listen(lport, backlog=16):
+    """A listening TCP socket on 127.0.0.1:lport (SO_REUSEADDR)."""
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", lport))
+    ls.listen(backlog)
+    return ls
+
+
 def serve(lport, sport, edit_s2c):
     """Relay 127.0.0.1:lport to 127.0.0.1:sport for ever.  For each
     connection edit_s2c() makes the function every server message then
     goes through: edit(bytearray) -> the messages to send in its place."""
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", lport))
-    ls.listen(16)
+    ls = listen(lport)
     while True:
         c, _ = ls.accept()
         s = socket.create_connection(("127.0.0.1", sport))
