@@ -51,18 +51,18 @@ path_match(const char *name, const char *dir, bool in_dir)
 /* Is x's open o of file `name` in share (or in directory `name` when
  * in_dir), or, when the request's own open `by` is known, of by's file
  * by the server's on-disk id (a hard link, a name changed by a rename,
- * a case variant beyond ASCII)? */
+ * a case variant beyond ASCII, another share of the same directory:
+ * the id names the volume too, so it needs no share)? */
 static bool
 open_is(struct px_conn *x, const struct px_open *o, const char *share,
     const char *name, bool in_dir, const struct px_open *by)
 {
-	if (strcasecmp(px_tree_share(x, o), share) != 0)
-		return false;
-	if (o->name != NULL && path_match(o->name, name, in_dir))
-		return true;
-	return !in_dir && by != NULL && by->dcv.has_disk_id &&
+	if (!in_dir && by != NULL && by->dcv.has_disk_id &&
 	    o->dcv.has_disk_id && memcmp(by->dcv.disk_id, o->dcv.disk_id,
-	    sizeof(o->dcv.disk_id)) == 0;
+	    sizeof(o->dcv.disk_id)) == 0)
+		return true;
+	return strcasecmp(px_tree_share(x, o), share) == 0 &&
+	    o->name != NULL && path_match(o->name, name, in_dir);
 }
 
 /* Flush x's busy opens that match (session sid when name is NULL, else

@@ -198,31 +198,30 @@ px_dc_changing(struct px_conn *c, const struct px_open *o)
 
 	if (o->name == NULL)
 		return false;
-	/* only connections with an open of the file are looked at (its
-	 * name's hash first): a request that changes it names an open of
-	 * it, or the CREATE of its compound, which is one too once the
-	 * ledger has it */
 	for (x = px_rt.conns; x; x = x->next) {
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
-		for (y = x->led.opens; y; y = y->next) {
-			if (y->name == NULL || (y->name_hash != o->name_hash &&
-			    !dc_same_id(&y->dcv, &o->dcv) &&
-			    strchr(y->name, ':') == NULL &&
-			    strchr(o->name, ':') == NULL))
-				continue;
-			if (!dc_same_id(&y->dcv, &o->dcv) &&
-			    (!px_same_file_name(y->name, o->name) ||
-			    strcasecmp(px_tree_share(x, y), share) != 0))
-				continue;
-			/* another connection's absorbed writes of it not yet
-			 * answered (this one's: px_wb_file_idle) */
-			if (x != c && px_wb_busy(y))
-				return true;
-			if (px_ledger_changing(&x->led, share, o->name))
-				return true;
-			break;
-		}
+		/* another connection's absorbed writes of the file not yet
+		 * answered (this one's: px_wb_file_idle), through any of its
+		 * opens of it: by name in the share, or by on-disk id */
+		if (x != c)
+			for (y = x->led.opens; y; y = y->next) {
+				if (!px_wb_busy(y) || y->name == NULL ||
+				    (y->name_hash != o->name_hash &&
+				    !dc_same_id(&y->dcv, &o->dcv) &&
+				    strchr(y->name, ':') == NULL &&
+				    strchr(o->name, ':') == NULL))
+					continue;
+				if (dc_same_id(&y->dcv, &o->dcv) ||
+				    (px_same_file_name(y->name, o->name) &&
+				    strcasecmp(px_tree_share(x, y), share) == 0))
+					return true;
+			}
+		/* a change of it forwarded and not answered: named as o is,
+		 * through an open with its on-disk id, or by the CREATE of
+		 * its compound (no open of it in the ledger yet) */
+		if (px_ledger_changing(&x->led, share, o->name, &o->dcv))
+			return true;
 	}
 	return false;
 }

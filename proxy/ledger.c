@@ -259,8 +259,22 @@ px_same_file_name(const char *a, const char *b)
 	return n == px_file_name_len(b) && strncasecmp(a, b, n) == 0;
 }
 
+/* The open of fid, leaving the list's order alone (px_open_find moves it
+ * to the front, which a caller walking the list must not have). */
+static const struct px_open *
+open_peek(const struct px_ledger *l, const struct smb2_fileid *fid)
+{
+	const struct px_open *o;
+
+	for (o = l->opens; o; o = o->next)
+		if (px_fileid_eq(&o->fid, fid))
+			return o;
+	return NULL;
+}
+
 bool
-px_ledger_changing(struct px_ledger *l, const char *share, const char *name)
+px_ledger_changing(struct px_ledger *l, const char *share, const char *name,
+    const struct co_dc_valid *id)
 {
 	const struct px_pending *p, *q;
 	const struct px_open *o;
@@ -289,8 +303,12 @@ px_ledger_changing(struct px_ledger *l, const char *share, const char *name)
 					return true;
 			continue;
 		}
-		if ((o = px_open_find(l, &p->fid)) == NULL || o->name == NULL ||
-		    !px_same_file_name(o->name, name))
+		if ((o = open_peek(l, &p->fid)) == NULL)
+			continue;
+		if (id != NULL && id->has_disk_id && o->dcv.has_disk_id &&
+		    memcmp(id->disk_id, o->dcv.disk_id, sizeof(id->disk_id)) == 0)
+			return true;
+		if (o->name == NULL || !px_same_file_name(o->name, name))
 			continue;
 		if ((t = px_tree_find(l, o->session_id, o->tree_id)) != NULL &&
 		    strcasecmp(t->share, share) == 0)
@@ -424,14 +442,16 @@ px_open_same_file(const struct px_ledger *l, const struct px_open *x,
 
 	if (x == o)
 		return true;
+	/* the on-disk id names the volume too: the same file through any
+	 * share of the server */
+	if (x->dcv.has_disk_id && o->dcv.has_disk_id &&
+	    memcmp(x->dcv.disk_id, o->dcv.disk_id, sizeof(x->dcv.disk_id)) == 0)
+		return true;
 	if (x->session_id != o->session_id || x->tree_id != o->tree_id) {
 		if ((a = tree_of(l, x)) == NULL || (b = tree_of(l, o)) == NULL ||
 		    strcasecmp(a->share, b->share) != 0)
 			return false;
 	}
-	if (x->dcv.has_disk_id && o->dcv.has_disk_id &&
-	    memcmp(x->dcv.disk_id, o->dcv.disk_id, sizeof(x->dcv.disk_id)) == 0)
-		return true;
 	return x->name != NULL && o->name != NULL &&
 	    px_same_file_name(x->name, o->name);
 }

@@ -363,15 +363,17 @@ bool px_open_writes_overlap(const struct px_ledger *l,
 
 /*
  * Is a client's WRITE, SET_INFO or IOCTL of file `name` of share `share`
- * in flight on l (forwarded, not yet answered)?  Every IOCTL of the file
- * counts (the ledger keeps no control code); one related to the CREATE of
- * its compound (FileId all FF) names the file by that CREATE, in flight
+ * in flight on l (forwarded, not yet answered), or of an open of l with
+ * the on-disk id of `id` (when not NULL and it has one: another name of
+ * the file, through any share)?  Every IOCTL of the file counts (the
+ * ledger keeps no control code); one related to the CREATE of its
+ * compound (FileId all FF) names the file by that CREATE, in flight
  * before it.  A walk of the table: for the read caches, which must not
  * fetch a file while a change of it may still land (smbd may complete a
- * later read first).
+ * later read first).  The order of l's opens is left as it is.
  */
 bool px_ledger_changing(struct px_ledger *l, const char *share,
-    const char *name);
+    const char *name, const struct co_dc_valid *id);
 
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
 void px_session_free(struct px_session *s);
@@ -384,8 +386,9 @@ struct px_open *px_open_find_lease(struct px_ledger *l, const uint8_t *key);
  * SET_INFO or IOCTL with STATUS_FILE_NOT_AVAILABLE (MS-SMB2 3.3.5.2.10;
  * before 3.0 the field is 0 in every request). */
 bool px_open_csn_seen(struct px_open *o, const struct smb2_hdr *h);
-/* x is o, or another open of o's file on this connection: in the same
- * share, named alike (px_same_file_name) or with the same on-disk id. */
+/* x is o, or another open of o's file on this connection: with the same
+ * on-disk id (through any share), or in the same share and named alike
+ * (px_same_file_name). */
 bool px_open_same_file(const struct px_ledger *l, const struct px_open *x,
     const struct px_open *o);
 void px_open_free(struct px_open *o);

@@ -279,8 +279,15 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		memset(&related, 0xFF, sizeof(related));
 		p = px_ledger_client_request(&c->led, h, e, false, &related);
 		/* the rewritten request is re-signed or re-sealed */
-		if (p == NULL || co_ra_add(&o->ra, r.offset, RA_WIDEN) == NULL ||
-		    px_emit_protected(c, PX_SERVER, &up, copy, mlen) == -1) {
+		if (p == NULL || co_ra_add(&o->ra, r.offset, RA_WIDEN) == NULL) {
+			free(copy);
+			return PX_AB_FAIL;
+		}
+		/* counted with the chunk: the open's end takes o->ra.bytes
+		 * off the gauge whatever became of the READ (the gauge must
+		 * not wrap, or read-ahead stops daemon-wide) */
+		px_stats.ra_bytes_now += RA_WIDEN;
+		if (px_emit_protected(c, PX_SERVER, &up, copy, mlen) == -1) {
 			free(copy);
 			return PX_AB_FAIL;
 		}
@@ -296,7 +303,6 @@ px_ra_read(struct px_conn *c, const struct smb2_hdr *h,
 		p->u.io.open = o;
 		p->u.io.open_serial = o->serial;
 		p->u.io.gen = o->ra.gen;
-		px_stats.ra_bytes_now += RA_WIDEN;
 		px_stats.requests[SMB2_READ]++;
 		px_stats.ra_widened++;
 		return PX_AB_DONE;

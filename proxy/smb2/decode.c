@@ -763,7 +763,9 @@ cctx_rsp(void *arg, const uint8_t *name, uint16_t nlen, const uint8_t *data,
 		/* 2.2.14.2.9: DiskFileId, VolumeId, Reserved (32 bytes) */
 		if (dlen != 32)
 			return -1;
-		if (!out->has_disk_id) {
+		/* a DiskFileId of 0 is no id (an object store without
+		 * file ids): taken as one, every file would be the same */
+		if (!out->has_disk_id && px_get_u64(data) != 0) {
 			out->has_disk_id = true;
 			memcpy(out->disk_id, data, 32);
 		}

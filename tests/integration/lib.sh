@@ -400,7 +400,8 @@ ensure_test_user() {
 
 # write_smbd_conf [smb.conf lines for [global]...]: $SMBD_CONF for a
 # private smbd: every directory under $SMBD_DIR (samba_private_dirs),
-# tdbsam, shares [share] ($SHARE_DIR) and [dur] ($DUR_DIR).  It listens on
+# tdbsam, shares [share] ($SHARE_DIR), [dur] ($DUR_DIR) and [alias]
+# ($SHARE_DIR again: one directory through two shares).  It listens on
 # SMBD_INTERFACES (default 127.0.0.1), port SMBD_LISTEN_PORT (default
 # $SMBD_PORT), as SMBD_NETBIOS (default SMBACCELTEST).  Extra lines come
 # last in [global] and override.
@@ -448,6 +449,10 @@ EOF
 	kernel oplocks = no
 	kernel share modes = no
 	posix locking = no
+
+[alias]
+	path = $SHARE_DIR
+	read only = no
 EOF
 	} > "$SMBD_CONF" || fail "cannot write $SMBD_CONF"
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ra_midwrite.py PORT DIALECT NAME - an open whose CREATE answer arrives
+"""ra_midwrite.py PORT DIALECT NAME [READER_NAME] - an open whose CREATE answer arrives
 while another connection's WRITE of the file is still on its way must not
 read the file into a copy: the copy would keep the bytes from before the
 WRITE.
@@ -19,6 +19,10 @@ gets its answer; R reads the same offsets again, and S reads on: 'B'
 (before the fix the copy and the read-ahead fetched while the WRITE was
 in flight answered 'A').
 
+R and S open the file as READER_NAME when given: another name of it (a
+hard link), which smbaccel knows as the same file by its on-disk id; X's
+WRITE in flight must hold their fetches back all the same.
+
 Prints ok, or what differed, and exits 1 then.
 """
 import struct
@@ -28,11 +32,12 @@ import time
 from wb_smb import Client, WRITE
 
 port, dialect, name = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+other = sys.argv[4] if len(sys.argv) > 4 else name
 K = 1024
 OFFS = (200 * K, 500 * K, 10 * K, 800 * K, 300 * K, 1000 * K, 600 * K)
 
 s = Client(port, dialect)
-fs, _ = s.create(name)
+fs, _ = s.create(other)
 for off in range(0, 64 * K, 4 * K):        # read-ahead under way
     s.read(fs, off, 4 * K)
 x = Client(port, dialect)
@@ -52,7 +57,7 @@ sock.sendall(frame[:head])
 time.sleep(0.5)
 
 r = Client(port, dialect)
-fr, _ = r.create(name)
+fr, _ = r.create(other)
 bad = []
 for off in OFFS:
     st, d = r.read(fr, off, 4 * K)

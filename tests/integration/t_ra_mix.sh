@@ -12,7 +12,8 @@
 # cached reads of its own open and of another connection's copy; and
 # ra_midwrite.py: an open whose CREATE answer comes while another
 # connection's WRITE of the file is on its way reads the file from the
-# server, not from a copy fetched before the WRITE landed.
+# server, not from a copy fetched before the WRITE landed (also when it
+# reads through a hard link of the file).
 # RA_MIX_SEED=N repeats a run.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
@@ -76,6 +77,15 @@ chown "$SMB_USER" "$SHARE_DIR/midw"
 out=$(timeout 120 "$PY" "$TESTS_DIR/ra_midwrite.py" "$PROXY_PORT" 3.0 midw 2>&1) ||
     problem "reads after a WRITE that was on its way at their CREATE: $out"
 info "an open made while a WRITE of its file was on its way: $out"
+# the same with the readers on a hard link of the file (another name, the
+# same on-disk id: before the fix only a WRITE by the readers' name held
+# their fetches back)
+for i in $(seq 1 1024); do cat "$T/a1k"; done > "$SHARE_DIR/midl"
+chown "$SMB_USER" "$SHARE_DIR/midl"
+ln "$SHARE_DIR/midl" "$SHARE_DIR/midl-link"
+out=$(timeout 120 "$PY" "$TESTS_DIR/ra_midwrite.py" "$PROXY_PORT" 3.0 midl midl-link 2>&1) ||
+    problem "reads through a hard link after a WRITE that was on its way: $out"
+info "the same through a hard link: $out"
 
 info "stats: $(stats_line ra_hits ra_waits ra_fetches ra_invalidations.write ra_invalidations.setinfo ra_invalidations.peer writes_absorbed deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"

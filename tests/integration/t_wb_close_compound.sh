@@ -28,7 +28,10 @@
 # connection sees the first's unflushed write, so does a read through a
 # hard link (same on-disk id, another name), and on one connection two
 # opens of one file by two names (NAME::$DATA, a second tree of the
-# share) keep the last write and read the first's unflushed one; and
+# share) keep the last write and read the first's unflushed one, and so
+# do opens of one file through two shares of one directory, and a
+# sequential reader's read-ahead through one share sees a write through
+# the other; and
 # kick_close.py: connections kicked together that close in their kicks.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
@@ -40,6 +43,8 @@ DIALECTS=${CMP_DIALECTS:-SMB2_02 SMB2_10 SMB3_00 SMB3_02 SMB3_11}
 start_smbd
 # long flush timers: the CLOSE, not a timer, must send the data
 PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = always" \
+    "flush_idle = 30s" "flush_max_age = 60s" \
+    "[share alias]" "write_behind = always" "read_ahead = always" \
     "flush_idle = 30s" "flush_max_age = 60s"
 src=$T/src
 cmp_tree "$src"
@@ -102,7 +107,7 @@ dir=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$SMBD_PORT" "$SHARE_DIR" 3.0
 out=$(timeout 60 "$PY" "$TESTS_DIR/wb_twoopens.py" "$PROXY_PORT" "$SHARE_DIR" 3.0 2>&1) ||
     fail "wb_twoopens.py through smbaccel: $out"
 info "two opens: directly $dir; through smbaccel $out"
-assert_eq "one=Y two=Y far=XY alias=XX link=L names=YYRR" "$dir" "wb_twoopens.py directly"
+assert_eq "one=Y two=Y far=XY alias=XX link=L names=YYRR shares=STYB" "$dir" "wb_twoopens.py directly"
 assert_eq "$dir" "$out" "wb_twoopens.py through smbaccel, as directly"
 assert_ge $((ov0 + 1)) "$(stat_get write_overlap_waits)" "write_overlap_waits after the second open's write"
 

@@ -25,6 +25,16 @@ its buffers in:
         first holds 4 KiB of 'L' written and not closed: the read must
         see the 'L' (smbaccel knows the two opens as one file by the
         on-disk id it asks the server for);
+  shares the file through two shares of one directory ([share], and
+        [alias] with the same path, as [homes] and a share of the home
+        directories): 'S' written through [share] and read by another
+        connection through [alias]; 'T' the same on one connection (a
+        second TREE_CONNECT, of [alias]); 'X' through [share] and 'Y'
+        through [alias] on one connection, [alias]'s open closed first
+        (the disk must end with 'Y'); and a sequential reader through
+        [alias] (read-ahead) reads 4 KiB at 96 KiB after 'B' was written
+        there through [share] (must see the 'B'): smbaccel knows the file
+        as one by its on-disk id, whatever the share;
   names one connection, two opens of one file by two names: "NAME::$DATA",
         and NAME through a second tree of the share (a second
         TREE_CONNECT); for each, 'X' written through the first and 'Y'
@@ -37,7 +47,8 @@ server's disk after both closes, each as its one repeated byte ("?" if
 mixed or short): "Y" is right for one and two, "XY" for far; for alias
 the two reads' bytes the same way ("-" for none): "XX"; for names the
 disk after the two writes by ::$DATA and by the second tree, then the
-two reads: "YYRR"; for link the read's: "L".
+two reads: "YYRR"; for link the read's: "L"; for shares the two
+reads, the disk and the read-ahead read: "STYB".
 """
 import os
 import struct
@@ -135,6 +146,61 @@ def names(c):
     return out
 
 
+def one(d):
+    """A 4 KiB read's bytes as its one repeated byte ("?" mixed or short,
+    "-" none)."""
+    return (chr(d[0]) if len(d) == K4 and len(set(d)) == 1
+            else "?" if d else "-")
+
+
+def shares(ca, name):
+    """The shares case."""
+    path = "\\\\127.0.0.1\\alias".encode("utf-16le")
+    r = ca.wait(ca.send(3, struct.pack("<HHHH", 9, 0, 72, len(path)) + path, tid=0))
+    if r.status != 0:
+        raise SystemExit("TREE_CONNECT to alias: status 0x%08x" % r.status)
+    tid2 = r.tid
+    cb = Client(port, dialect, share="alias")
+    out = ""
+    # another connection, through [alias]
+    a, _ = ca.create(name + "-1", disposition=FILE_OVERWRITE_IF)
+    ca.write(a, 0, b"S" * K4)
+    b, _ = cb.create(name + "-1")
+    out += one(cb.read(b, 0, K4)[1])
+    cb.close(b)
+    ca.close(a)
+    # one connection, its second tree
+    a, _ = ca.create(name + "-2", disposition=FILE_OVERWRITE_IF)
+    b, _ = ca.create(name + "-2", tid=tid2)
+    ca.write(a, 0, b"T" * K4)
+    out += one(ca.read(b, 0, K4, tid=tid2)[1])
+    ca.close(b, tid=tid2)
+    ca.close(a)
+    # the last acknowledged write wins
+    a, _ = ca.create(name + "-3", disposition=FILE_OVERWRITE_IF)
+    b, _ = ca.create(name + "-3", tid=tid2)
+    ca.write(a, 0, b"X" * K4)
+    ca.write(b, 0, b"Y" * K4, tid=tid2)
+    ca.close(b, tid=tid2)
+    ca.close(a)
+    out += disk(name + "-3", [0])
+    # a sequential reader's read-ahead through [alias]
+    a, _ = ca.create(name + "-4", disposition=FILE_OVERWRITE_IF)
+    for off in range(0, 256 * 1024, 64 * 1024):
+        ca.write(a, off, b"A" * (64 * 1024))
+    ca.close(a)
+    b, _ = cb.create(name + "-4")
+    for off in range(0, 64 * 1024, K4):
+        cb.read(b, off, K4)
+    a, _ = ca.create(name + "-4")
+    ca.write(a, 96 * 1024, b"B" * K4)
+    out += one(cb.read(b, 96 * 1024, K4)[1])
+    cb.close(b)
+    ca.close(a)
+    cb.logoff()
+    return out
+
+
 c = Client(port, dialect)
 c2 = Client(port, dialect)
 res = ["one=" + case(c, c, "two-one", 0),
@@ -142,7 +208,8 @@ res = ["one=" + case(c, c, "two-one", 0),
        "far=" + case(c, c, "two-far", 65536),
        "alias=" + alias(c, c2, "two-alias"),
        "link=" + link(c, c2, "two-link"),
-       "names=" + names(c)]
+       "names=" + names(c),
+       "shares=" + shares(c, "two-shares")]
 c2.logoff()
 c.logoff()
 print(" ".join(res))

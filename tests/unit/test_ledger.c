@@ -787,40 +787,63 @@ test_changing(void)
 	struct pol_config *cfg = ledger_with_tree(&l);     /* \\srv\docs */
 
 	open_file(&l, 6, "dir\\Report.doc", 77);
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
 	/* a READ in flight changes nothing */
 	h = rq(SMB2_READ, 7, 1, 1);
 	n = fid_body(body, 49, 77);
 	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.19) */
 	client_req(&l, &h, body, n);
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
 	/* a WRITE does, until its answer */
 	h = rq(SMB2_WRITE, 8, 1, 1);
 	n = fid_body(body, 49, 77);
 	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.21) */
 	client_req(&l, &h, body, n);
-	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
-	CU_ASSERT_TRUE(px_ledger_changing(&l, "DOCS", "\\DIR\\REPORT.DOC"));
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\other.doc"));
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "dir\\report.doc"));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "DOCS", "\\DIR\\REPORT.DOC", NULL));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\other.doc", NULL));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "dir\\report.doc", NULL));
 	memset(body, 0, 17);
 	px_put_u16(body, 17);
 	h = rs(SMB2_WRITE, 8, 1, 0);
 	px_pending_free(server_rsp(&l, &h, body, 17, NULL));
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
 	/* SET_INFO and IOCTL of it */
 	h = rq(SMB2_SET_INFO, 9, 1, 1);
 	n = fid_body(body, 33, 77);
 	memmove(body + 16, body + 8, 16);     /* FileId at 16 (2.2.39) */
 	client_req(&l, &h, body, n);
-	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
 	h = rs(SMB2_SET_INFO, 9, 1, 0);
 	px_pending_free(server_rsp(&l, &h, err_body, 2, NULL));
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
 	h = rq(SMB2_IOCTL, 10, 1, 1);
 	n = fid_body(body, 57, 77);
 	client_req(&l, &h, body, n);
-	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc"));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "dir\\report.doc", NULL));
+	/* by the on-disk id of the open it changes: another name of the
+	 * file, through another share; the opens' order is left alone */
+	{
+		struct smb2_fileid fid77 = { 77, 177 };
+		struct px_open *o = px_open_find(&l, &fid77), *head;
+		struct co_dc_valid id;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		open_file(&l, 13, "else.doc", 78);
+		head = l.opens;
+		CU_ASSERT_PTR_NOT_EQUAL(head, o);
+		memset(&id, 0, sizeof(id));
+		id.disk_id[0] = 5;
+		CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "link.doc", &id));
+		id.has_disk_id = true;
+		CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "link.doc", &id));
+		o->dcv.has_disk_id = true;
+		o->dcv.disk_id[0] = 5;
+		CU_ASSERT_TRUE(px_ledger_changing(&l, "other", "link.doc", &id));
+		id.disk_id[0] = 6;
+		CU_ASSERT_FALSE(px_ledger_changing(&l, "other", "link.doc", &id));
+		CU_ASSERT_PTR_EQUAL(l.opens, head);
+	}
 	/* a related WRITE (FileId all FF) after a CREATE of another file,
 	 * both in flight */
 	h = rq(SMB2_CREATE, 11, 1, 1);
@@ -831,8 +854,8 @@ test_changing(void)
 	n = fid_body(body, 49, 0);
 	memset(body + 16, 0xFF, 16);
 	client_req(&l, &h, body, n);
-	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "new.txt"));
-	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "old.txt"));
+	CU_ASSERT_TRUE(px_ledger_changing(&l, "docs", "new.txt", NULL));
+	CU_ASSERT_FALSE(px_ledger_changing(&l, "docs", "old.txt", NULL));
 	CU_ASSERT_EQUAL(l.errors, 0);
 	px_ledger_free(&l);
 	pol_free(cfg);
