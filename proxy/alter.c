@@ -191,6 +191,10 @@ px_may_act(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 	 * does not know (px_coh_must_wait) */
 	if (s->multichannel)
 		return false;
+	/* a re-authentication on its way, or refused: if refused the server
+	 * has deleted the session (px_wb_expiry_seen) */
+	if (s->reauthing || s->srv_gone)
+		return false;
 	/* its Kerberos ticket is about to end: the server will refuse
 	 * whatever smbaccel sends for it from then on (px_keyed_expiring;
 	 * the write-behind timer flushes its buffers at that instant) */

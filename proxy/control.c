@@ -217,6 +217,8 @@ static const struct {
 	    "Kerberos-keyed sessions left alone before their ticket ended"),
 	C("sessions_server_expired", sessions_server_expired,
 	    "Sessions the server said had expired"),
+	C("sessions_reauth_refused", sessions_reauth_refused,
+	    "Established sessions whose re-authentication the server refused"),
 	C("expiry_kept_bytes", expiry_kept_bytes,
 	    "Flushed bytes refused for an expired session, kept"),
 	C("expiry_resent_bytes", expiry_resent_bytes,

@@ -112,6 +112,9 @@ px_emit_read(struct px_conn *c, struct px_open *o, uint64_t lo,
 	if (n == 0 || px_emit_protected(c, PX_SERVER, &prot, msg, n) == -1 ||
 	    (p = px_emit_pending(c, lo, SMB2_READ, charge)) == NULL)
 		return NULL;
+	/* whose keys its answer must verify with (keyed.c) */
+	p->session_id = o->session_id;
+	p->tree_id = o->tree_id;
 	p->fid = o->fid;
 	p->u.io.offset = off;
 	p->u.io.length = len;

@@ -438,28 +438,37 @@ utc_text(int64_t t, char *buf, size_t len)
 /*
  * Re-authentication of an established session keeps its keys (MS-SMB2
  * 3.3.5.5.2), so nothing is derived: a keyed session stays keyed (its
- * buffered writes need the keys), and the server's signature on the final
- * response, made with those keys, is checked for the log.  An unkeyed one
- * stays unkeyed with its reason.  A Kerberos one takes the new ticket's
- * end (the server's new expiration time, MS-SMB2 3.3.5.5.3) if the keytab
- * opens it; otherwise the old end stays, and with it the margin after
- * which smbaccel leaves the session alone (px_keyed_expiring).
+ * buffered writes need the keys).  An unkeyed one stays unkeyed with its
+ * reason.  A Kerberos one takes the new ticket's end (the server's new
+ * expiration time, MS-SMB2 3.3.5.5.3) if the keytab opens it and the final
+ * response is shown to be the server's (signed with the session's keys,
+ * or sealed under the session); otherwise the old end stays, and with it
+ * the margin after which smbaccel leaves the session alone
+ * (px_keyed_expiring).
  */
 static const char *
 reauth_key(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
-    const struct smb2_hdr *h, const uint8_t *msg, size_t len)
+    const struct smb2_hdr *h, const uint8_t *msg, size_t len,
+    uint64_t sealed_id)
 {
 	char when[64];
 
 	if (!s->keyed)
 		return s->why_not ? s->why_not : "no-key";
-	if ((h->flags & SMB2_FLAGS_SIGNED) &&
+	/* sealed under the session: opened with its keys, so the server's */
+	if (sealed_id != s->id && (!(h->flags & SMB2_FLAGS_SIGNED) ||
 	    px_smb2_verify(&s->kx->keys, c->led.dialect, c->led.signing_alg,
-	    msg, len, true, false) == -1)
+	    msg, len, true, false) == -1)) {
+		/* not shown to be the server's: the keys stay (the server
+		 * keeps them), and so does the old ticket's end */
 		log_warnx("conn=%llu session=0x%llx re-authenticated; the "
-		    "final response does not verify with the session's keys "
-		    "(kept, as the server keeps them)",
-		    (unsigned long long)c->id, (unsigned long long)s->id);
+		    "final response %s with the session's keys: keys kept, "
+		    "the ticket's end not taken from it",
+		    (unsigned long long)c->id, (unsigned long long)s->id,
+		    (h->flags & SMB2_FLAGS_SIGNED) ? "does not verify" :
+		    "is not signed, so cannot be checked");
+		return NULL;
+	}
 	/* the new ticket: read at the request, or with an AP-REP that came
 	 * in a MORE_PROCESSING answer (the final request then carries no
 	 * Kerberos token) */
@@ -487,7 +496,8 @@ reauth_key(struct px_conn *c, struct px_session *s, struct setup_auth *sa,
 
 static const char *
 key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
-    const struct smb2_hdr *h, const uint8_t *msg, size_t len)
+    const struct smb2_hdr *h, const uint8_t *msg, size_t len,
+    uint64_t sealed_id)
 {
 	struct setup_auth *sa = p->u.sess.auth;
 
@@ -496,7 +506,7 @@ key_for(struct px_conn *c, struct px_session *s, struct px_pending *p,
 	if (sa->binding)
 		return "binding";
 	if (sa->reauth)
-		return reauth_key(c, s, sa, h, msg, len);
+		return reauth_key(c, s, sa, h, msg, len, sealed_id);
 	if (s->guest)
 		return "guest";
 	if (s->anonymous)
@@ -653,7 +663,7 @@ krb_more_processing(struct px_conn *c, struct px_session *s,
 
 void
 px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
-    const uint8_t *msg, size_t len, struct px_pending *p)
+    const uint8_t *msg, size_t len, struct px_pending *p, uint64_t sealed_id)
 {
 	struct px_session *s = px_session_find(&c->led, h->session_id);
 	struct smb2_session_setup_rsp sr;
@@ -696,7 +706,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	if (kx_of(s) == NULL) {
 		why = "out-of-memory";
 	} else {
-		why = key_for(c, s, p, h, msg, len);
+		why = key_for(c, s, p, h, msg, len, sealed_id);
 	}
 	s->keyed = why == NULL;
 	s->why_not = why;
@@ -934,19 +944,23 @@ px_keyed_answers_authentic(struct px_conn *c, const uint8_t *msg,
 		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
 			return 0;       /* the relay judges what does not decode */
 		off += h.elem_len;
-		if (!h.is_response || h.message_id == SMB2_NOTIFY_MESSAGE_ID ||
+		if (h.message_id == SMB2_NOTIFY_MESSAGE_ID ||
 		    (h.status == NT_STATUS_PENDING &&
 		    (h.flags & SMB2_FLAGS_ASYNC_COMMAND)))
 			continue;       /* breaks and interims: not signed */
+		if ((p = px_pending_find(&c->led, h.message_id)) == NULL ||
+		    !acted_on(p))
+			continue;
 		/* an error answer carries nothing smbaccel keeps or serves,
 		 * and a forged one can only fail what it answers (as an
 		 * attacker on the path can by cutting the connection); smbd
 		 * signs some with a key other than the session's (a deleted
-		 * session, a compound it refuses), which clients accept */
-		if ((h.status & 0xC0000000u) == 0xC0000000u)
-			continue;
-		if ((p = px_pending_find(&c->led, h.message_id)) == NULL ||
-		    !acted_on(p))
+		 * session, a compound it refuses), which clients accept.
+		 * But END_OF_FILE to a READ is where the read caches take
+		 * the file to end: checked as a success is */
+		if ((h.status & 0xC0000000u) == 0xC0000000u &&
+		    !(h.status == NT_STATUS_END_OF_FILE &&
+		    p->command == SMB2_READ))
 			continue;
 		if ((s = px_session_find(&c->led, p->session_id)) == NULL ||
 		    !s->keyed)

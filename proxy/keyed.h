@@ -33,8 +33,10 @@ void px_keyed_negotiate_rsp(struct px_conn *c, const uint8_t *msg, size_t len);
 int64_t px_keyed_server_clock_off(const struct px_conn *c);
 void px_keyed_setup_req(struct px_conn *c, const struct smb2_hdr *h,
     const uint8_t *msg, size_t len, struct px_pending *p);
+/* sealed_id: the session the answer came sealed under, or 0 (plain). */
 void px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
-    const uint8_t *msg, size_t len, struct px_pending *p);
+    const uint8_t *msg, size_t len, struct px_pending *p,
+    uint64_t sealed_id);
 /*
  * A Kerberos-keyed session whose ticket ends within kerberos_expiry_margin
  * (by the server's clock where its NEGOTIATE answer gave it): the server will answer STATUS_NETWORK_SESSION_EXPIRED

@@ -738,9 +738,18 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 		struct smb2_session_setup_req sr;
 
 		if (px_smb2_session_setup_req_decode(e, &sr) == 0) {
+			struct px_session *s;
+
 			p->u.sess.security_mode = sr.security_mode;
 			p->u.sess.binding =
 			    (sr.flags & SMB2_SESSION_FLAG_BINDING) != 0;
+			/* a re-authentication: if it fails the server
+			 * deletes the session, so nothing of it is acted on
+			 * until it has succeeded */
+			if (!p->u.sess.binding &&
+			    (s = px_session_find(l, h->session_id)) != NULL &&
+			    s->established)
+				s->reauthing = true;
 		}
 		break;
 	}
@@ -1069,6 +1078,7 @@ on_session_setup(struct px_ledger *l, const struct smb2_hdr *h,
 			*pp = s->next;
 			px_session_free(s);
 		}
+		/* a failed re-authentication: px_wb_expiry_seen */
 		return;
 	}
 	if (s == NULL) {
@@ -1081,6 +1091,13 @@ on_session_setup(struct px_ledger *l, const struct smb2_hdr *h,
 	if (h->status != NT_STATUS_SUCCESS ||
 	    px_smb2_session_setup_rsp_decode(e, &sr) == -1)
 		return;
+	if (s->established && !p->u.sess.binding) {
+		/* a re-authentication: the session keeps its flags (a
+		 * client does not read them again, MS-SMB2 3.2.5.3; smbd
+		 * answers a re-authentication with SessionFlags 0) */
+		s->reauthing = false;
+		return;
+	}
 	s->established = true;
 	s->multichannel |= p->u.sess.binding;
 	s->guest = (sr.session_flags & SMB2_SESSION_FLAG_IS_GUEST) != 0;

@@ -59,6 +59,12 @@ struct px_session {
 	                             * re-authentication succeeds */
 	bool srv_reauth;            /* ... and the client's re-authentication
 	                             * is on its way */
+	bool reauthing;             /* a re-authentication of the established
+	                             * session is on its way: not acted on
+	                             * until it succeeds */
+	bool srv_gone;              /* the server refused a re-authentication,
+	                             * and so deleted the session (MS-SMB2
+	                             * 3.3.5.5.3): never acted on again */
 	bool multichannel;          /* a second connection is bound to it:
 	                             * not acted on (coherence.c) */
 	bool client_seals;          /* its client sent a sealed request:

@@ -284,6 +284,9 @@ struct px_stats {
 	                                      * signs answers it need not */
 	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone
 	                                 * before their ticket ended */
+	uint64_t sessions_reauth_refused; /* established sessions whose
+	                                   * re-authentication the server
+	                                   * refused (it deletes them) */
 	uint64_t sessions_server_expired; /* sessions the server said had
 	                                   * expired (left alone until the
 	                                   * client re-authenticated) */

@@ -227,6 +227,9 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
 
 	if ((p = px_emit_pending(c, lo, SMB2_WRITE, charge)) == NULL)
 		return NULL;
+	/* whose keys its answer must verify with (keyed.c) */
+	p->session_id = o->session_id;
+	p->tree_id = o->tree_id;
 	p->fid = o->fid;
 	p->u.io.offset = off;
 	p->u.io.length = (uint32_t)n;
@@ -1064,6 +1067,7 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 	if (h->command == SMB2_SESSION_SETUP) {
 		if (h->status != NT_STATUS_MORE_PROCESSING_REQUIRED)
 			s->srv_reauth = false;
+
 		if (h->status != NT_STATUS_SUCCESS && s->srv_expired &&
 		    !s->srv_reauth && c->state == PX_CONN_DRAINING) {
 			/* the client has gone and its re-authentication

@@ -60,10 +60,13 @@ def listen(lport, backlog=16):
 def serve(lport, sport, edit_s2c):
     """Relay 127.0.0.1:lport to 127.0.0.1:sport for ever.  For each
     connection edit_s2c() makes the function every server message then
-    goes through: edit(bytearray) -> the messages to send in its place."""
+    goes through: edit(bytearray) -> the messages to send in its place;
+    or a pair of such functions, (client's messages, server's)."""
     ls = listen(lport)
     while True:
         c, _ = ls.accept()
         s = socket.create_connection(("127.0.0.1", sport))
-        threading.Thread(target=_pump, args=(c, s, None), daemon=True).start()
-        threading.Thread(target=_pump, args=(s, c, edit_s2c()), daemon=True).start()
+        edits = edit_s2c()
+        c2s, s2c = edits if isinstance(edits, tuple) else (None, edits)
+        threading.Thread(target=_pump, args=(c, s, c2s), daemon=True).start()
+        threading.Thread(target=_pump, args=(s, c, s2c), daemon=True).start()

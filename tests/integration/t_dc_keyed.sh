@@ -12,7 +12,10 @@
 # proves that no other handle wrote the file since) but fetches it again.
 # Then through an on-path attacker (tamper.py) that changes the data of
 # large READ answers: smbaccel refuses its widened fetches (bad signature:
-# the connection closes) and never serves the changed bytes.
+# the connection closes) and never serves the changed bytes; and one that
+# changes only the answers to smbaccel's own read-ahead fetches (a flipped
+# byte, the response flag cleared, a forged unsigned END_OF_FILE): the
+# same.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/keyed_lib.sh"
 require_smbaccel "keyed sessions"
@@ -65,7 +68,7 @@ proxy_alive || fail "proxy died"
 # closed connection, never the attacker's (smbdd exit 3).  Before, the
 # copy took them and served them signed with the session's key.
 RELAY_PORT=$(free_port) || fail "no free port"
-bg "$PY" "$TESTS_DIR/tamper.py" "$RELAY_PORT" "$SMBD_PORT" 32768 2>>"$T/tamper.log"
+TAMPER_MODE_FILE=$T/tamper.mode bg "$PY" "$TESTS_DIR/tamper.py" "$RELAY_PORT" "$SMBD_PORT" 32768 2>>"$T/tamper.log"
 wait_port "$RELAY_PORT" 10 || fail "tamper.py is not accepting"
 P2_PORT=$(free_port) || fail "no free port"
 P2_CTL=$T/control2.sock
@@ -95,4 +98,30 @@ n=$("$SMBACCELCTL" -s "$P2_CTL" stats --json | "$PY" -c 'import json,sys; print(
 assert_ge 1 "$n" "tampered: stats server_not_authentic"
 grep -q "is not authentic: bad signature; closing the connection" "$T/proxy2.log" ||
     fail "tampered: no 'not authentic' log line"
+
+# The same attacker on smbaccel's own read-ahead fetches only (answers to
+# READs at 64 KiB and beyond, behind a sequential reader of 4 KiB reads):
+# a flipped byte; a flipped byte in an answer that no longer says it is
+# one (SERVER_TO_REDIR cleared); an unsigned END_OF_FILE in place of the
+# answer (at 256 KiB).  Before, smbaccel checked the answers to its own
+# READs against no session, skipped messages without the flag, and took
+# error answers unchecked: the reader got the changed byte or a file cut
+# short (smbdd exit 3).
+for m in "flip 65536" "unflag 65536" "eof 262144"; do
+	echo "$m" > "$T/tamper.mode"
+	t0=$(grep -c "^tamper: READ .* ${m% *}\$" "$T/tamper.log")
+	n0=$("$SMBACCELCTL" -s "$P2_CTL" stats --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("server_not_authentic", 0))')
+	l0=$(grep -c "reason=server-unreadable" "$T/proxy2.log")
+	out=$(HOME=$home timeout 120 "$SMBDD" read "$(smb_url "$P2_PORT" "$f")" 4K 400 \
+	    -U "$SMB_USER%$SMB_PASS" -m SMB3_02 -s "$seed" -q 2>&1)
+	rc=$?
+	t1=$(grep -c "^tamper: READ .* ${m% *}\$" "$T/tamper.log")
+	n1=$("$SMBACCELCTL" -s "$P2_CTL" stats --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("server_not_authentic", 0))')
+	l1=$(grep -c "reason=server-unreadable" "$T/proxy2.log")
+	info "fetches tampered ($m): smbdd exit $rc, $((t1 - t0)) answers changed, server_not_authentic +$((n1 - n0)), server-unreadable closes +$((l1 - l0)): $(echo "$out" | tail -n 1)"
+	[ "$rc" -ne 3 ] || fail "fetches tampered ($m): smbaccel served what an on-path attacker made: $out"
+	assert_ge 1 $((t1 - t0)) "fetches tampered ($m): answers tamper.py changed"
+	assert_ge 1 $((n1 - n0 + l1 - l0)) "fetches tampered ($m): answers refused (not authentic or unreadable)"
+done
+rm -f "$T/tamper.mode"
 info "PASS"
