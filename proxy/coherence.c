@@ -727,3 +727,41 @@ px_coh_opened(struct px_conn *c, struct px_open *o)
 	/* a reconnect of a durable open that lost data */
 	lost_reopened(c, o);
 }
+
+/* The server refused a re-authentication of established session s, which
+ * deletes it with its opens (MS-SMB2 3.3.5.5.3; smbd does): smbaccel
+ * never acts on it again (px_may_act), and its read caches go.  What it
+ * still buffered (nothing, unless a request raced the re-authentication:
+ * relay.c's must_wait writes it first) fails upstream and is reported as
+ * every refused write is. */
+void
+px_coh_reauth_refused(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p)
+{
+	struct px_session *s;
+	struct px_open *o;
+	uint64_t held = 0;
+
+	if (p == NULL || h->command != SMB2_SESSION_SETUP ||
+	    p->command != SMB2_SESSION_SETUP || p->u.sess.binding ||
+	    h->status == NT_STATUS_SUCCESS ||
+	    h->status == NT_STATUS_MORE_PROCESSING_REQUIRED ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    !s->established || s->srv_expired || s->srv_gone)
+		return;
+
+	s->srv_gone = true;
+	s->reauthing = false;
+	px_stats.sessions_reauth_refused++;
+	for (o = c->led.opens; o; o = o->next)
+		if (o->session_id == s->id) {
+			held += o->wb.len;
+			px_ra_drop(o, PX_RA_ERROR);
+			px_dc_open_lost(o, PX_DC_BREAK);
+		}
+	log_warnx("conn=%llu session=0x%llx the server refused the client's "
+	    "re-authentication (status 0x%08x), which deletes the session "
+	    "and its opens: smbaccel no longer acts on it (%llu bytes "
+	    "buffered)", (unsigned long long)c->id, (unsigned long long)s->id,
+	    h->status, (unsigned long long)held);
+}

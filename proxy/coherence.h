@@ -40,5 +40,11 @@ void px_coh_closing(struct px_conn *c);
 /* When a durable reconnect stops waiting for the close of the client's
  * previous connection (px_coh_must_wait); 0: none waits. */
 double px_coh_timer(const struct px_conn *c);
+/* The answer h to pending p: a refused re-authentication of an established
+ * session, which the server deletes with its opens (MS-SMB2 3.3.5.5.3),
+ * makes smbaccel stop acting on it for good (srv_gone) and drop its read
+ * caches; logged, counted. */
+void px_coh_reauth_refused(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p);
 
 #endif

@@ -617,21 +617,6 @@ px_open_proxy_write(const struct px_open *o)
 	return o->pl.kind != PX_PL_NONE && (o->pl.state & SMB2_LEASE_WRITE);
 }
 
-const char *
-px_dialect_name(uint16_t d)
-{
-	switch (d) {
-	case SMB2_DIALECT_0202: return "2.0.2";
-	case SMB2_DIALECT_0210: return "2.1";
-	case SMB2_DIALECT_0300: return "3.0";
-	case SMB2_DIALECT_0302: return "3.0.2";
-	case SMB2_DIALECT_0311: return "3.1.1";
-	case SMB2_DIALECT_WILDCARD: return "2.???";
-	case 0: return "-";
-	default: return "unknown";
-	}
-}
-
 /* ---- requests ----------------------------------------------------------- */
 
 /* Ids a request consumes: CreditCharge, with 0 meaning 1 (MS-SMB2 3.3.5.2.3:
@@ -1306,10 +1291,4 @@ px_open_alive(struct px_ledger *l, struct px_open *o, uint64_t serial)
 	for (x = l->opens; x && x != o; x = x->next)
 		;
 	return x != NULL && x->serial == serial ? x : NULL;
-}
-
-struct px_open *
-px_pending_open(struct px_ledger *l, const struct px_pending *p)
-{
-	return px_open_alive(l, p->u.io.open, p->u.io.open_serial);
 }

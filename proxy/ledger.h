@@ -457,7 +457,6 @@ bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);
 /* smbaccel holds write caching on o for its client (breaking or not): a
  * break of it needs an acknowledgement. */
 bool px_open_proxy_write(const struct px_open *o);
-const char *px_dialect_name(uint16_t d);
 /* The totals of server's share, created at first sight (NULL only if
  * memory runs out) and named with both names as px_str_safe shows them;
  * the first of them all, in the order first seen; all of them freed (at
@@ -473,7 +472,10 @@ struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o,
     uint64_t serial);
 /* The open a pending READ or WRITE of smbaccel's was for, if it is still
  * open (px_open_alive on its u.io.open and u.io.open_serial). */
-struct px_open *px_pending_open(struct px_ledger *l,
-    const struct px_pending *p);
+static inline struct px_open *
+px_pending_open(struct px_ledger *l, const struct px_pending *p)
+{
+	return px_open_alive(l, p->u.io.open, p->u.io.open_serial);
+}
 
 #endif

@@ -756,63 +756,6 @@ px_relay_server_frame(struct px_conn *c, const uint8_t *frame, size_t len)
 	return server_unreadable(c, msg, mlen, frame, len);
 }
 
-/* The server refused a re-authentication of established session s, which
- * deletes it with its opens (MS-SMB2 3.3.5.5.3; smbd does): smbaccel
- * never acts on it again (px_may_act), and its read caches go.  What it
- * still buffered (nothing, unless a request raced the re-authentication:
- * must_wait writes it first) fails upstream and is reported as
- * every refused write is. */
-static void
-reauth_refused(struct px_conn *c, const struct smb2_hdr *h,
-    const struct px_pending *p)
-{
-	struct px_session *s;
-	struct px_open *o;
-	uint64_t held = 0;
-
-	if (p == NULL || h->command != SMB2_SESSION_SETUP ||
-	    p->command != SMB2_SESSION_SETUP || p->u.sess.binding ||
-	    h->status == NT_STATUS_SUCCESS ||
-	    h->status == NT_STATUS_MORE_PROCESSING_REQUIRED ||
-	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
-	    !s->established || s->srv_expired || s->srv_gone)
-		return;
-
-	s->srv_gone = true;
-	s->reauthing = false;
-	px_stats.sessions_reauth_refused++;
-	for (o = c->led.opens; o; o = o->next)
-		if (o->session_id == s->id) {
-			held += o->wb.len;
-			px_ra_drop(o, PX_RA_ERROR);
-			px_dc_open_lost(o, PX_DC_BREAK);
-		}
-	log_warnx("conn=%llu session=0x%llx the server refused the client's "
-	    "re-authentication (status 0x%08x), which deletes the session "
-	    "and its opens: smbaccel no longer acts on it (%llu bytes "
-	    "buffered)", (unsigned long long)c->id, (unsigned long long)s->id,
-	    h->status, (unsigned long long)held);
-}
-
-/* Does every element of the server's compound say it is a response
- * (SMB2_FLAGS_SERVER_TO_REDIR, which a server sets on all it sends,
- * MS-SMB2 2.2.1)?  One that does not is not read as an answer. */
-static bool
-all_responses(const uint8_t *msg, size_t mlen, int n)
-{
-	struct smb2_hdr h;
-	size_t off = 0;
-	int i;
-
-	for (i = 0; i < n; i++) {
-		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1 ||
-		    !h.is_response)
-			return false;
-		off += h.elem_len;
-	}
-	return true;
-}
-
 /*
  * An SMB2 message from the server (plaintext msg) that arrived as frame;
  * sealed is the session it was sealed under, or NULL.
@@ -830,7 +773,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	uint64_t sealed_id = sealed ? sealed->id : 0;
 
 	n = px_smb2_compound_count(msg, mlen);
-	if (n < 1 || !all_responses(msg, mlen, n))
+	if (n < 1 || !px_smb2_all_responses(msg, mlen, n))
 		return server_unreadable(c, msg, mlen, frame, len);
 	/* what smbaccel would act on must be the server's (keyed.c) */
 	if (px_keyed_answers_authentic(c, msg, mlen, sealed_id) == -1) {
@@ -885,7 +828,7 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		}
 		px_ledger_server_response(&c->led, &h, &e, &last_create, &p,
 		    &interim);
-		reauth_refused(c, &h, p);
+		px_coh_reauth_refused(c, &h, p);
 		px_wb_expiry_seen(c, &h, p, interim);
 		/* what the session's server signs decides what may be
 		 * altered (alter.c) */

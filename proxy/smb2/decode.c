@@ -126,6 +126,25 @@ px_smb2_compound_count(const uint8_t *msg, size_t len)
 	}
 }
 
+/* Does every element of the server's compound say it is a response
+ * (SMB2_FLAGS_SERVER_TO_REDIR, which a server sets on all it sends,
+ * MS-SMB2 2.2.1)?  One that does not is not read as an answer. */
+bool
+px_smb2_all_responses(const uint8_t *msg, size_t mlen, int n)
+{
+	struct smb2_hdr h;
+	size_t off = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1 ||
+		    !h.is_response)
+			return false;
+		off += h.elem_len;
+	}
+	return true;
+}
+
 bool
 px_fileid_eq(const struct smb2_fileid *a, const struct smb2_fileid *b)
 {

@@ -1,7 +1,7 @@
 /*
  * frame.c - NetBIOS session service framing of direct-TCP SMB (RFC 1002
  * 4.3.1, MS-SMB2 2.1) and classification of the message it carries by its
- * protocol id.
+ * protocol id; the names of dialects.
  *
  * Pure functions over byte buffers: no allocation, no I/O.
  */
@@ -92,4 +92,19 @@ px_magic_name(enum px_magic m)
 		break;
 	}
 	return "unknown";
+}
+
+const char *
+px_dialect_name(uint16_t d)
+{
+	switch (d) {
+	case SMB2_DIALECT_0202: return "2.0.2";
+	case SMB2_DIALECT_0210: return "2.1";
+	case SMB2_DIALECT_0300: return "3.0";
+	case SMB2_DIALECT_0302: return "3.0.2";
+	case SMB2_DIALECT_0311: return "3.1.1";
+	case SMB2_DIALECT_WILDCARD: return "2.???";
+	case 0: return "-";
+	default: return "unknown";
+	}
 }

@@ -51,6 +51,8 @@ enum px_magic {
 };
 enum px_magic px_classify(const uint8_t *msg, size_t len);
 const char *px_magic_name(enum px_magic m);
+/* "2.0.2" .. "3.1.1", "2.???" (the wildcard), "-" (none yet). */
+const char *px_dialect_name(uint16_t d);
 
 /* ---- bounds-checked reader ------------------------------------------- */
 
@@ -172,6 +174,9 @@ int px_smb2_hdr_decode(const uint8_t *msg, size_t len, size_t off,
  * Returns the count (>= 1) or -1.
  */
 int px_smb2_compound_count(const uint8_t *msg, size_t len);
+/* Does each of the n elements of msg decode and say it is a response
+ * (SMB2_FLAGS_SERVER_TO_REDIR)? */
+bool px_smb2_all_responses(const uint8_t *msg, size_t len, int n);
 
 /* Body of an element: pointer and length after its header. */
 struct smb2_elem {
