@@ -252,6 +252,14 @@ done
 # (CLOCK_REALTIME, as the timestamps)
 sleep 1.2
 kill -STOP "$PROXY_PID"
+# the stop takes effect when the daemon next leaves the kernel (later on a
+# loaded machine, or after a write that blocked): the window starts once
+# /proc shows it stopped
+n=200
+while [ $n -gt 0 ] && [ "$(awk '{print $3}' "/proc/$PROXY_PID/stat" 2>/dev/null)" != T ]; do
+	sleep 0.01; n=$((n - 1))
+done
+[ $n -gt 0 ] || { kill -CONT "$PROXY_PID"; fail "smbaccel not stopped 2 s after SIGSTOP"; }
 s0=$(date +%s.%N)
 sleep 1.2
 s1=$(date +%s.%N)
