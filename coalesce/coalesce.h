@@ -536,7 +536,8 @@ enum co_dc_cause {
 	CO_DC_UNPROVEN,
 	CO_DC_NCAUSES
 };
-/* The disk id is compared only when both sides have one. */
+/* CO_DC_SAME only with the same on-disk id on both sides (a copy or an
+ * open without one proves no file). */
 enum co_dc_cause co_dc_compare(const struct co_dc_valid *cached,
     const struct co_dc_valid *now);
 const char *co_dc_cause_name(enum co_dc_cause c);

@@ -92,7 +92,11 @@ co_dc_compare(const struct co_dc_valid *a, const struct co_dc_valid *b)
 		return CO_DC_CHANGE;
 	if (a->eof != b->eof)
 		return CO_DC_SIZE;
-	if (a->has_disk_id && b->has_disk_id &&
+	/* a name, times and a size prove no file: two users' files can share
+	 * a cache key (a share whose path depends on the user, a
+	 * case-sensitive share) and another user sets all of those for his
+	 * own; only the server's on-disk id names the file */
+	if (!a->has_disk_id || !b->has_disk_id ||
 	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) != 0)
 		return CO_DC_FILE_ID;
 	return CO_DC_SAME;

@@ -57,10 +57,11 @@ static bool
 open_is(struct px_conn *x, const struct px_open *o, const char *share,
     const char *name, bool in_dir, const struct px_open *by)
 {
-	if (!in_dir && by != NULL && by->dcv.has_disk_id &&
-	    o->dcv.has_disk_id && memcmp(by->dcv.disk_id, o->dcv.disk_id,
-	    sizeof(o->dcv.disk_id)) == 0)
+	if (!in_dir && px_open_same_id(by, o))
 		return true;
+	/* two ids, two files, whatever the names say */
+	if (!in_dir && px_open_other_file(by, o))
+		return false;
 	return strcasecmp(px_tree_share(x, o), share) == 0 &&
 	    o->name != NULL && path_match(o->name, name, in_dir);
 }
@@ -168,7 +169,8 @@ ra_invalidate_path(struct px_conn *c, const char *share, const char *name,
  * must get the server's FILE_LOCK_CONFLICT, not an early success.
  */
 static void
-lock_path(struct px_conn *c, const char *share, const char *name)
+lock_path(struct px_conn *c, const char *share, const char *name,
+    const struct px_open *by)
 {
 	struct px_conn *x;
 	struct px_open *o;
@@ -177,30 +179,29 @@ lock_path(struct px_conn *c, const char *share, const char *name)
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
 		for (o = x->led.opens; o; o = o->next)
-			if (o->name && px_same_file_name(o->name, name) &&
-			    strcasecmp(px_tree_share(x, o), share) == 0)
+			if (open_is(x, o, share, name, false, by))
 				o->locked = true;
 	}
 }
 
-/* Does an open of file `name` of share `share` on c's server, other than
- * `except`, carry a LOCK seen through this smbaccel (any connection)? */
+/* Does an open of file `name` of share `share` on c's server (of o's file
+ * when o is known), other than o, carry a LOCK seen through this smbaccel
+ * (any connection)? */
 static bool
 path_locked(struct px_conn *c, const char *share, const char *name,
-    const struct px_open *except)
+    const struct px_open *o)
 {
 	struct px_conn *x;
-	struct px_open *o;
+	struct px_open *y;
 
 	if (name == NULL)
 		return false;
 	for (x = px_rt.conns; x; x = x->next) {
 		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
 			continue;
-		for (o = x->led.opens; o; o = o->next)
-			if (o != except && o->locked && o->name &&
-			    px_same_file_name(o->name, name) &&
-			    strcasecmp(px_tree_share(x, o), share) == 0)
+		for (y = x->led.opens; y; y = y->next)
+			if (y != o && y->locked &&
+			    open_is(x, y, share, name, false, o))
 				return true;
 	}
 	return false;
@@ -341,7 +342,7 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 		    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 		    px_fileid_is_related(&fid) && rel.valid &&
 		    (h->flags & SMB2_FLAGS_RELATED_OPERATIONS)) {
-			lock_path(c, rel.share, rel.name);
+			lock_path(c, rel.share, rel.name, NULL);
 			break;
 		}
 		if (px_smb2_req_file_id(e, h->command, &fid) == 0 &&
@@ -349,7 +350,7 @@ px_coh_on_request(struct px_conn *c, const struct smb2_hdr *h,
 			px_ra_drop(o, h->command == SMB2_LOCK ? PX_RA_LOCK :
 			    PX_RA_CLOSE);
 			if (h->command == SMB2_LOCK && o->name)
-				lock_path(c, px_tree_share(c, o), o->name);
+				lock_path(c, px_tree_share(c, o), o->name, o);
 			/* a lock means coordination with writers: under leased
 			 * the lease still protects the copy, under always it
 			 * goes (a CLOSE keeps it: that is the point) */

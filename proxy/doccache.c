@@ -357,7 +357,10 @@ dc_start(struct px_conn *c, struct px_tree *t, struct px_open *o)
 	char key[DC_KEY_MAX];
 	struct co_dc_entry *e;
 
+	/* a copy without the file's on-disk id could be taken for another
+	 * file of the same key (co_dc_compare) */
 	if (o->dc_stale || o->name == NULL || o->dcv.eof == 0 ||
+	    !o->dcv.has_disk_id ||
 	    o->dcv.eof > t->policy.read_cache_file_max ||
 	    o->size_hint != o->dcv.eof ||
 	    !dc_key(c, t->share, o->name, key, sizeof(key)))

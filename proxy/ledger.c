@@ -444,9 +444,10 @@ px_open_same_file(const struct px_ledger *l, const struct px_open *x,
 		return true;
 	/* the on-disk id names the volume too: the same file through any
 	 * share of the server */
-	if (x->dcv.has_disk_id && o->dcv.has_disk_id &&
-	    memcmp(x->dcv.disk_id, o->dcv.disk_id, sizeof(x->dcv.disk_id)) == 0)
+	if (px_open_same_id(x, o))
 		return true;
+	if (px_open_other_file(x, o))
+		return false;
 	if (x->session_id != o->session_id || x->tree_id != o->tree_id) {
 		if ((a = tree_of(l, x)) == NULL || (b = tree_of(l, o)) == NULL ||
 		    strcasecmp(a->share, b->share) != 0)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proxy/proxy.h"
 #include "proxy/smb2/smb2.h"
@@ -470,6 +471,26 @@ void px_share_stats_free(void);
  * open's by now)? */
 struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o,
     uint64_t serial);
+/* Do a and b both carry the server's on-disk id (QFid), the same one
+ * (the same file, through any name or share), or different ones (two
+ * files, however alike their names: a case-sensitive share, a share
+ * whose path depends on the user)? */
+static inline bool
+px_open_same_id(const struct px_open *a, const struct px_open *b)
+{
+	return a != NULL && b != NULL && a->dcv.has_disk_id &&
+	    b->dcv.has_disk_id &&
+	    memcmp(a->dcv.disk_id, b->dcv.disk_id, sizeof(a->dcv.disk_id)) == 0;
+}
+
+static inline bool
+px_open_other_file(const struct px_open *a, const struct px_open *b)
+{
+	return a != NULL && b != NULL && a->dcv.has_disk_id &&
+	    b->dcv.has_disk_id &&
+	    memcmp(a->dcv.disk_id, b->dcv.disk_id, sizeof(a->dcv.disk_id)) != 0;
+}
+
 /* The open a pending READ or WRITE of smbaccel's was for, if it is still
  * open (px_open_alive on its u.io.open and u.io.open_serial). */
 static inline struct px_open *

@@ -189,9 +189,10 @@ verdict(struct px_conn *c, const struct px_open *o, uint64_t off,
 			continue;
 		for (lo = x->led.opens; lo; lo = lo->next) {
 			if ((lo->brl.n == 0 && lo->brl.lost == 0) ||
-			    lo->name == NULL ||
-			    !px_same_file_name(lo->name, o->name) ||
-			    strcasecmp(px_tree_share(x, lo), share) != 0)
+			    lo->name == NULL || px_open_other_file(lo, o) ||
+			    (!px_open_same_id(lo, o) &&
+			    (!px_same_file_name(lo->name, o->name) ||
+			    strcasecmp(px_tree_share(x, lo), share) != 0)))
 				continue;
 			v = co_brl_check(&lo->brl, lo == o, off, len, write);
 			if (v != CO_BRL_OK)

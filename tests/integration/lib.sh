@@ -26,6 +26,7 @@ PROXY_IMPL=${PROXY_IMPL:-smbaccel}
 RESULTS_DIR=${RESULTS_DIR:-}
 SMB_USER=smbtest
 SMB_PASS=testpass
+SMB_USER2=smbtest2      # a second user (add_smb_user), same password
 export PROXY_IMPL
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/smbaccel-$TEST_NAME.XXXXXX") || exit 1
@@ -392,10 +393,20 @@ smbd_ns() {
 # ensure_test_user: create smbtest once; tests starting side by side take
 # turns (two useradd at once: "cannot lock /etc/passwd").
 ensure_test_user() {
-	id "$SMB_USER" >/dev/null 2>&1 && return 0
+	local u=${1:-$SMB_USER}
+	id "$u" >/dev/null 2>&1 && return 0
 	flock /tmp/smbaccel-test-useradd.lock sh -c \
-	    'id "$1" >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$1"' sh "$SMB_USER" ||
-	    id "$SMB_USER" >/dev/null 2>&1 || fail "cannot create user $SMB_USER"
+	    'id "$1" >/dev/null 2>&1 || useradd -M -s /usr/sbin/nologin "$1"' sh "$u" ||
+	    id "$u" >/dev/null 2>&1 || fail "cannot create user $u"
+}
+
+# add_smb_user NAME: a Unix user NAME (ensure_test_user) in the test
+# smbd's passdb, with password $SMB_PASS.
+add_smb_user() {
+	ensure_test_user "$1"
+	printf '%s\n%s\n' "$SMB_PASS" "$SMB_PASS" |
+	    smbd_ns smbpasswd -c "$SMBD_CONF" -s -a "$1" >"$SMBD_DIR/smbpasswd.$1.out" 2>&1 ||
+	    { cat "$SMBD_DIR/smbpasswd.$1.out"; fail "smbpasswd -a $1 failed"; }
 }
 
 # write_smbd_conf [smb.conf lines for [global]...]: $SMBD_CONF for a

@@ -42,6 +42,8 @@ valid(uint64_t eof, uint64_t t)
 	v.last_write = 2000 + t;
 	v.change = 3000 + t;
 	v.eof = eof;
+	v.has_disk_id = true;           /* as every open a copy is made for */
+	v.disk_id[0] = 0x42;
 	return v;
 }
 
@@ -91,15 +93,17 @@ test_compare(void)
 	b = a;
 	b.eof++;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_SIZE);
-	/* the on-disk id: only when both sides have one */
+	/* the on-disk id: the same on both sides, or not the same file
+	 * (times and size alone are another user's to set) */
 	b = a;
-	b.has_disk_id = true;
 	b.disk_id[3] = 7;
-	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_SAME);
-	a.has_disk_id = true;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
 	a.disk_id[3] = 7;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_SAME);
+	b.has_disk_id = false;
+	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
+	a.has_disk_id = false;
+	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
 	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_CHANGE), "change-time");
 	/* the glue's cause (stats key dc_valid_failed.unproven) */
 	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_UNPROVEN), "unproven");
