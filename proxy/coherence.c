@@ -696,7 +696,7 @@ lost_reopened(struct px_conn *c, struct px_open *o)
 		px_stats.lost_reconnected++;
 		log_warnx("conn=%llu share=%s file=%s durable reconnect of the "
 		    "open that lost %llu acknowledged bytes on conn=%llu: error "
-		    "0x%08x deferred to its next WRITE, FLUSH or CLOSE",
+		    "0x%08x deferred to its next WRITE, FLUSH, SET_INFO or CLOSE",
 		    (unsigned long long)c->id, px_tree_share(c, o), o->name,
 		    (unsigned long long)l->bytes, (unsigned long long)l->conn_id,
 		    o->failed_status);

@@ -47,11 +47,13 @@
  * meanwhile), or by the server when the connection ends (MS-SMB2 3.3.7.1);
  * both are logged, and from then on that connection compounds a CLOSE only
  * when it can keep an id back.  A FLUSH is answered with the WRITE's
- * status as a CLOSE is (the error is then reported); a SET_INFO or
+ * status as a CLOSE is (the error is then reported), and so is a
+ * SET_INFO, which the server carried out (times or size after a copy: an
+ * application sees it fail, where a CLOSE's status is lost to most); a
  * QUERY_INFO gets the server's own answer, and the error waits on the
- * open for its next WRITE, FLUSH or CLOSE, as after any failed flush (a
- * READ too: it gets what the server has).  The handle stays open either
- * way.
+ * open for its next WRITE, FLUSH, SET_INFO or CLOSE, as after any failed
+ * flush (a READ too: it gets what the server has).  The handle stays open
+ * either way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -133,8 +135,9 @@ px_cmp_command(uint16_t cmd)
 }
 
 /* The open request h names, if it is one a compound may carry: a
- * SET_INFO that renames or deletes waits for the whole connection
- * (relay.c, must_wait), so it is not. */
+ * SET_INFO that renames or deletes, and a QUERY_INFO of the volume (free
+ * space), wait for the whole connection (relay.c, must_wait), so they are
+ * not. */
 static struct px_open *
 request_open(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
@@ -150,6 +153,7 @@ request_open(struct px_conn *c, const struct smb2_hdr *h,
 			return NULL;
 	}
 	if (!px_cmp_command(h->command) ||
+	    (h->command == SMB2_QUERY_INFO && px_smb2_query_info_of_volume(e)) ||
 	    px_smb2_req_file_id(e, h->command, &fid) == -1)
 		return NULL;
 	return px_open_find(&c->led, &fid);
@@ -523,21 +527,26 @@ finish(struct px_conn *c, struct cmp_rec *r)
 		struct px_open *o = px_open_find(&c->led, &r->fid);
 
 		px_stats.cmp_write_errors++;
-		if (r->cmd == SMB2_FLUSH) {
-			/* the FLUSH asked for the data: it gets the error */
+		if (r->cmd == SMB2_FLUSH || r->cmd == SMB2_SET_INFO) {
+			/* the FLUSH asked for the data: it gets the error;
+			 * so does a SET_INFO (times or size after a copy),
+			 * which most applications see fail where a CLOSE's
+			 * status is lost to them (CloseHandle, close(2)) */
 			log_warnx("conn=%llu share=%s file=%s offset=%llu "
-			    "length=%u write sent with the FLUSH failed "
-			    "status=0x%08x: reported on the FLUSH",
+			    "length=%u write sent with the %s failed "
+			    "status=0x%08x: reported on the %s",
 			    (unsigned long long)c->id, r->share,
 			    r->name ? r->name : "", (unsigned long long)r->woff,
-			    r->wlen, r->wstatus);
+			    r->wlen, px_smb2_cmd_name(r->cmd), r->wstatus,
+			    px_smb2_cmd_name(r->cmd));
 			if (to_error(r) == -1)
 				return -1;
 			if (o && o->failed_status == r->wstatus)
 				o->failed_status = 0;
 		}
 		/* else the server's own answer; the error waits on the open
-		 * (px_wb_write_done) for its next WRITE, FLUSH or CLOSE */
+		 * (px_wb_write_done) for its next WRITE, FLUSH, SET_INFO or
+		 * CLOSE */
 	} else if (r->wstatus != 0) {
 		px_stats.cmp_write_errors++;
 		log_warnx("conn=%llu share=%s file=%s offset=%llu length=%u "

@@ -112,7 +112,10 @@ must_wait(struct px_conn *c, const struct smb2_hdr *h,
 	if (!compound && file_scoped(h->command) &&
 	    px_smb2_req_file_id(e, h->command, &fid) == 0 &&
 	    (o = px_open_find(&c->led, &fid)) != NULL) {
-		bool rename = false;
+		/* a rename or a delete, or a query of the volume's free
+		 * space, sees every file's writes: the whole connection */
+		bool whole = h->command == SMB2_QUERY_INFO &&
+		    px_smb2_query_info_of_volume(e);
 
 		if (h->command == SMB2_SET_INFO) {
 			struct smb2_set_info_req si;
@@ -120,9 +123,9 @@ must_wait(struct px_conn *c, const struct smb2_hdr *h,
 			if (px_smb2_set_info_req_decode(e, &si) == -1 ||
 			    px_smb2_info_renames(si.info_class) ||
 			    px_smb2_info_deletes(si.info_class))
-				rename = true;
+				whole = true;
 		}
-		if (!rename) {
+		if (!whole) {
 			if (px_wb_file_idle(c, o))
 				return false;
 			px_wb_flush_file(c, o, CO_FLUSH_REQUEST);

@@ -1,7 +1,7 @@
 /*
  * wberror.c - what a client is told about the writes smbaccel absorbed
  * when they did not reach the server (DESIGN.md section 4): a deferred
- * write error reported on the open's next WRITE, FLUSH or CLOSE (on the
+ * write error reported on the open's next WRITE, FLUSH, SET_INFO or CLOSE (on the
  * CLOSE's answer also when the client sent it in a compound of its own),
  * and the expiry the server would give a CLOSE or LOCK in a session it
  * has expired while smbaccel holds data for the file.  The flushes and
@@ -69,6 +69,24 @@ px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
 
 /* ---- deferred errors ---------------------------------------------------------- */
 
+/* May h carry a deferred write error to its client?  A WRITE or FLUSH;
+ * and a SET_INFO but a delete's: an application setting the file's times
+ * or attributes after a copy (Windows' CopyFile) sees its failure, where
+ * a CLOSE's status is lost to most (CloseHandle, close(2) on a kernel
+ * mount); a delete of the file goes on. */
+static bool
+carries_error(const struct smb2_hdr *h, const struct smb2_elem *e)
+{
+	struct smb2_set_info_req si;
+
+	if (h->command == SMB2_WRITE || h->command == SMB2_FLUSH)
+		return true;
+	return h->command == SMB2_SET_INFO &&
+	    px_smb2_set_info_req_decode(e, &si) == 0 &&
+	    !(si.info_type == SMB2_0_INFO_FILE &&
+	    px_smb2_info_deletes(si.info_class));
+}
+
 bool
 px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, enum px_absorb *rc)
@@ -79,7 +97,7 @@ px_wb_deferred_error(struct px_conn *c, const struct smb2_hdr *h,
 	struct px_tree *t;
 	uint32_t st;
 
-	if ((h->command != SMB2_WRITE && h->command != SMB2_FLUSH) ||
+	if (!carries_error(h, e) ||
 	    px_smb2_req_file_id(e, h->command, &fid) == -1 ||
 	    (o = px_open_find(&c->led, &fid)) == NULL || !o->failed_status ||
 	    px_wb_busy(o) || o->session_id != h->session_id ||

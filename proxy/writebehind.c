@@ -6,7 +6,7 @@
  * Owns: which WRITE may be absorbed (the open, the gate, the memory
  * budgets, the ids), the flushes that send buffered data upstream as
  * multi-credit WRITEs paid with donated ids, their answers and failures
- * (the errors deferred to the next WRITE, FLUSH or CLOSE are reported by
+ * (the errors deferred to the next WRITE, FLUSH, SET_INFO or CLOSE are reported by
  * wberror.c), the idle/age timers, and what a closed connection loses.  Reads served from the
  * read-ahead cache are answered through px_wb_answer too: it is where the
  * zero-credit rule lives.
@@ -76,7 +76,7 @@ wb_account(struct px_conn *c, int64_t delta)
 /*
  * len bytes of o's acknowledged data will not reach the server: counted,
  * no longer buffered, and `status` kept on o (the first one stays) for its
- * next WRITE, FLUSH or CLOSE (px_wb_deferred_error, px_wb_on_close).  The
+ * next WRITE, FLUSH, SET_INFO or CLOSE (px_wb_deferred_error, px_wb_on_close).  The
  * caller logs where and why.
  */
 /* One deferred error of len acknowledged bytes, counted globally and for
@@ -155,7 +155,7 @@ wb_lose_held(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 		    "not written: the server has expired the session and the "
 		    "client has not re-authenticated, but a %s flush needs it "
 		    "written now: acknowledged data lost, error 0x%08x "
-		    "deferred to the next WRITE, FLUSH or CLOSE",
+		    "deferred to the next WRITE, FLUSH, SET_INFO or CLOSE",
 		    (unsigned long long)c->id, px_tree_share(c, o),
 		    o->name ? o->name : "?", (unsigned long long)x[i]->off,
 		    x[i]->len, co_flush_cause_name(cause),
@@ -292,7 +292,7 @@ wb_send(struct px_conn *c, struct px_open *o, uint64_t off,
 			log_warnx("conn=%llu share=%s file=%s offset=%llu "
 			    "length=%zu flush starved of message ids: "
 			    "acknowledged data lost, error deferred to the next "
-			    "WRITE, FLUSH or CLOSE", (unsigned long long)c->id,
+			    "WRITE, FLUSH, SET_INFO or CLOSE", (unsigned long long)c->id,
 			    px_tree_share(c, o), o->name,
 			    (unsigned long long)(off + pos), len - pos);
 			wb_lost(c, o, len - pos, NT_STATUS_INSUFFICIENT_RESOURCES);
@@ -992,7 +992,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 	    "reported on the CLOSE it was sent with" :
 	    p->in_compound && p->with_cmd == SMB2_FLUSH ?
 	    "reported on the FLUSH it was sent with" :
-	    "deferred to the next WRITE, FLUSH or CLOSE", why);
+	    "deferred to the next WRITE, FLUSH, SET_INFO or CLOSE", why);
 	if (o && !o->failed_status)
 		o->failed_status = st;
 }

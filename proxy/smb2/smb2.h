@@ -671,6 +671,18 @@ int px_smb2_req_file_id(const struct smb2_elem *e, uint16_t command,
 
 /* SET_INFO (2.2.39) fields needed to see end-of-file / rename / delete. */
 #define SMB2_0_INFO_FILE 0x01
+#define SMB2_0_INFO_FILESYSTEM 0x02
+#define SMB2_0_INFO_QUOTA 0x04
+
+/* A QUERY_INFO (2.2.37) of the volume's information or quotas (free
+ * space: what every file's buffered writes change), not of its file. */
+static inline bool
+px_smb2_query_info_of_volume(const struct smb2_elem *e)
+{
+	return e->len >= SMB2_HDR_LEN + 3 &&
+	    (e->hdr[SMB2_HDR_LEN + 2] == SMB2_0_INFO_FILESYSTEM ||
+	    e->hdr[SMB2_HDR_LEN + 2] == SMB2_0_INFO_QUOTA);
+}
 #define FILE_RENAME_INFORMATION      10
 #define FILE_DISPOSITION_INFORMATION 13
 #define FILE_ALLOCATION_INFORMATION  19

@@ -6,6 +6,9 @@
 #   flush: sends FLUSH,   close: sends CLOSE,
 #   late: after a flush failed, one more 1 KiB write stays buffered (long
 #         flush_idle), 2 s later the next WRITE must get the error
+#   setinfo: a SET_INFO of the file's times after the writes must get the
+#         error (before, only the CLOSE did, whose status CloseHandle and
+#         close(2) drop)
 # with less free space than it writes; directly, smbd fails a WRITE with
 # STATUS_DISK_FULL; through the proxy the same status must reach the client
 # on a later WRITE, the FLUSH or the CLOSE (never silence), the proxy log
@@ -69,7 +72,7 @@ if bad:
 PYEOF
 }
 
-for mode in write flush close late; do
+for mode in write flush close late setinfo; do
 	case $mode in write) free=1024 kib=1024 ;; late) free=256 kib=600 ;; *) free=64 kib=256 ;; esac
 	fill "$free"
 	dout=$(timeout 90 "$PY" "$TESTS_DIR/wb_diskfull.py" "$SMBD_PORT" 3.0 "d-$mode" "$mode" "$kib" 2>&1) ||
@@ -82,7 +85,7 @@ for mode in write flush close late; do
 	dst=${dout##* } pst=${pout##* } pop=$(echo "$pout" | awk '{print $4}')
 	[ "$dst" = "$DISK_FULL" ] || fail "$mode: smbd gives $dst directly, not STATUS_DISK_FULL"
 	[ "$pst" = "$dst" ] || problem "$mode: the client got $pst through the proxy, $dst directly ($pout)"
-	case $mode:$pop in write:WRITE@*|flush:WRITE@*|flush:FLUSH|close:WRITE@*|close:CLOSE|late:WRITE*) ;;
+	case $mode:$pop in write:WRITE@*|flush:WRITE@*|flush:FLUSH|close:WRITE@*|close:CLOSE|late:WRITE*|setinfo:WRITE@*|setinfo:SETINFO) ;;
 	*) problem "$mode: error reported on $pop" ;; esac
 	wait_log "file=p-$mode offset=[0-9]+ length=[0-9]+ upstream write failed status=$DISK_FULL" 5 ||
 	    problem "$mode: the proxy log does not name the lost range of p-$mode"
@@ -93,6 +96,19 @@ for mode in write flush close late; do
 	# lost ranges mean writes were acknowledged after the failure was known.
 	nlost=$(grep -cE "file=p-$mode .*upstream write failed" "$PROXY_LOG")
 	[ "$nlost" -le 2 ] || problem "$mode: $nlost separate lost ranges: the proxy kept acknowledging writes after an upstream write had failed"
+done
+
+# The volume's free space seen through a handle after 512 KiB of 1 KiB
+# writes the proxy holds (flush_idle 30 s): it must have gone down as it
+# does directly (before, smbaccel passed the query on beside the buffered
+# writes, and the client saw the space they take as free).
+for p in SMBD_PORT PROXY_PORT; do
+	rm -f "$SHARE_DIR"/*
+	out=$(timeout 60 "$PY" "$TESTS_DIR/wb_diskfull.py" "${!p}" 3.0 free-$p free 512 2>&1) ||
+	    fail "free ($p): $out"
+	info "free space, ${p%_PORT}: $out"
+	kib=$(echo "$out" | awk '{print $4}')
+	[ "${kib:-0}" -ge 500 ] || problem "free space through ${p%_PORT}: $out (at least 500 KiB expected)"
 done
 
 # A real client: smbdd 12 MiB of 1 KiB writes onto the 8 MiB share.

@@ -424,6 +424,17 @@ class Client(object):
         off, ln = struct.unpack_from("<HI", r.body, 2)
         return 0, struct.unpack_from("<Q", r.raw, off + 8)[0]
 
+    def query_free(self, fid, **kw):
+        """(status, bytes free to the caller) from FileFsFullSizeInformation
+        (a QUERY_INFO of the volume through handle fid)."""
+        body = struct.pack("<HBBIHHIII16sB", 41, 2, 7, 32, 0, 0, 0, 0, 0, fid, 0)
+        r = self.wait(self.send(QUERY_INFO, body, **kw))
+        if r.status != 0:
+            return r.status, None
+        off, ln = struct.unpack_from("<HI", r.body, 2)
+        _, avail, _, spu, bps = struct.unpack_from("<QQQII", r.raw, off)
+        return 0, avail * spu * bps
+
     def echo(self, **kw):
         return self.wait(self.send(ECHO, struct.pack("<HH", 4, 0), **kw)).status
 
