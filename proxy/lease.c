@@ -183,6 +183,31 @@ lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
 	return 0;
 }
 
+/* Do paths a and b name the same file as lease_key reads them (leading
+ * separators dropped, '/' as '\\'), with ASCII case folded when fold? */
+static bool
+name_eq(const char *a, const char *b, bool fold)
+{
+	char x, y;
+
+	while (*a == '\\' || *a == '/')
+		a++;
+	while (*b == '\\' || *b == '/')
+		b++;
+	for (;; a++, b++) {
+		x = *a == '/' ? '\\' : *a;
+		y = *b == '/' ? '\\' : *b;
+		if (fold && x >= 'A' && x <= 'Z')
+			x = (char)(x + 32);
+		if (fold && y >= 'A' && y <= 'Z')
+			y = (char)(y + 32);
+		if (x != y)
+			return false;
+		if (x == '\0')
+			return true;
+	}
+}
+
 /* An open of the lease with this key (arg) whose file was renamed. */
 static void
 renamed_open(struct px_conn *x, struct px_open *o, void *arg)
@@ -419,6 +444,58 @@ px_lease_sent(struct px_conn *c, struct px_pending *p,
 	px_stats.pl_asked++;
 }
 
+/* Does one of the opens holding a refused key have the CREATE's name? */
+struct refused_arg {
+	const char *name;
+	bool exact;
+};
+
+static void
+refused_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	struct refused_arg *r = arg;
+
+	(void)x;
+	if (o->name == NULL)
+		return;
+	if (name_eq(o->name, r->name, false))
+		r->exact = true;
+}
+
+/*
+ * A CREATE that asked smbaccel's lease was refused INVALID_PARAMETER.
+ * The server does so when the key is already another file's (MS-SMB2
+ * 3.3.5.9.8), and an open of this client of the same name holds it:
+ * its file was renamed away by a client smbaccel does not see (the lease
+ * went with it) and another file now has the name; those opens are
+ * marked renamed, and the next CREATE of the name asks the next key of
+ * the chain (open_key).
+ * This answer itself reaches the client: asking the CREATE again needs an
+ * id and an open the ledger would have to make the client's
+ * (docs/design.md, Known limits).  So the client sees the error once.
+ */
+static void
+key_refused(struct px_conn *c, const struct px_pending *p, const char *what)
+{
+	const char *name = p->u.create.name ? p->u.create.name : "?";
+	struct refused_arg r = { name, false };
+
+	if (p->u.create.pl_kind == PX_PL_LEASE && p->u.create.name != NULL)
+		(void)each_open(c, PX_PL_LEASE, p->u.create.pl_key, NULL,
+		    refused_open, &r);
+	if (r.exact) {
+		(void)each_open(c, PX_PL_LEASE, p->u.create.pl_key, NULL,
+		    mark_renamed, NULL);
+		log_warnx("conn=%llu CREATE of %s with smbaccel's %s answered "
+		    "INVALID_PARAMETER: the file its key is on was renamed "
+		    "away by a client smbaccel does not see; the next CREATE "
+		    "of the name asks another key", (unsigned long long)c->id,
+		    name, what);
+	} else
+		log_warnx("conn=%llu CREATE of %s with smbaccel's %s answered "
+		    "INVALID_PARAMETER", (unsigned long long)c->id, name, what);
+}
+
 /* A lease is one per key: the state the server just answered holds for
  * every open of it. */
 static void
@@ -445,10 +522,7 @@ px_lease_answered(struct px_conn *c, const struct smb2_hdr *h,
 		/* the same answer as without the lease, normally; say so
 		 * where it could be the lease's doing */
 		if (h->status == NT_STATUS_INVALID_PARAMETER)
-			log_warnx("conn=%llu CREATE of %s with smbaccel's %s "
-			    "answered INVALID_PARAMETER",
-			    (unsigned long long)c->id,
-			    p->u.create.name ? p->u.create.name : "?", what);
+			key_refused(c, p, what);
 		return;
 	}
 	if (o == NULL)

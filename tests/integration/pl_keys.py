@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""pl_keys.py PORT SMBD_PORT DIALECT CASE - the key of the lease smbaccel
+asks for a client that asks none (lease.c: one key per client, server,
+share and path), where a name and a file part.  PORT is smbaccel's (or
+smbd's, for the direct reference), SMBD_PORT smbd's, for a second client
+that does not go through smbaccel.  Prints one line of results; the
+caller compares it with the direct run and checks smbd's disk.
+
+  elsewhere  client 1 creates kr-a and keeps it open (8 x 1 KiB of 'A');
+             client 2, on smbd directly, renames it to kr-b, creates a
+             new kr-a and closes it; client 1 creates kr-a again, and
+             once more if that failed, and writes 1 KiB of 'D' into it.
+             The lease went with kr-b: asked with its key, the CREATE is
+             refused INVALID_PARAMETER (MS-SMB2 3.3.5.9.8).
+             "rename=0xS open=0xS again=0xS|-"
+"""
+import struct
+import sys
+
+from wb_smb import Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE
+
+INVALID_PARAMETER = 0xC000000D
+port, sport, dialect, case = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
+                              sys.argv[4])
+
+
+def rename_buf(to, replace):
+    name = to.encode("utf-16-le")
+    return struct.pack("<B7sQI", replace, b"\0" * 7, 0, len(name)) + name
+
+
+def create_twice(c, name, **kw):
+    """CREATE, and once more if it was refused INVALID_PARAMETER: (fid,
+    first status, second status or None)."""
+    fid, r = c.create(name, check=False, **kw)
+    if fid is not None or r["status"] != INVALID_PARAMETER:
+        return fid, r["status"], None
+    fid, r2 = c.create(name, check=False, **kw)
+    return fid, r["status"], r2["status"]
+
+
+def st(s):
+    return "-" if s is None else "0x%08x" % s
+
+
+def elsewhere():
+    c1 = Client(port, dialect)
+    a, _ = c1.create("kr-a", disposition=FILE_OVERWRITE_IF)
+    for i in range(8):
+        c1.write(a, i * 1024, b"A" * 1024)
+    c2 = Client(sport, dialect)
+    x, _ = c2.create("kr-a", access=DELETE, disposition=FILE_OPEN)
+    ren = c2.set_info(x, 10, rename_buf("kr-b", 1))
+    c2.close(x)
+    y, _ = c2.create("kr-a", disposition=FILE_OVERWRITE_IF)
+    c2.close(y)
+    b, s1, s2 = create_twice(c1, "kr-a", disposition=FILE_OVERWRITE_IF)
+    if b is not None:
+        c1.write(b, 0, b"D" * 1024)
+        c1.close(b)
+    c1.close(a)
+    c1.logoff()
+    c2.logoff()
+    print("rename=0x%08x open=%s again=%s" % (ren, st(s1), st(s2)))
+
+
+{"elsewhere": elsewhere}[case]()
