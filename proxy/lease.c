@@ -17,6 +17,9 @@
  * opens of one client of one file share one lease and never break each
  * other; the first four bytes mark a key as smbaccel's, so that a break of
  * a lease whose opens are already gone is still recognised and swallowed.
+ * Where a name and its file part (a rename, seen or not; a name under
+ * another case) open_key picks another key, or an open's (docs/design.md,
+ * "Leases on behalf of clients").
  *
  * Breaks: smbaccel's, never the client's.  Every open of the lease (on
  * this connection and on others of the same client) stops absorbing and
@@ -139,12 +142,28 @@ each_open(struct px_conn *c, uint8_t kind, const uint8_t *key,
 
 /* ---- asking for a lease ------------------------------------------------------ */
 
+/* share, ASCII case-folded (share names are case-insensitive), into
+ * out[n]. */
+static void
+fold_share(const char *share, char *out, size_t n)
+{
+	size_t i;
+
+	for (i = 0; share[i] && i < n - 1; i++)
+		out[i] = (char)((share[i] >= 'A' && share[i] <= 'Z') ?
+		    share[i] + 32 : share[i]);
+	out[i] = '\0';
+}
+
 /*
  * The lease key of smbaccel's lease on `name` of tree t for c's client:
  * the mark, then 12 bytes of px_digest16 over the client GUID, the server
- * address, the share (case-folded: share names are case-insensitive) and
- * the path as sent ('/' read as '\\', leading separators dropped).  A
- * client without a GUID gets keys of its connection only.
+ * address, the share (case-folded) and the path as sent ('/' read as
+ * '\\', leading separators dropped).  A client without a GUID gets keys
+ * of its connection only.  The path keeps its case: on a share that tells
+ * names apart by case, "A" and "a" are two files, and one key for both
+ * would be refused for the second (open_key borrows a case variant's key
+ * where it must).
  */
 static int
 lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
@@ -158,10 +177,7 @@ lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
 	uint64_t cid = c->id;
 
 	px_addr_str(&c->dst_addr, addr, sizeof(addr));
-	for (i = 0; t->share[i] && i < sizeof(share) - 1; i++)
-		share[i] = (char)((t->share[i] >= 'A' && t->share[i] <= 'Z') ?
-		    t->share[i] + 32 : t->share[i]);
-	share[i] = '\0';
+	fold_share(t->share, share, sizeof(share));
 	while (*name == '\\' || *name == '/')
 		name++;
 	for (i = 0; name[i] && i < sizeof(path) - 1; i++)
@@ -208,6 +224,70 @@ name_eq(const char *a, const char *b, bool fold)
 	}
 }
 
+/*
+ * Shares seen to tell names apart by case (the server refused a case
+ * variant's key for a name, key_refused): by a digest of the server
+ * address and the folded share name, for the daemon's life; the oldest
+ * entry goes when the table is full.
+ */
+#define CASED_MAX 32
+static uint8_t cased[CASED_MAX][16];
+static unsigned int cased_n;      /* entries ever added */
+
+static int
+share_id(const struct px_conn *c, const char *share, uint8_t id[16])
+{
+	char addr[64], s[256];
+	const void *parts[2];
+	size_t lens[2];
+
+	px_addr_str(&c->dst_addr, addr, sizeof(addr));
+	fold_share(share, s, sizeof(s));
+	parts[0] = addr; lens[0] = strlen(addr) + 1;
+	parts[1] = s; lens[1] = strlen(s);
+	return px_digest16(parts, lens, 2, id);
+}
+
+static bool
+share_cased(const struct px_conn *c, const char *share)
+{
+	uint8_t id[16];
+	unsigned int i;
+
+	if (share_id(c, share, id) == -1)
+		return true;    /* borrow nothing */
+	for (i = 0; i < cased_n && i < CASED_MAX; i++)
+		if (memcmp(cased[i], id, 16) == 0)
+			return true;
+	return false;
+}
+
+static void
+share_learn_cased(const struct px_conn *c, const char *share)
+{
+	uint8_t id[16];
+
+	if (share_cased(c, share) || share_id(c, share, id) == -1)
+		return;
+	memcpy(cased[cased_n++ % CASED_MAX], id, 16);
+}
+
+/*
+ * Renames forwarded and not answered yet: the keys of smbaccel's leases
+ * whose file goes away from its name if the server answers SUCCESS
+ * (px_lease_renaming, px_lease_rename_done).  Few at a time; freed with
+ * their answer or their connection.
+ */
+struct rename_rec {
+	struct rename_rec *next;
+	const struct px_conn *c;
+	uint64_t mid;
+	unsigned int nkeys;
+	uint8_t keys[2][16];
+};
+
+static struct rename_rec *renames;
+
 /* An open of the lease with this key (arg) whose file was renamed. */
 static void
 renamed_open(struct px_conn *x, struct px_open *o, void *arg)
@@ -225,37 +305,96 @@ mark_renamed(struct px_conn *x, struct px_open *o, void *arg)
 	o->pl.renamed = true;
 }
 
+/* May a new open of a name not ask key: an open of its lease has had its
+ * file renamed away, or a rename of it by this client is on its way (the
+ * new open would most likely find another file at the name). */
+static bool
+key_taken(struct px_conn *c, const uint8_t key[16])
+{
+	const struct rename_rec *r;
+	bool taken = false;
+	unsigned int i;
+
+	(void)each_open(c, PX_PL_LEASE, key, NULL, renamed_open, &taken);
+	for (r = renames; r && !taken; r = r->next)
+		if (same_client(c, r->c))
+			for (i = 0; i < r->nkeys; i++)
+				if (memcmp(r->keys[i], key, 16) == 0)
+					taken = true;
+	return taken;
+}
+
+/* An open of this client of `name` in share under another letter case,
+ * holding smbaccel's lease with write caching or in a break of it. */
+static const struct px_open *
+case_variant(struct px_conn *c, const char *share, const char *name)
+{
+	struct px_conn *x;
+	struct px_open *o;
+
+	for (x = px_rt.conns; x; x = x->next) {
+		if (!same_client(c, x))
+			continue;
+		for (o = x->led.opens; o; o = o->next)
+			if (o->pl.kind == PX_PL_LEASE && !o->pl.renamed &&
+			    ((o->pl.state & SMB2_LEASE_WRITE) || o->pl.breaking) &&
+			    o->name != NULL && name_eq(o->name, name, true) &&
+			    !name_eq(o->name, name, false) &&
+			    strcasecmp(px_tree_share(x, o), share) == 0 &&
+			    !key_taken(c, o->pl.key))
+				return o;
+	}
+	return NULL;
+}
+
 /*
  * The key for a new open of `name`: lease_key's, unless an open of
  * smbaccel's lease with that key belongs to a file renamed away from the
  * name (the lease goes with its file: the server refuses the key for
  * another file, STATUS_INVALID_PARAMETER, MS-SMB2 3.3.5.9.8).  Then the
  * next of a chain of keys derived from it, up to 8.
+ *
+ * And when no open holds that key but one of the client's opens of the
+ * name under another letter case holds smbaccel's lease with W (or in a
+ * break): that open's key.  On a share that ignores case (Samba's
+ * default for SMB2, Windows) it is the same file, and a second key would
+ * break the first lease's write caching, whose acknowledgement may have
+ * no id to be paid with while the client waits for this CREATE: the
+ * server's break timeout, 35 s.  Only then, and not on a share seen to
+ * tell case apart (there the server refuses it once, px_lease_answered):
+ * case is never folded into the key itself, which would give two files of
+ * such a share one key.
  */
 static int
 open_key(struct px_conn *c, const struct px_tree *t, const char *name,
     uint8_t key[16])
 {
+	const struct px_open *v;
 	const void *parts[2];
 	size_t lens[2];
 	uint8_t d[16];
 	unsigned int i;
-	bool taken;
 
 	if (lease_key(c, t, name, key) == -1)
 		return -1;
-	for (i = 0; i < 8; i++) {
-		taken = false;
-		(void)each_open(c, PX_PL_LEASE, key, NULL, renamed_open, &taken);
-		if (!taken)
-			return 0;
+	for (i = 0; key_taken(c, key); i++) {
+		if (i == 7)
+			return -1;
 		parts[0] = key; lens[0] = 16;
 		parts[1] = "renamed"; lens[1] = 7;
 		if (px_digest16(parts, lens, 2, d) == -1)
 			return -1;
 		memcpy(key + 4, d, 12);
 	}
-	return -1;
+	if (each_open(c, PX_PL_LEASE, key, NULL, NULL, NULL) == 0 &&
+	    !share_cased(c, t->share) &&
+	    (v = case_variant(c, t->share, name)) != NULL) {
+		log_debug("conn=%llu share=%s file=%s asks the key of smbaccel's "
+		    "lease of %s (the same name under another case)",
+		    (unsigned long long)c->id, t->share, name, v->name);
+		memcpy(key, v->pl.key, 16);
+	}
+	return 0;
 }
 
 void
@@ -263,6 +402,7 @@ px_lease_renaming(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e)
 {
 	struct smb2_set_info_req si;
+	struct rename_rec *r;
 	struct px_open *o;
 	struct px_tree *t;
 	uint8_t key[16];
@@ -271,17 +411,51 @@ px_lease_renaming(struct px_conn *c, const struct smb2_hdr *h,
 	    px_smb2_set_info_req_decode(e, &si) == -1 ||
 	    si.info_type != SMB2_0_INFO_FILE ||
 	    !px_smb2_info_renames(si.info_class) ||
-	    (o = px_open_find(&c->led, &si.file_id)) == NULL)
+	    (o = px_open_find(&c->led, &si.file_id)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
 		return;
 	/* the renaming open's lease, and the one its name's opens hold
 	 * (a handle opened only to rename holds none) */
 	if (o->pl.kind == PX_PL_LEASE)
-		(void)each_open(c, PX_PL_LEASE, o->pl.key, NULL, mark_renamed,
-		    NULL);
+		memcpy(r->keys[r->nkeys++], o->pl.key, 16);
 	if (o->name != NULL &&
 	    (t = px_tree_find(&c->led, o->session_id, o->tree_id)) != NULL &&
-	    lease_key(c, t, o->name, key) == 0)
-		(void)each_open(c, PX_PL_LEASE, key, NULL, mark_renamed, NULL);
+	    open_key(c, t, o->name, key) == 0 &&
+	    (r->nkeys == 0 || memcmp(key, r->keys[0], 16) != 0) &&
+	    each_open(c, PX_PL_LEASE, key, NULL, NULL, NULL) > 0)
+		memcpy(r->keys[r->nkeys++], key, 16);
+	if (r->nkeys == 0) {
+		free(r);
+		return;
+	}
+	r->c = c;
+	r->mid = h->message_id;
+	r->next = renames;
+	renames = r;
+}
+
+void
+px_lease_rename_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p)
+{
+	struct rename_rec *r, **pp;
+	unsigned int i;
+
+	for (pp = &renames; (r = *pp) != NULL; pp = &r->next)
+		if (r->c == c && r->mid == p->mid)
+			break;
+	if (r == NULL)
+		return;
+	*pp = r->next;
+	/* a rename that failed leaves the file, and its lease, at its name */
+	if (h->status == NT_STATUS_SUCCESS)
+		for (i = 0; i < r->nkeys; i++)
+			(void)each_open(c, PX_PL_LEASE, r->keys[i], NULL,
+			    mark_renamed, NULL);
+	else
+		log_debug("conn=%llu rename answered 0x%08x: smbaccel's lease "
+		    "stays with its name", (unsigned long long)c->id, h->status);
+	free(r);
 }
 
 static bool
@@ -444,10 +618,11 @@ px_lease_sent(struct px_conn *c, struct px_pending *p,
 	px_stats.pl_asked++;
 }
 
-/* Does one of the opens holding a refused key have the CREATE's name? */
+/* Which of the opens holding a refused key have the CREATE's name, as
+ * sent (exact) or under another case (folded). */
 struct refused_arg {
 	const char *name;
-	bool exact;
+	bool exact, folded;
 };
 
 static void
@@ -460,16 +635,23 @@ refused_open(struct px_conn *x, struct px_open *o, void *arg)
 		return;
 	if (name_eq(o->name, r->name, false))
 		r->exact = true;
+	else if (name_eq(o->name, r->name, true))
+		r->folded = true;
 }
 
 /*
  * A CREATE that asked smbaccel's lease was refused INVALID_PARAMETER.
  * The server does so when the key is already another file's (MS-SMB2
- * 3.3.5.9.8), and an open of this client of the same name holds it:
- * its file was renamed away by a client smbaccel does not see (the lease
- * went with it) and another file now has the name; those opens are
- * marked renamed, and the next CREATE of the name asks the next key of
- * the chain (open_key).
+ * 3.3.5.9.8), and an open of this client holds it:
+ *  - an open of the same name: its file was renamed away by a client
+ *    smbaccel does not see (the lease went with it) and another file now
+ *    has the name; those opens are marked renamed, and the next CREATE of
+ *    the name asks the next key of the chain (open_key);
+ *  - only opens of the name under another case (open_key borrowed their
+ *    key): the share tells case apart, so no case variant's key is
+ *    borrowed on it any more (a case variant's file renamed elsewhere
+ *    looks the same: the share is then taken for one that tells case
+ *    apart, which costs only the borrowing).
  * This answer itself reaches the client: asking the CREATE again needs an
  * id and an open the ledger would have to make the client's
  * (docs/design.md, Known limits).  So the client sees the error once.
@@ -478,7 +660,8 @@ static void
 key_refused(struct px_conn *c, const struct px_pending *p, const char *what)
 {
 	const char *name = p->u.create.name ? p->u.create.name : "?";
-	struct refused_arg r = { name, false };
+	struct refused_arg r = { name, false, false };
+	struct px_tree *t;
 
 	if (p->u.create.pl_kind == PX_PL_LEASE && p->u.create.name != NULL)
 		(void)each_open(c, PX_PL_LEASE, p->u.create.pl_key, NULL,
@@ -491,6 +674,13 @@ key_refused(struct px_conn *c, const struct px_pending *p, const char *what)
 		    "away by a client smbaccel does not see; the next CREATE "
 		    "of the name asks another key", (unsigned long long)c->id,
 		    name, what);
+	} else if (r.folded && (t = px_tree_find(&c->led, p->session_id,
+	    p->tree_id)) != NULL) {
+		share_learn_cased(c, t->share);
+		log_warnx("conn=%llu share=%s CREATE of %s with smbaccel's %s "
+		    "answered INVALID_PARAMETER: the share tells names apart "
+		    "by case; no key of another case's open is asked on it any "
+		    "more", (unsigned long long)c->id, t->share, name, what);
 	} else
 		log_warnx("conn=%llu CREATE of %s with smbaccel's %s answered "
 		    "INVALID_PARAMETER", (unsigned long long)c->id, name, what);
@@ -1029,6 +1219,8 @@ px_lease_opens(const struct px_conn *c, unsigned int *write)
 void
 px_lease_free(struct px_conn *c)
 {
+	struct rename_rec *r, **pp;
+
 	while (c->pl_owed) {
 		struct px_lease_owed *a = c->pl_owed;
 
@@ -1038,4 +1230,10 @@ px_lease_free(struct px_conn *c)
 	}
 	/* (an id set aside dies with the connection: nothing to spend it
 	 * on any more) */
+	for (pp = &renames; (r = *pp) != NULL; )
+		if (r->c == c) {
+			*pp = r->next;
+			free(r);
+		} else
+			pp = &r->next;
 }

@@ -20,11 +20,17 @@ struct px_lease_ask {
 void px_lease_edit(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, struct px_create_edit *ed,
     struct px_lease_ask *ask);
-/* The CREATE went upstream rewritten (p its pending entry). */
-/* A SET_INFO that renames a file: smbaccel's lease goes with the file,
- * and a new file at the old name gets another key. */
+/* A SET_INFO about to be forwarded: if it renames a file, smbaccel's
+ * lease goes with the file once the server answers SUCCESS
+ * (px_lease_rename_done), and a new file at the old name gets another
+ * key. */
 void px_lease_renaming(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e);
+/* The final answer h to SET_INFO request p (any; renames are recognised
+ * by their pending entry's message id). */
+void px_lease_rename_done(struct px_conn *c, const struct smb2_hdr *h,
+    const struct px_pending *p);
+/* The CREATE went upstream rewritten (p its pending entry). */
 void px_lease_sent(struct px_conn *c, struct px_pending *p,
     const struct px_lease_ask *ask);
 /* Its final answer h arrived; o is the open it made (NULL on failure). */

@@ -839,6 +839,10 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		if (p && !interim && h.command == SMB2_LOCK &&
 		    p->command == SMB2_LOCK)
 			px_locks_answered(c, &h, p, &last_create);
+		/* a rename moves smbaccel's lease only when it succeeds */
+		if (p && !interim && h.command == SMB2_SET_INFO &&
+		    p->command == SMB2_SET_INFO && p->origin == PX_ORIGIN_CLIENT)
+			px_lease_rename_done(c, &h, p);
 		if (h.command == SMB2_CREATE && h.status == NT_STATUS_SUCCESS &&
 		    p && !interim) {
 			struct px_open *o = px_open_find(&c->led, &last_create);

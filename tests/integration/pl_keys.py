@@ -13,11 +13,26 @@ caller compares it with the direct run and checks smbd's disk.
              The lease went with kr-b: asked with its key, the CREATE is
              refused INVALID_PARAMETER (MS-SMB2 3.3.5.9.8).
              "rename=0xS open=0xS again=0xS|-"
+  case       KCase is created, gets 8 x 64 KiB of 'A' (one credit each:
+             no id to spare), and is opened again as "kcase" for reading
+             (a share that ignores case: the same file).  With a key of
+             its own the second open breaks the first's write caching,
+             whose acknowledgement has no id: smbd's break timeout, 35 s.
+             "open=0xS read=ok|bad"  then "secs=S" on a line of its own
+  failren    kf-a is created, gets 8 x 64 KiB of 'A', is renamed to an
+             existing kf-tgt without ReplaceIfExists (refused
+             OBJECT_NAME_COLLISION), and opened again for reading by its
+             unchanged name.  "rename=0xS open=0xS read=ok|bad", "secs=S"
+  cased      on share "cased" (case sensitive = yes: two files): KCs-1
+             is created (8 x 64 KiB of 'A', kept open), then kcs-1
+             (64 KiB of 'B'), once more if that failed; then the same
+             with KCs-2 and kcs-2.  "first=0xS again=0xS|- second=0xS"
 """
 import struct
 import sys
+import time
 
-from wb_smb import Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE
+from wb_smb import Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE, GENERIC_READ
 
 INVALID_PARAMETER = 0xC000000D
 port, sport, dialect, case = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
@@ -64,4 +79,67 @@ def elsewhere():
     print("rename=0x%08x open=%s again=%s" % (ren, st(s1), st(s2)))
 
 
-{"elsewhere": elsewhere}[case]()
+def reopen_check(c, name, size):
+    """Open name for reading (timed), read its first 64 KiB: (status,
+    "ok"|"bad", seconds)."""
+    t0 = time.time()
+    b, r = c.create(name, access=GENERIC_READ, disposition=FILE_OPEN, check=False)
+    dt = time.time() - t0
+    ok = "bad"
+    if b is not None:
+        s, data = c.read(b, 0, size)
+        ok = "ok" if s == 0 and data == b"A" * size else "bad"
+        c.close(b)
+    return r["status"], ok, dt
+
+
+def case_variant():
+    size = 65536
+    c = Client(port, dialect)
+    a, _ = c.create("KCase", disposition=FILE_OVERWRITE_IF)
+    for i in range(8):
+        c.write(a, i * size, b"A" * size)
+    s, ok, dt = reopen_check(c, "kcase", size)
+    c.close(a)
+    c.logoff()
+    print("open=0x%08x read=%s" % (s, ok))
+    print("secs=%.1f" % dt)
+
+
+def failed_rename():
+    size = 65536
+    c = Client(port, dialect)
+    t, _ = c.create("kf-tgt", disposition=FILE_OVERWRITE_IF)
+    c.close(t)
+    a, _ = c.create("kf-a", disposition=FILE_OVERWRITE_IF)
+    for i in range(8):
+        c.write(a, i * size, b"A" * size)
+    ren = c.set_info(a, 10, rename_buf("kf-tgt", 0))
+    s, ok, dt = reopen_check(c, "kf-a", size)
+    c.close(a)
+    c.logoff()
+    print("rename=0x%08x open=0x%08x read=%s" % (ren, s, ok))
+    print("secs=%.1f" % dt)
+
+
+def cased():
+    size = 65536
+    c = Client(port, dialect, share="cased")
+    res = []
+    for n in (1, 2):
+        a, _ = c.create("KCs-%d" % n, disposition=FILE_OVERWRITE_IF)
+        for i in range(8):
+            c.write(a, i * size, b"A" * size)
+        b, s1, s2 = create_twice(c, "kcs-%d" % n, disposition=FILE_OVERWRITE_IF)
+        if b is not None:
+            c.write(b, 0, b"B" * size)
+            c.close(b)
+        c.close(a)
+        res.append((s1, s2))
+    c.logoff()
+    print("first=%s again=%s second=%s" % (st(res[0][0]), st(res[0][1]),
+                                            st(res[1][0])))
+
+
+{"elsewhere": elsewhere, "case": case_variant, "failren": failed_rename,
+ "cased": cased}[case]()

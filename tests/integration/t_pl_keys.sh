@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-timeout: 120
+# test-timeout: 300
 # The key of the lease smbaccel asks for a client that asks none (lease.c:
 # one key per client, server, share and path) where a name and a file part
 # (pl_keys.py, impacket + raw SMB2, no lease asked; default policy):
@@ -9,14 +9,30 @@
 #    CREATE of the name, asking that key, is refused INVALID_PARAMETER,
 #    where directly it succeeds.  Known limit: that one CREATE still is;
 #    the next asks another key and succeeds (before 2026-12-07 every later
-#    CREATE of the name was refused too).
+#    CREATE of the name was refused too);
+#  - case (3.0, 2.1): a file written with 64 KiB writes (no id to spare)
+#    opened again by the same client under another letter case: the same
+#    key, so no break (before, a key of its own: the server broke the
+#    first open's write caching, the acknowledgement had no id, and the
+#    open waited 35 s for smbd's break timeout);
+#  - failren (3.0, 2.1): the same after a rename of the file that fails
+#    (OBJECT_NAME_COLLISION): the lease stays with its name (before, the
+#    forwarded rename marked it renamed: a new key, a break, 35 s);
+#  - cased (3.0): on a share with `case sensitive = yes`, KCs-n and kcs-n
+#    are two files: the key borrowed by case is refused once
+#    (INVALID_PARAMETER, known limit), the retry succeeds, and no key is
+#    borrowed by case on that share any more (the second pair succeeds at
+#    once); each file has its own data on disk.
 # Each compared with a direct run where the result is smbaccel's alone;
 # the files on smbd's disk are checked.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
 require_smbaccel "lease keys of smbaccel's leases across renames and case"
 
-start_smbd
+CASED_DIR=$T/cased
+mkdir -p "$CASED_DIR" || fail "cannot create $CASED_DIR"
+start_smbd "" "[cased]" "path = $CASED_DIR" "read only = no" "case sensitive = yes"
+chown "$SMB_USER" "$CASED_DIR"
 PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
 
 pattern() {	# pattern CHAR BYTES: sha256 of BYTES bytes of CHAR
@@ -28,6 +44,15 @@ keys() {	# keys PORT DIALECT CASE: pl_keys.py's output; fails on its failure
 	out=$(WB_SMB_TIMEOUT=90 timeout 120 "$PY" "$TESTS_DIR/pl_keys.py" "$1" "$SMBD_PORT" "$2" "$3" 2>&1) ||
 	    fail "pl_keys.py $3 $2 on port $1: $out"
 	echo "$out"
+}
+
+# seconds a CREATE took (the line "secs=S") under 5: smbd's break timeout
+# is 35 s, an open that breaks nothing is answered at once
+quick() {	# quick OUTPUT WHAT
+	local s
+	s=$(echo "$1" | sed -n 's/^secs=//p')
+	awk -v s="$s" 'BEGIN { exit !(s != "" && s < 5) }' ||
+	    problem "$2: the CREATE took ${s:-?} s (smbd's break timeout?)"
 }
 
 for d in 3.0 2.1; do
@@ -43,6 +68,45 @@ for d in 3.0 2.1; do
 	[ "$(sha256 "$SHARE_DIR/kr-a")" = "$(pattern D 1024)" ] || problem "elsewhere $d: kr-a is not the 1 KiB written through the open that succeeded"
 done
 log_has "renamed away by a client smbaccel does not see" || problem "no log line for the key refused after a rename elsewhere"
+
+for c in case failren; do
+	f=KCase
+	[ $c = failren ] && f=kf-a
+	for d in 3.0 2.1; do
+		rm -f "$SHARE_DIR"/KCase "$SHARE_DIR"/kf-*
+		dir=$(keys "$SMBD_PORT" "$d" $c)
+		rm -f "$SHARE_DIR"/KCase "$SHARE_DIR"/kf-*
+		b0=$(stat_get proxy_lease_breaks) u0=$(stat_get breaks_unacked)
+		out=$(keys "$PROXY_PORT" "$d" $c)
+		b=$(( $(stat_get proxy_lease_breaks) - b0 )) u=$(( $(stat_get breaks_unacked) - u0 ))
+		info "$c $d: directly $(echo $dir); through smbaccel $(echo $out); breaks of smbaccel's lease $b, unacknowledged $u"
+		[ "$(echo "$out" | head -n 1)" = "$(echo "$dir" | head -n 1)" ] ||
+		    problem "$c $d through smbaccel: '$(echo "$out" | head -n 1)', directly '$(echo "$dir" | head -n 1)'"
+		[ $c = case ] && assert_eq "open=0x00000000 read=ok" "$(echo "$dir" | head -n 1)" "$c $d directly"
+		[ $c = failren ] && assert_eq "rename=0xc0000035 open=0x00000000 read=ok" "$(echo "$dir" | head -n 1)" "$c $d directly"
+		[ "$b" = 0 ] || problem "$c $d: $b break(s) of smbaccel's lease by the client's own open (a key of its own)"
+		[ "$u" = 0 ] || problem "$c $d: $u break(s) left to smbd's break timeout"
+		quick "$out" "$c $d"
+		[ "$(sha256 "$SHARE_DIR/$f")" = "$(pattern A 524288)" ] || problem "$c $d: $f is not the 512 KiB written"
+	done
+done
+
+rm -f "$CASED_DIR"/*
+dir=$(keys "$SMBD_PORT" 3.0 cased)
+for n in 1 2; do
+	[ "$(sha256 "$CASED_DIR/KCs-$n")" = "$(pattern A 524288)" ] && [ "$(sha256 "$CASED_DIR/kcs-$n")" = "$(pattern B 65536)" ] ||
+	    fail "cased directly: KCs-$n and kcs-$n are not two files ($(ls "$CASED_DIR" | tr '\n' ' ')): case sensitive = yes not in effect?"
+done
+rm -f "$CASED_DIR"/*
+out=$(keys "$PROXY_PORT" 3.0 cased)
+info "cased 3.0: directly $dir; through smbaccel $out"
+assert_eq "first=0x00000000 again=- second=0x00000000" "$dir" "cased directly"
+[ "$out" = "$dir" ] || [ "$out" = "first=0xc000000d again=0x00000000 second=0x00000000" ] ||
+    problem "cased through smbaccel: '$out' (directly '$dir'; at most the first CREATE may fail)"
+for n in 1 2; do
+	[ "$(sha256 "$CASED_DIR/KCs-$n")" = "$(pattern A 524288)" ] || problem "cased: KCs-$n is not its 512 KiB of A"
+	[ "$(sha256 "$CASED_DIR/kcs-$n")" = "$(pattern B 65536)" ] || problem "cased: kcs-$n is not its 64 KiB of B"
+done
 
 info "stats: $(stats_line proxy_leases_asked proxy_leases_granted proxy_lease_breaks proxy_lease_breaks_acked breaks_unacked writes_absorbed deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
