@@ -870,7 +870,8 @@ px_lease_break(struct px_conn *c, const struct smb2_elem *e)
 
 struct ready_arg {
 	unsigned int live;          /* opens not closing */
-	unsigned int busy;          /* ... with data buffered or in flight */
+	unsigned int busy;          /* opens, closing ones too, with data
+	                             * buffered or in flight */
 	struct px_open *any;        /* one of them, on the owing connection */
 	struct px_conn *c;
 	struct px_conn *other;      /* one holding one, of the client's others */
@@ -881,8 +882,14 @@ ready_open(struct px_conn *x, struct px_open *o, void *arg)
 {
 	struct ready_arg *r = arg;
 
-	if (o->closed)
-		return;     /* its CLOSE releases the lease: nothing to ack */
+	if (o->closed) {
+		/* its CLOSE releases the lease: nothing to acknowledge for
+		 * it, but WRITEs sent with that CLOSE (compound.c) must be
+		 * answered before another open's acknowledgement goes */
+		if (px_wb_busy(o))
+			r->busy++;
+		return;
+	}
 	r->live++;
 	if (px_wb_busy(o))
 		r->busy++;

@@ -27,12 +27,26 @@ caller compares it with the direct run and checks smbd's disk.
              is created (8 x 64 KiB of 'A', kept open), then kcs-1
              (64 KiB of 'B'), once more if that failed; then the same
              with KCs-2 and kcs-2.  "first=0xS again=0xS|- second=0xS"
+  inflight   A and B are one client (one ClientGuid) through smbaccel,
+             whose upstream the caller slows (pl_slowlink.py).  A creates
+             kw-f (smbaccel's RW lease), B opens it too (the same key) and
+             writes 4 KiB at 256 KiB (absorbed, written back at the idle
+             flush: B's connection keeps an id to acknowledge with), then
+             A writes 256 KiB (absorbed) and closes: A's data goes with
+             the CLOSE in one compound (compound.c), which takes seconds
+             upstream.  C, on smbd directly, opens and reads the file
+             meanwhile: the break of the lease must be acknowledged only
+             once A's WRITEs are answered, so that C reads all of it.
+             "C read N bytes, ok|bad (A's CLOSE 0xS)" and "secs=S"; exit 1
+             if bad.
 """
+import random
 import struct
 import sys
 import time
 
-from wb_smb import Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE, GENERIC_READ
+from wb_smb import (Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE,
+                    GENERIC_READ, GENERIC_WRITE, CLOSE)
 
 INVALID_PARAMETER = 0xC000000D
 port, sport, dialect, case = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
@@ -141,5 +155,44 @@ def cased():
                                             st(res[1][0])))
 
 
+def inflight():
+    random.seed(12)
+    a = Client(port, "3.0")
+    random.seed(12)
+    b = Client(port, "3.0")
+    if a.smb.ClientGuid != b.smb.ClientGuid:
+        sys.exit("A and B got different ClientGuids")
+    fa, _ = a.create("kw-f", disposition=FILE_OVERWRITE_IF)
+    fb, _ = b.create("kw-f", access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN)
+    # B's writes first, written back at the idle flush: they leave B's
+    # connection an id to acknowledge with (its reserve), and A's writes
+    # then wait for nothing of B's (px_coh_must_wait)
+    da = bytes(range(256)) * 1024
+    db = b"b" * 4096
+    for i in range(4):
+        b.write(fb, len(da) + i * 1024, db[i * 1024:(i + 1) * 1024])
+    time.sleep(1.0)
+    for i in range(8):
+        a.write(fa, i * 32768, da[i * 32768:(i + 1) * 32768])
+    cm = a.send(CLOSE, struct.pack("<HHI16s", 24, 0, 0, fa))
+    time.sleep(0.5)
+    c = Client(sport, "3.0")
+    t0 = time.time()
+    fc, r = c.create("kw-f", access=GENERIC_READ, disposition=FILE_OPEN, check=False)
+    dt = time.time() - t0
+    if fc is None:
+        sys.exit("C's open failed 0x%08x" % r["status"])
+    got = c.read_all(fc, 0, 1 << 20)
+    c.close(fc)
+    ca = a.wait(cm).status
+    b.close(fb)
+    for x in (a, b, c):
+        x.logoff()
+    ok = got == da + db
+    print("C read %d bytes, %s (A's CLOSE 0x%08x)" % (len(got), "ok" if ok else "bad", ca))
+    print("secs=%.1f" % dt)
+    sys.exit(0 if ok else 1)
+
+
 {"elsewhere": elsewhere, "case": case_variant, "failren": failed_rename,
- "cased": cased}[case]()
+ "cased": cased, "inflight": inflight}[case]()

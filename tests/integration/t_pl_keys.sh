@@ -22,7 +22,14 @@
 #    are two files: the key borrowed by case is refused once
 #    (INVALID_PARAMETER, known limit), the retry succeeds, and no key is
 #    borrowed by case on that share any more (the second pair succeeds at
-#    once); each file has its own data on disk.
+#    once); each file has its own data on disk;
+#  - inflight (3.0): two connections of one client share the lease; one's
+#    CLOSE goes upstream with its buffered data in one compound over a
+#    slow link (pl_slowlink.py, 64 KB/s), and another client, directly on
+#    smbd, opens and reads the file meanwhile: the break is acknowledged
+#    only once the compound's WRITEs are answered, and it reads all the
+#    data (before, the acknowledgement went at once: it read zeros where
+#    the closing open's data was still on its way).
 # Each compared with a direct run where the result is smbaccel's alone;
 # the files on smbd's disk are checked.
 . "$(dirname "$0")/lib.sh"
@@ -33,7 +40,12 @@ CASED_DIR=$T/cased
 mkdir -p "$CASED_DIR" || fail "cannot create $CASED_DIR"
 start_smbd "" "[cased]" "path = $CASED_DIR" "read only = no" "case sensitive = yes"
 chown "$SMB_USER" "$CASED_DIR"
-PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
+LINK_PORT=$(free_port) || fail "no free port"
+echo 0 > "$T/rate"
+"$PY" "$TESTS_DIR/pl_slowlink.py" "$LINK_PORT" "$SMBD_PORT" "$T/rate" > "$T/link.out" 2>&1 &
+BG_PIDS="$BG_PIDS $!"
+wait_port "$LINK_PORT" 10 $! || fail "pl_slowlink.py did not start: $(cat "$T/link.out")"
+PROXY_UPSTREAM=127.0.0.1:$LINK_PORT PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
 
 pattern() {	# pattern CHAR BYTES: sha256 of BYTES bytes of CHAR
 	head -c "$2" /dev/zero | tr '\0' "$1" | sha256sum | cut -d' ' -f1
@@ -107,6 +119,23 @@ for n in 1 2; do
 	[ "$(sha256 "$CASED_DIR/KCs-$n")" = "$(pattern A 524288)" ] || problem "cased: KCs-$n is not its 512 KiB of A"
 	[ "$(sha256 "$CASED_DIR/kcs-$n")" = "$(pattern B 65536)" ] || problem "cased: kcs-$n is not its 64 KiB of B"
 done
+
+# the one case on a slow link: what smbaccel sends upstream takes seconds
+echo 64000 > "$T/rate"
+sleep 0.5
+u0=$(stat_get breaks_unacked)
+out=$(WB_SMB_TIMEOUT=90 timeout 120 "$PY" "$TESTS_DIR/pl_keys.py" "$PROXY_PORT" "$SMBD_PORT" 3.0 inflight 2>&1)
+rc=$?
+echo 0 > "$T/rate"
+info "inflight: $(echo $out)"
+[ $rc -eq 0 ] || problem "inflight: the other client did not read all the data (exit $rc): the break was acknowledged before the closing open's WRITEs were answered"
+line=$(grep "file=kw-f the server breaks smbaccel's lease" "$PROXY_LOG" | tail -n 1)
+info "inflight: $line"
+# the case is the one meant only if the break came with A's WRITEs on
+# their way
+n=$(echo "$line" | sed -n 's/.* \([0-9]*\) writes in flight.*/\1/p')
+[ "${n:-0}" -ge 1 ] || problem "inflight: the break of smbaccel's lease of kw-f came with no write in flight: '$line'"
+assert_eq 0 $(( $(stat_get breaks_unacked) - u0 )) "inflight: breaks left to smbd's break timeout"
 
 info "stats: $(stats_line proxy_leases_asked proxy_leases_granted proxy_lease_breaks proxy_lease_breaks_acked breaks_unacked writes_absorbed deferred_errors ledger_errors)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
