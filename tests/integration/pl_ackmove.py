@@ -18,19 +18,14 @@ open.
 Prints "C open S seconds after A's close", then what C reads; exit 1 if
 C read anything but B's 9 KiB or waited more than 10 s.
 """
-import random
 import sys
 import time
 
-from wb_smb import Client, FILE_OVERWRITE_IF, FILE_OPEN, GENERIC_READ, GENERIC_WRITE
+from wb_smb import (Client, FILE_OVERWRITE_IF, FILE_OPEN, GENERIC_READ,
+                    GENERIC_WRITE, one_client)
 
 pport, sport = int(sys.argv[1]), int(sys.argv[2])
-random.seed(11)
-a = Client(pport, "3.0")
-random.seed(11)
-b = Client(pport, "3.0")
-if a.smb.ClientGuid != b.smb.ClientGuid:
-    sys.exit("A and B got different ClientGuids")
+a, b = one_client(pport, 11)
 fa, _ = a.create("ackmove", disposition=FILE_OVERWRITE_IF)
 fb, _ = b.create("ackmove", access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN)
 data = bytes(range(256)) * 32

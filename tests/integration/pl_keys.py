@@ -40,13 +40,12 @@ caller compares it with the direct run and checks smbd's disk.
              "C read N bytes, ok|bad (A's CLOSE 0xS)" and "secs=S"; exit 1
              if bad.
 """
-import random
 import struct
 import sys
 import time
 
 from wb_smb import (Client, FILE_OVERWRITE_IF, FILE_OPEN, DELETE,
-                    GENERIC_READ, GENERIC_WRITE, CLOSE)
+                    GENERIC_READ, GENERIC_WRITE, CLOSE, one_client)
 
 INVALID_PARAMETER = 0xC000000D
 port, sport, dialect, case = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3],
@@ -156,12 +155,7 @@ def cased():
 
 
 def inflight():
-    random.seed(12)
-    a = Client(port, "3.0")
-    random.seed(12)
-    b = Client(port, "3.0")
-    if a.smb.ClientGuid != b.smb.ClientGuid:
-        sys.exit("A and B got different ClientGuids")
+    a, b = one_client(port, 12)
     fa, _ = a.create("kw-f", disposition=FILE_OVERWRITE_IF)
     fb, _ = b.create("kw-f", access=GENERIC_READ | GENERIC_WRITE, disposition=FILE_OPEN)
     # B's writes first, written back at the idle flush: they leave B's

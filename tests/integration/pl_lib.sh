@@ -24,3 +24,15 @@ for k in sys.argv[2].split("."):
     v = v.get(k, 0) if isinstance(v, dict) else 0
 print(v if not isinstance(v, (dict, list)) else json.dumps(v))' "$1" "$2"
 }
+
+# pl_slowlink_proxy: pl_slowlink.py between smbaccel and smbd on
+# $LINK_PORT, its rate in $T/rate (0: unlimited; the test writes bytes
+# per second there), and smbaccel in front of it with flush_idle 300 ms.
+pl_slowlink_proxy() {
+	LINK_PORT=$(free_port) || fail "no free port"
+	echo 0 > "$T/rate"
+	"$PY" "$TESTS_DIR/pl_slowlink.py" "$LINK_PORT" "$SMBD_PORT" "$T/rate" > "$T/link.out" 2>&1 &
+	BG_PIDS="$BG_PIDS $!"
+	wait_port "$LINK_PORT" 10 $! || fail "pl_slowlink.py did not start: $(cat "$T/link.out")"
+	PROXY_UPSTREAM=127.0.0.1:$LINK_PORT PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
+}

@@ -17,15 +17,11 @@
 #    timeout resolves it, the data was written before.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
+. "$TESTS_DIR/pl_lib.sh"
 require_smbaccel "lease breaks smbaccel cannot answer at once"
 
 start_smbd
-LINK_PORT=$(free_port) || fail "no free port"
-echo 0 > "$T/rate"
-"$PY" "$TESTS_DIR/pl_slowlink.py" "$LINK_PORT" "$SMBD_PORT" "$T/rate" > "$T/link.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
-wait_port "$LINK_PORT" 10 $! || fail "pl_slowlink.py did not start: $(cat "$T/link.out")"
-PROXY_UPSTREAM=127.0.0.1:$LINK_PORT PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
+pl_slowlink_proxy
 
 run_case() {	# run_case CASE RATE
 	local out rc

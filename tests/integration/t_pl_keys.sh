@@ -34,18 +34,14 @@
 # the files on smbd's disk are checked.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/wb_lib.sh"
+. "$TESTS_DIR/pl_lib.sh"
 require_smbaccel "lease keys of smbaccel's leases across renames and case"
 
 CASED_DIR=$T/cased
 mkdir -p "$CASED_DIR" || fail "cannot create $CASED_DIR"
 start_smbd "" "[cased]" "path = $CASED_DIR" "read only = no" "case sensitive = yes"
 chown "$SMB_USER" "$CASED_DIR"
-LINK_PORT=$(free_port) || fail "no free port"
-echo 0 > "$T/rate"
-"$PY" "$TESTS_DIR/pl_slowlink.py" "$LINK_PORT" "$SMBD_PORT" "$T/rate" > "$T/link.out" 2>&1 &
-BG_PIDS="$BG_PIDS $!"
-wait_port "$LINK_PORT" 10 $! || fail "pl_slowlink.py did not start: $(cat "$T/link.out")"
-PROXY_UPSTREAM=127.0.0.1:$LINK_PORT PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "flush_idle = 300ms"
+pl_slowlink_proxy
 
 pattern() {	# pattern CHAR BYTES: sha256 of BYTES bytes of CHAR
 	head -c "$2" /dev/zero | tr '\0' "$1" | sha256sum | cut -d' ' -f1

@@ -26,7 +26,9 @@ answers through check_msg.
 import hashlib
 import hmac
 import os
+import random
 import struct
+import sys
 import time
 
 from impacket.smbconnection import SMBConnection
@@ -476,6 +478,18 @@ class Client(object):
             self.nb.close()
         except Exception:
             pass
+
+
+def one_client(port, seed, dialect="3.0"):
+    """Two connections of one client: impacket draws its ClientGuid from
+    random, so both are made after seeding it alike."""
+    random.seed(seed)
+    a = Client(port, dialect)
+    random.seed(seed)
+    b = Client(port, dialect)
+    if a.smb.ClientGuid != b.smb.ClientGuid:
+        sys.exit("the two connections got different ClientGuids")
+    return a, b
 
 
 def lease_key():
