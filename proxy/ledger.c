@@ -16,10 +16,16 @@
 
 struct px_stats px_stats;
 
+/* An inconsistency: counted, and logged at a bounded rate (a client can
+ * cause them at any rate). */
+static struct px_lograte ledger_rate;
+
 #define LEDGER_ERR(l, ...) do {						\
 	(l)->errors++;							\
 	px_stats.ledger_errors++;					\
-	log_warnx(__VA_ARGS__);						\
+	if (px_lograte_ok(&ledger_rate, px_now_ms(), PX_LOGRATE_BURST,	\
+	    PX_LOGRATE_MS))						\
+		log_warnx(__VA_ARGS__);					\
 } while (0)
 
 void
@@ -659,6 +665,22 @@ px_ledger_req_ids(const struct px_ledger *l, const struct smb2_hdr *h,
 	*tid = related ? l->chain_tree_id : h->tree_id;
 }
 
+const char *
+px_ledger_bad_ids(struct px_ledger *l, const struct smb2_hdr *h)
+{
+	uint64_t charge;
+
+	if (h->command == SMB2_CANCEL)
+		return NULL;    /* the id of the request it cancels */
+	charge = charge_of(l, h);
+	if (h->message_id + charge < h->message_id ||
+	    h->message_id + charge > l->cr.C)
+		return "beyond the credits granted";
+	if (px_pending_find(l, h->message_id) != NULL)
+		return "already in use";
+	return NULL;
+}
+
 struct px_pending *
 px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
     const struct smb2_elem *e, bool in_compound,
@@ -797,68 +819,6 @@ split_unc(const char *path, char *server, size_t slen, char *share,
 	while (*q == '\\' || *q == '/')
 		q++;
 	snprintf(share, shlen, "%.*s", (int)strcspn(q, "\\/"), q);
-}
-
-static struct px_share_stats *share_stats, **share_stats_tail = &share_stats;
-static unsigned int share_stats_n;
-
-static struct px_share_stats *
-share_stats_find(const char *server, const char *share)
-{
-	struct px_share_stats *ss;
-
-	for (ss = share_stats; ss; ss = ss->next)
-		if (strcasecmp(ss->server, server) == 0 &&
-		    strcasecmp(ss->share, share) == 0)
-			return ss;
-	return NULL;
-}
-
-struct px_share_stats *
-px_share_stats_get(const char *raw_server, const char *raw_share)
-{
-	struct px_share_stats *ss;
-	char server[sizeof(ss->server)], share[sizeof(ss->share)];
-
-	/* kept as shown: a client may put any character in the server
-	 * part of its path, and these names go into tables and labels */
-	px_str_safe(raw_server, server, sizeof(server));
-	px_str_safe(raw_share, share, sizeof(share));
-	if ((ss = share_stats_find(server, share)) != NULL)
-		return ss;
-	if (share_stats_n >= PX_SHARE_STATS_MAX) {
-		snprintf(server, sizeof(server), "*");
-		snprintf(share, sizeof(share), "*");
-		if ((ss = share_stats_find(server, share)) != NULL)
-			return ss;
-	}
-	if ((ss = calloc(1, sizeof(*ss))) == NULL)
-		return NULL;
-	snprintf(ss->server, sizeof(ss->server), "%s", server);
-	snprintf(ss->share, sizeof(ss->share), "%s", share);
-	*share_stats_tail = ss;
-	share_stats_tail = &ss->next;
-	share_stats_n++;
-	return ss;
-}
-
-const struct px_share_stats *
-px_share_stats_first(void)
-{
-	return share_stats;
-}
-
-void
-px_share_stats_free(void)
-{
-	struct px_share_stats *ss;
-
-	while ((ss = share_stats) != NULL) {
-		share_stats = ss->next;
-		free(ss);
-	}
-	share_stats_tail = &share_stats;
-	share_stats_n = 0;
 }
 
 static void

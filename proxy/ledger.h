@@ -382,6 +382,12 @@ bool px_open_writes_overlap(const struct px_ledger *l,
 bool px_ledger_changing(struct px_ledger *l, const char *share,
     const char *name, const struct co_dc_valid *id);
 
+/* Why h's message id(s) are ones the server would refuse (beyond the
+ * credits granted to the client; an id of a request still in flight), or
+ * NULL.  smbd ends the connection for either (MS-SMB2 3.3.5.2.3). */
+const char *px_ledger_bad_ids(struct px_ledger *l,
+    const struct smb2_hdr *h);
+
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
 void px_session_free(struct px_session *s);
 struct px_tree *px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid);
