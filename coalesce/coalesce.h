@@ -552,6 +552,7 @@ enum co_dc_state {
 struct co_dc_entry {
 	struct co_dc_entry *knext;  /* key hash chain */
 	struct co_dc_entry *snext;  /* serial hash chain */
+	struct co_dc_entry *inext;  /* on-disk id hash chain (with an id) */
 	struct co_dc_entry *lprev;  /* LRU list, head = most recent */
 	struct co_dc_entry *lnext;
 	char *key;
@@ -575,6 +576,7 @@ struct co_dc_entry {
 struct co_dcache {
 	struct co_dc_entry **kb;    /* buckets by key hash */
 	struct co_dc_entry **sb;    /* buckets by serial */
+	struct co_dc_entry **ib;    /* buckets by on-disk id */
 	size_t nb;                  /* power of two */
 	struct co_dc_entry *lru_head, *lru_tail;
 	size_t nentries;
@@ -598,6 +600,13 @@ void co_dc_free(struct co_dcache *dc);
 void co_dc_set_limit(struct co_dcache *dc, uint64_t limit);
 struct co_dc_entry *co_dc_lookup(struct co_dcache *dc, const char *key);
 struct co_dc_entry *co_dc_find(struct co_dcache *dc, uint64_t serial);
+/* The entries whose copy has on-disk id v's (v with an id): the first,
+ * and the one after e; NULL at the end.  A walk that frees e takes the
+ * next one first. */
+struct co_dc_entry *co_dc_first_id(struct co_dcache *dc,
+    const struct co_dc_valid *v);
+struct co_dc_entry *co_dc_next_id(struct co_dc_entry *e,
+    const struct co_dc_valid *v);
 /*
  * A new, empty entry for key (there must be none) describing a file of
  * v->eof bytes; NULL if the file is empty, its bookkeeping does not fit

@@ -110,6 +110,19 @@ serial_hash(uint64_t s)
 	return s * UINT64_C(0x9E3779B97F4A7C15) >> 17;
 }
 
+static uint64_t
+id_hash(const struct co_dc_valid *v)
+{
+	return co_sum64(v->disk_id, sizeof(v->disk_id));
+}
+
+static bool
+id_eq(const struct co_dc_valid *a, const struct co_dc_valid *b)
+{
+	return a->has_disk_id && b->has_disk_id &&
+	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) == 0;
+}
+
 int
 co_dc_init(struct co_dcache *dc, uint64_t limit)
 {
@@ -117,9 +130,11 @@ co_dc_init(struct co_dcache *dc, uint64_t limit)
 	dc->nb = DC_BUCKETS_MIN;
 	dc->kb = calloc(dc->nb, sizeof(*dc->kb));
 	dc->sb = calloc(dc->nb, sizeof(*dc->sb));
-	if (dc->kb == NULL || dc->sb == NULL) {
+	dc->ib = calloc(dc->nb, sizeof(*dc->ib));
+	if (dc->kb == NULL || dc->sb == NULL || dc->ib == NULL) {
 		free(dc->kb);
 		free(dc->sb);
+		free(dc->ib);
 		memset(dc, 0, sizeof(*dc));
 		return -1;
 	}
@@ -133,13 +148,15 @@ static void
 rehash(struct co_dcache *dc)
 {
 	size_t nb = dc->nb * 2, i;
-	struct co_dc_entry **kb, **sb, *e;
+	struct co_dc_entry **kb, **sb, **ib, *e;
 
 	kb = calloc(nb, sizeof(*kb));
 	sb = calloc(nb, sizeof(*sb));
-	if (kb == NULL || sb == NULL) {
+	ib = calloc(nb, sizeof(*ib));
+	if (kb == NULL || sb == NULL || ib == NULL) {
 		free(kb);
 		free(sb);
+		free(ib);
 		return;
 	}
 	for (e = dc->lru_head; e; e = e->lnext) {
@@ -149,11 +166,18 @@ rehash(struct co_dcache *dc)
 		i = serial_hash(e->serial) & (nb - 1);
 		e->snext = sb[i];
 		sb[i] = e;
+		if (e->v.has_disk_id) {
+			i = id_hash(&e->v) & (nb - 1);
+			e->inext = ib[i];
+			ib[i] = e;
+		}
 	}
 	free(dc->kb);
 	free(dc->sb);
+	free(dc->ib);
 	dc->kb = kb;
 	dc->sb = sb;
+	dc->ib = ib;
 	dc->nb = nb;
 }
 
@@ -167,6 +191,28 @@ co_dc_lookup(struct co_dcache *dc, const char *key)
 		return NULL;
 	for (e = dc->kb[h & (dc->nb - 1)]; e; e = e->knext)
 		if (e->khash == h && strcmp(e->key, key) == 0)
+			return e;
+	return NULL;
+}
+
+struct co_dc_entry *
+co_dc_first_id(struct co_dcache *dc, const struct co_dc_valid *v)
+{
+	struct co_dc_entry *e;
+
+	if (dc->nb == 0 || !v->has_disk_id)
+		return NULL;
+	for (e = dc->ib[id_hash(v) & (dc->nb - 1)]; e; e = e->inext)
+		if (id_eq(&e->v, v))
+			return e;
+	return NULL;
+}
+
+struct co_dc_entry *
+co_dc_next_id(struct co_dc_entry *e, const struct co_dc_valid *v)
+{
+	for (e = e->inext; e; e = e->inext)
+		if (id_eq(&e->v, v))
 			return e;
 	return NULL;
 }
@@ -296,6 +342,13 @@ entry_free(struct co_dcache *dc, struct co_dc_entry *e, bool evicted)
 			*pp = e->snext;
 			break;
 		}
+	if (e->v.has_disk_id)
+		for (pp = &dc->ib[id_hash(&e->v) & (dc->nb - 1)]; *pp;
+		    pp = &(*pp)->inext)
+			if (*pp == e) {
+				*pp = e->inext;
+				break;
+			}
 	lru_unlink(dc, e);
 	for (i = 0; i < e->nchunks; i++)
 		free(e->data[i]);
@@ -337,6 +390,7 @@ co_dc_free(struct co_dcache *dc)
 		entry_free(dc, dc->lru_head, true);
 	free(dc->kb);
 	free(dc->sb);
+	free(dc->ib);
 	memset(dc, 0, sizeof(*dc));
 }
 
@@ -441,6 +495,11 @@ co_dc_create(struct co_dcache *dc, const char *key,
 	i = serial_hash(e->serial) & (dc->nb - 1);
 	e->snext = dc->sb[i];
 	dc->sb[i] = e;
+	if (e->v.has_disk_id) {
+		i = id_hash(&e->v) & (dc->nb - 1);
+		e->inext = dc->ib[i];
+		dc->ib[i] = e;
+	}
 	lru_push(dc, e);
 	dc->nentries++;
 	if (dc->nentries > dc->nb)

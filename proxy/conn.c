@@ -77,7 +77,7 @@ px_opaque_reason_name(enum px_opaque_reason r)
 static const char *const close_names[PX_CLOSE_NREASONS] = {
 	"none", "bad-frame", "connect-failed", "connect-timeout", "no-memory",
 	"shutdown", "idle", "server-timeout", "cannot-sign",
-	"not-authentic", "server-unreadable",
+	"not-authentic", "server-unreadable", "bad-message-id",
 };
 
 const char *

@@ -217,6 +217,8 @@ static const struct {
 	    "Kerberos-keyed sessions left alone before their ticket ended"),
 	C("sessions_server_expired", sessions_server_expired,
 	    "Sessions the server said had expired"),
+	C("bad_message_ids", bad_message_ids,
+	    "Client frames with a message id the server would refuse (closed)"),
 	C("sessions_reauth_refused", sessions_reauth_refused,
 	    "Established sessions whose re-authentication the server refused"),
 	C("expiry_kept_bytes", expiry_kept_bytes,

@@ -373,6 +373,17 @@ px_pending_del(struct px_ledger *l, struct px_pending *p)
 
 /* ---- sessions, trees, opens ------------------------------------------- */
 
+bool
+px_ledger_logged_on(const struct px_ledger *l)
+{
+	const struct px_session *s;
+
+	for (s = l->sessions; s; s = s->next)
+		if (s->established)
+			return true;
+	return false;
+}
+
 struct px_session *
 px_session_find(struct px_ledger *l, uint64_t id)
 {
@@ -679,6 +690,40 @@ px_ledger_bad_ids(struct px_ledger *l, const struct smb2_hdr *h)
 	if (px_pending_find(l, h->message_id) != NULL)
 		return "already in use";
 	return NULL;
+}
+
+bool
+px_ledger_frame_bad_ids(struct px_ledger *l, const uint8_t *msg, size_t mlen,
+    int n)
+{
+	static struct px_lograte rate;
+	struct smb2_hdr h;
+	const char *why;
+	size_t off = 0;
+	char more[64];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (px_smb2_hdr_decode(msg, mlen, off, &h) == -1)
+			return false;   /* the relay judges what does not decode */
+		off += h.elem_len;
+		if ((why = px_ledger_bad_ids(l, &h)) == NULL)
+			continue;
+		px_stats.bad_message_ids++;
+		if (px_lograte_ok(&rate, px_now_ms(), PX_LOGRATE_BURST,
+		    PX_LOGRATE_MS))
+			log_warnx("conn=%llu the client sent a %s with message "
+			    "id %llu, %s (the client holds ids below %llu): the "
+			    "server ends a connection for that, so smbaccel "
+			    "closes it (reason=bad-message-id)%s",
+			    (unsigned long long)l->conn_id,
+			    px_smb2_cmd_name(h.command),
+			    (unsigned long long)h.message_id, why,
+			    (unsigned long long)l->cr.C,
+			    px_lograte_more(&rate, more, sizeof(more)));
+		return true;
+	}
+	return false;
 }
 
 struct px_pending *

@@ -387,6 +387,15 @@ bool px_ledger_changing(struct px_ledger *l, const char *share,
  * NULL.  smbd ends the connection for either (MS-SMB2 3.3.5.2.3). */
 const char *px_ledger_bad_ids(struct px_ledger *l,
     const struct smb2_hdr *h);
+/* Does an element of the client's compound msg (n elements) carry such
+ * ids?  Counted (bad_message_ids) and logged at a bounded rate: the
+ * caller closes the connection (a flood of them was logged line by line
+ * and recorded as pending without bound). */
+bool px_ledger_frame_bad_ids(struct px_ledger *l, const uint8_t *msg,
+    size_t mlen, int n);
+
+/* Has a session of l been established (a client that logged on)? */
+bool px_ledger_logged_on(const struct px_ledger *l);
 
 struct px_session *px_session_find(struct px_ledger *l, uint64_t id);
 void px_session_free(struct px_session *s);

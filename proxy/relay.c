@@ -97,10 +97,7 @@ must_wait(struct px_conn *c, const struct smb2_hdr *h,
 		    h->command != SMB2_LOGOFF)
 			return false;
 	}
-	/* a re-authentication of an established session: if the server
-	 * refuses it, it deletes the session with its opens (MS-SMB2
-	 * 3.3.5.5.3), and what smbaccel acknowledged for it could never be
-	 * written; so that is written first (binding: coherence.c) */
+	/* a refused re-authentication deletes the session (3.3.5.5.3) */
 	if (h->command == SMB2_SESSION_SETUP && s != NULL && s->established &&
 	    !s->srv_expired && !s->multichannel && !px_wb_settled(c)) {
 		px_wb_flush_all(c, CO_FLUSH_OBSERVE);
@@ -398,6 +395,10 @@ client_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 	if (first.is_response)
 		return client_opaque(c, PX_OPAQUE_DECODE_ERROR,
 		    "detail=response-from-client", frame, len);
+	if (px_ledger_frame_bad_ids(&c->led, msg, mlen, n)) {
+		(void)px_relay_fail(c, PX_CLOSE_BAD_IDS);
+		return PX_RC_CLOSE;
+	}
 	compound = n > 1;
 	c->smb2_seen = true;
 	/* a READ the server may answer compressed: opaque before it goes */
@@ -839,7 +840,6 @@ server_smb2(struct px_conn *c, const uint8_t *msg, size_t mlen,
 		if (p && !interim && h.command == SMB2_LOCK &&
 		    p->command == SMB2_LOCK)
 			px_locks_answered(c, &h, p, &last_create);
-		/* a rename moves smbaccel's lease only when it succeeds */
 		if (p && !interim && h.command == SMB2_SET_INFO &&
 		    p->command == SMB2_SET_INFO && p->origin == PX_ORIGIN_CLIENT)
 			px_lease_rename_done(c, &h, p);

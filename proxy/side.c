@@ -319,7 +319,13 @@ px_side_implausible(const struct px_side *s, const uint8_t *p, size_t have)
 
 	if (c->state != PX_CONN_RELAY)
 		return false;
-	if (c->led.negotiated) {
+	/* a client with no session: NEGOTIATE and SESSION_SETUP (a
+	 * Kerberos ticket with a large PAC is tens of KiB); the server's
+	 * sizes only once it has logged on (an unauthenticated client's
+	 * partial frames held up to them for ever) */
+	if (s == &s->link->cli && !px_ledger_logged_on(&c->led))
+		;
+	else if (c->led.negotiated) {
 		size_t m = c->led.max_write;
 
 		/* a QUERY_DIRECTORY answer (a big folder) may fill

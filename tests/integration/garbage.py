@@ -85,6 +85,11 @@ CASES = [
      nbss(b"\xfeSMB" + b"\0" * 6), False),
     ("transform-header-short", True, nbss(b"\xfdSMB" + os.urandom(40)), False),
     ("compression-header-short", True, nbss(b"\xfcSMB" + os.urandom(8)), False),
+    # an 8 MiB frame begun before any login: within what the server's
+    # sizes allow once a session exists, but not before (each such
+    # connection held its bytes, 450 MB for 50 of them, for ever)
+    ("8MiB-frame-before-login", True,
+     b"\x00\x80\x00\x00" + echo_req(1, 0) + os.urandom(4000), False),
 ]
 
 

@@ -29,6 +29,9 @@
 #     acknowledged: the connection closes at once
 #     (reason=server-unreadable), never opaque, the loss logged and
 #     counted.
+#  4. 20 connections each sending one frame of 14,000 ECHOs whose ids lie
+#     past the grant: each closed at the first (bad-message-id), counted,
+#     a bounded number of log lines.
 # Meanwhile smbclient transfers through the first proxy stay intact; the
 # proxies stay up; every malformed connection has log lines (printed).
 . "$(dirname "$0")/lib.sh"
@@ -154,5 +157,47 @@ grep -v ': ok$' "$T/bg.log"
 [ $src -eq 0 ] || fail "a lying server case broke the proxy (BAD above)"
 grep -q ': ok$' "$T/bg.log" || fail "no background transfer completed"
 grep -qv ': ok$' "$T/bg.log" && fail "a background transfer failed"
+
+# 4. message ids the server would end the connection for, in bulk: 20
+# connections each send one frame of 14,000 ECHOs (ids 1..14000) before
+# any NEGOTIATE.  smbaccel closes each at its first bad id
+# (reason=bad-message-id), counts it, and logs a bounded number of lines;
+# before, each id was one log line and a pending entry (a silent server:
+# 280 MB in 5 s), 500,000 lines for 20 connections against smbd.
+b0=$(stat_get bad_message_ids)
+l0=$(wc -l < "$PROXY_LOG")
+out=$("$PY" - "$PROXY_PORT" <<'PYEND'
+import socket, struct, sys
+port, n = int(sys.argv[1]), 14000
+els = []
+for i in range(n):
+    nxt = 0 if i == n - 1 else 72
+    el = (b"\xfeSMB" + struct.pack("<HHIHHIIQIIQ16s", 64, 1, 0, 13, 1, 0, nxt,
+                                   i + 1, 0, 0, 0, b"\0" * 16) + struct.pack("<HH", 4, 0))
+    els.append(el + (b"\0" * 4 if nxt else b""))
+msg = b"".join(els)
+frame = struct.pack(">I", len(msg)) + msg
+closed = 0
+for k in range(20):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(10)
+    try:
+        s.sendall(frame)
+        while s.recv(65536):
+            pass
+        closed += 1
+    except OSError:
+        closed += 1
+    s.close()
+print("closed %d of 20" % closed)
+PYEND
+) || fail "4: the id flood: $out"
+sleep 0.5
+lines=$(($(wc -l < "$PROXY_LOG") - l0))
+info "4: 20 frames of 14,000 ECHOs with ids past the grant: $out, bad_message_ids +$(($(stat_get bad_message_ids) - b0)), $lines log lines"
+assert_eq "closed 20 of 20" "$out" "4: connections closed"
+assert_eq $((b0 + 20)) "$(stat_get bad_message_ids)" "4: stats bad_message_ids"
+[ "$lines" -le 200 ] || fail "4: $lines log lines for 20 connections (unbounded logging)"
+log_has "reason=bad-message-id" || fail "4: no log line with reason=bad-message-id"
 proxy_alive || fail "proxy died"
 info "PASS"

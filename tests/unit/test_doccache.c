@@ -138,11 +138,35 @@ test_table(void)
 	/* empty files are not cached */
 	v.eof = 0;
 	CU_ASSERT_PTR_NULL(co_dc_create(&dc, "srv|share|empty", &v, NULL));
-	/* many entries: the table grows and still finds all of them */
+	/* many entries: the table grows and still finds all of them; each
+	 * with its own on-disk id, and every 500th with a.doc's (hard links
+	 * of it), found by the id index before and after the growth */
 	v.eof = 100;
 	for (i = 0; i < 2000; i++) {
 		snprintf(key, sizeof(key), "srv|share|dir\\f%d", i);
+		v.disk_id[8] = (uint8_t)(i % 500 ? 1 + i % 250 : 0);
+		v.disk_id[9] = (uint8_t)(i % 500 ? 1 + i / 250 : 0);
 		CU_ASSERT_PTR_NOT_NULL(co_dc_create(&dc, key, &v, NULL));
+		if (i == 100) {
+			struct co_dc_valid w = f->v;
+
+			CU_ASSERT_PTR_NOT_NULL(co_dc_first_id(&dc, &w));
+		}
+	}
+	{
+		struct co_dc_valid w = f->v;
+		int links = 0;
+
+		for (e = co_dc_first_id(&dc, &w); e; e = co_dc_next_id(e, &w)) {
+			CU_ASSERT_EQUAL(memcmp(e->v.disk_id, w.disk_id, 32), 0);
+			links++;
+		}
+		CU_ASSERT_EQUAL(links, 5);          /* a.doc, f0 .. f1500 */
+		w.has_disk_id = false;
+		CU_ASSERT_PTR_NULL(co_dc_first_id(&dc, &w));
+		w.has_disk_id = true;
+		w.disk_id[8] = 0xEE;
+		CU_ASSERT_PTR_NULL(co_dc_first_id(&dc, &w));
 	}
 	CU_ASSERT(dc.nb >= 2000);
 	for (i = 0; i < 2000; i += 111) {
@@ -155,6 +179,14 @@ test_table(void)
 	/* a directory's entries go with it (rename, delete) */
 	CU_ASSERT_EQUAL(co_dc_drop_prefix(&dc, "srv|share|dir\\"), 2000);
 	CU_ASSERT_PTR_NOT_NULL(co_dc_lookup(&dc, "srv|share|a.doc"));
+	/* and their ids with them */
+	{
+		struct co_dc_valid w = f->v;
+
+		e = co_dc_first_id(&dc, &w);
+		CU_ASSERT_PTR_EQUAL(e, f);
+		CU_ASSERT_PTR_NULL(e ? co_dc_next_id(e, &w) : NULL);
+	}
 	CU_ASSERT_EQUAL(dc.nentries, 1);
 	co_dc_free(&dc);
 }
