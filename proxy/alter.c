@@ -151,7 +151,7 @@ may_answer(struct px_conn *c, struct px_session *s, const struct px_tree *t,
 {
 	bool signed_rq = (h->flags & SMB2_FLAGS_SIGNED) != 0;
 	bool enc_needed = s->encrypt ||
-	    (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA);
+	    (t != NULL && (t->share_flags & SMB2_SHAREFLAG_ENCRYPT_DATA));
 
 	if (c->cur_encrypted) {
 		/* sealed: answered sealed under the same session's key */

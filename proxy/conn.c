@@ -708,10 +708,14 @@ static bool
 watchdog_expired(struct px_conn *c, double now)
 {
 	struct px_link *l = px_link_of(c);
-	size_t waiting = c->led.npending - c->led.nasync;
+	/* requests gone async wait as long as they must (a CHANGE_NOTIFY, a
+	 * blocking LOCK), but the client's only: smbaccel's own WRITEs are
+	 * due (a drain waited for one the server left pending for ever) */
+	size_t waiting = c->led.npending - c->led.cr.client_async;
 	double since;
 
-	if (!watchdog_on(c) || waiting == 0 || c->led.npending < c->led.nasync) {
+	if (!watchdog_on(c) || waiting == 0 ||
+	    c->led.npending < c->led.cr.client_async) {
 		l->srv_wait_ms = 0;
 		return false;
 	}
@@ -909,6 +913,7 @@ static void
 on_client_eof(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
+	struct px_session *s;
 
 	c->client_gone = true;
 	if (c->state == PX_CONN_DRAINING || c->state == PX_CONN_CLOSED)
@@ -917,6 +922,13 @@ on_client_eof(struct px_conn *c)
 		srv_spend(c);
 		return;
 	}
+	/* a re-authentication the client left in the middle (its next leg
+	 * was due) never ends: what an expired session holds cannot be
+	 * written, and the drain below reports it lost instead of waiting
+	 * for ever */
+	for (s = c->led.sessions; s; s = s->next)
+		if (s->srv_reauth && !px_ledger_setup_pending(&c->led, s->id))
+			s->srv_reauth = false;
 	if (!px_relay_quiet(c) || px_buf_len(&l->cli.in) > 0) {
 		log_info("conn=%llu client %s with %llu bytes buffered: writing "
 		    "them before closing the server connection",

@@ -374,6 +374,18 @@ px_pending_del(struct px_ledger *l, struct px_pending *p)
 /* ---- sessions, trees, opens ------------------------------------------- */
 
 bool
+px_ledger_setup_pending(const struct px_ledger *l, uint64_t sid)
+{
+	size_t i;
+
+	for (i = 0; i < l->tab_cap; i++)
+		if (l->tab[i] != NULL && l->tab[i]->command == SMB2_SESSION_SETUP &&
+		    l->tab[i]->session_id == sid)
+			return true;
+	return false;
+}
+
+bool
 px_ledger_logged_on(const struct px_ledger *l)
 {
 	const struct px_session *s;

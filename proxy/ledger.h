@@ -394,6 +394,8 @@ const char *px_ledger_bad_ids(struct px_ledger *l,
 bool px_ledger_frame_bad_ids(struct px_ledger *l, const uint8_t *msg,
     size_t mlen, int n);
 
+/* Is a SESSION_SETUP of session sid on its way (not answered)? */
+bool px_ledger_setup_pending(const struct px_ledger *l, uint64_t sid);
 /* Has a session of l been established (a client that logged on)? */
 bool px_ledger_logged_on(const struct px_ledger *l);
 

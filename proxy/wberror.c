@@ -29,6 +29,42 @@
  * client re-authenticates and sends it again (3.2.5.1.6), by which time
  * the held data has been written (wb_resume).  Its ids go to the pool.
  */
+/* A LOGOFF of an expired session (no re-authentication on its way) while
+ * smbaccel holds data of its files: forwarded, it would end the opens with
+ * the data lost; answered the expiry, as a CLOSE is above, the client
+ * re-authenticates and sends it again after the data. */
+static bool
+expired_logoff(struct px_conn *c, const struct smb2_hdr *h,
+    const struct smb2_elem *e, enum px_absorb *rc)
+{
+	struct px_session *s;
+	const struct px_open *x;
+	size_t held = 0;
+
+	if (h->command != SMB2_LOGOFF ||
+	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
+	    !s->srv_expired || s->srv_reauth || !px_ids_fresh(c, h, 1))
+		return false;
+	for (x = c->led.opens; x; x = x->next) {
+		if (x->session_id != s->id || !px_wb_busy(x))
+			continue;
+		if (x->wb_inflight)
+			return false;
+		held += x->wb.len + x->refused.len;
+	}
+	if (held == 0 || !px_may_answer_expired(c, s, NULL, h, e) ||
+	    (*rc = px_wb_absorb_status(c, h, NT_STATUS_NETWORK_SESSION_EXPIRED))
+	    == PX_AB_FORWARD)
+		return false;
+	px_stats.expiry_answered++;
+	log_warnx("conn=%llu session=0x%llx LOGOFF answered "
+	    "STATUS_NETWORK_SESSION_EXPIRED by smbaccel: the server has expired "
+	    "the session, and the %zu bytes held for its files are written once "
+	    "the client re-authenticates and sends it again",
+	    (unsigned long long)c->id, (unsigned long long)s->id, held);
+	return true;
+}
+
 bool
 px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
     const struct smb2_elem *e, enum px_absorb *rc)
@@ -40,6 +76,8 @@ px_wb_expired_answer(struct px_conn *c, const struct smb2_hdr *h,
 	size_t held = 0;
 	const struct px_open *x;
 
+	if (h->command == SMB2_LOGOFF)
+		return expired_logoff(c, h, e, rc);
 	if ((h->command != SMB2_CLOSE && h->command != SMB2_LOCK) ||
 	    (s = px_session_find(&c->led, h->session_id)) == NULL ||
 	    !s->srv_expired || s->srv_reauth ||

@@ -913,7 +913,9 @@ wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
 	struct px_session *s;
 	uint32_t n = p->u.io.length;
 
+	/* a client that has gone can never re-authenticate */
 	if (p->u.io.keep == NULL || o == NULL || o->closed || p->in_compound ||
+	    c->client_gone ||
 	    (s = px_session_find(&c->led, o->session_id)) == NULL ||
 	    !s->srv_expired ||
 	    (o->refused.len != 0 &&
@@ -1065,7 +1067,9 @@ px_wb_expiry_seen(struct px_conn *c, const struct smb2_hdr *h,
 	    !s->established)
 		return;
 	if (h->command == SMB2_SESSION_SETUP) {
-		if (h->status != NT_STATUS_MORE_PROCESSING_REQUIRED)
+		/* a client gone mid-exchange never sends the next leg */
+		if (h->status != NT_STATUS_MORE_PROCESSING_REQUIRED ||
+		    c->client_gone)
 			s->srv_reauth = false;
 
 		if (h->status != NT_STATUS_SUCCESS && s->srv_expired &&

@@ -55,6 +55,8 @@ import argparse
 import hashlib
 import os
 import random
+import socket
+import struct
 import sys
 import time
 
@@ -154,6 +156,12 @@ def main():
     ap.add_argument("--until", type=float, default=0)
     ap.add_argument("--lock-last", action="store_true")
     ap.add_argument("--lock-wait", action="store_true")
+    ap.add_argument("--logoff-last", action="store_true",
+                    help="pace: after the writes, LOGOFF with the file "
+                    "still open (re-authenticating if refused)")
+    ap.add_argument("--vanish", action="store_true",
+                    help="pace: after the writes, reset the connection "
+                    "(no CLOSE, no re-authentication)")
     ap.add_argument("op", choices=("write", "verify", "pace", "save"))
     ap.add_argument("path")
     ap.add_argument("size", type=int)
@@ -251,6 +259,21 @@ def main():
                     conn.closeFile(tid, fid)
                 except Exception as e:
                     print("close failed=%s" % e)
+                return 0
+            if a.vanish:
+                sk = conn._SMBConnection._NetBIOSSession.get_socket()
+                sk.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                              struct.pack("ii", 1, 0))
+                sk.close()
+                print("vanished")
+                sys.stdout.flush()
+                os._exit(0)
+            if a.logoff_last:
+                try:
+                    retried(conn, "logoff", acked, conn.logoff)
+                    print("loggedoff")
+                except Exception as e:
+                    print("logoff failed=%s" % e)
                 return 0
             if a.lock_last:
                 flags = s3.SMB2_LOCKFLAG_EXCLUSIVE_LOCK

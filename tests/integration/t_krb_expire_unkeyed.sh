@@ -1,6 +1,6 @@
 #!/bin/bash
 # test-timeout: 600
-# waits: seven clients writing 1 KiB a second past a 130 s ticket's end (180 s): about 5 % of the CPU once the DC and FS1 are up
+# waits: nine clients writing 1 KiB a second past a 130 s ticket's end (180 s): about 5 % of the CPU once the DC and FS1 are up
 # Issue 12: a Kerberos session smbaccel holds no key for, unsigned, whose
 # ticket ends while smbaccel buffers its writes.  Without the server's
 # keytab smbaccel cannot read the ticket, so it cannot know when the
@@ -164,12 +164,35 @@ p6=$!
 pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viawait \
     --share closing --every 1 --until $((LIFE + 10)) --lock-last --lock-wait > "$T/wait.out" 2>&1 &
 p7=$!
-BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4 $p5 $p6 $p7"
+# an eighth resets its connection 10 s after its ticket's end, all it
+# wrote held: the drain's flush is refused (the session expired), and a
+# client that has gone can never re-authenticate, so it is lost and
+# logged, and the connection closes (before: kept for a
+# re-authentication that never came, draining for as long as smbaccel
+# ran, the client's next connections waiting connect_timeout behind it)
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" viavanish \
+    --share closing --every 1 --until $((LIFE + 10)) --vanish > "$T/vanish.out" 2>&1 &
+p8=$!
+# a ninth logs off with its file open, all it wrote held: the LOGOFF is
+# answered the expiry, and after the re-authentication what was held is
+# written before it (before: forwarded, the held data lost)
+pace in_cli "$T/cli.cc" "$T/cli2.cc" 127.0.0.1 "$PROXY_PORT" vialogoff \
+    --share closing --every 1 --until $((LIFE + 10)) --logoff-last > "$T/logoff.out" 2>&1 &
+p9=$!
+BG_PIDS="$BG_PIDS $p1 $p2 $p3 $p4 $p5 $p6 $p7 $p8 $p9"
 # how smbaccel holds the session: unkeyed for want of a keytab, unsigned
 sleep 5
 ctl conns --json > "$T/conns.json"
-wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"; wait "$p5"; wait "$p6"; wait "$p7"
-info "the seven clients done after $(elapsed "$t0") s"
+wait "$p1"; wait "$p2"; wait "$p3"; wait "$p4"; wait "$p5"; wait "$p6"; wait "$p7"; wait "$p8"; wait "$p9"
+info "the nine clients done after $(elapsed "$t0") s"
+# the vanished client's connection: its held data logged lost and the
+# connection gone (not draining) within 20 s
+n=200
+until grep -q "file=viavanish .*acknowledged data lost" "$PROXY_LOG" &&
+    ! ctl conns --json | grep -q '"draining"'; do
+	sleep 0.1; n=$((n - 1))
+	[ $n -gt 0 ] || fail "the vanished client: no loss logged, or a connection still draining, 20 s after the clients ended: $(ctl conns --json)"
+done
 snap u-1
 deltas u-0 u-1
 tail -n +"$((lines0 + 1))" "$PROXY_LOG" > "$T/run.log"
@@ -180,6 +203,7 @@ info "through smbaccel, closing after the re-authentication: $(tr '\n' ' ' < "$T
 info "through smbaccel, [closing]: $(tr '\n' ' ' < "$T/close.out")"
 info "through smbaccel, [closing], locking first: $(tr '\n' ' ' < "$T/lock.out")"
 info "through smbaccel, [closing], a blocking LOCK first: $(tr '\n' ' ' < "$T/wait.out")"
+info "through smbaccel, [closing], vanishing: $(tr '\n' ' ' < "$T/vanish.out")"
 info "stats: sessions_keyed +$D_sessions_keyed writes_absorbed +$D_writes_absorbed deferred_errors +$D_deferred_errors sessions_server_expired +$D_sessions_server_expired"
 grep -E 'expired|lost|re-authenticated|kept|written again|answered' "$T/run.log" | cut -c1-300 | sed 's/^/    proxy log: /'
 
@@ -200,7 +224,7 @@ EOF
 assert_eq 0 "$D_sessions_keyed" "sessions_keyed"
 assert_ge 100 "$D_writes_absorbed" "writes absorbed before the expiry"
 grep -q '^reauth acked=' "$T/proxy.out" || fail "through smbaccel: the client never re-authenticated"
-assert_eq 6 "$D_sessions_server_expired" "sessions_server_expired"
+assert_eq 8 "$D_sessions_server_expired" "sessions_server_expired"
 grep -q 'the server expired the session (STATUS_NETWORK_SESSION_EXPIRED' "$T/run.log" ||
     fail "no log line saying the server expired the session"
 grep -q 're-authenticated after the server expired it: acted on again' "$T/run.log" ||
@@ -274,7 +298,17 @@ for lk in vialock:lock viawait:wait; do
 	grep -q '^reauth-close' "$out" && fail "[closing] $f: its CLOSE met the expiry again"
 	grep -qx closed "$out" || fail "[closing] $f: the file was not closed cleanly: $(tr '\n' ' ' < "$out")"
 done
-assert_eq 3 "$D_expiry_answered" "expiry_answered (the CLOSE, the two LOCKs)"
+# the LOGOFF (vialogoff), the whole session's held data written before it
+lacked=$(sed -n 's/^acked=//p' "$T/logoff.out")
+grep -q '^reauth-logoff acked=' "$T/logoff.out" ||
+    fail "[closing] vialogoff: the LOGOFF was not answered STATUS_NETWORK_SESSION_EXPIRED: $(tr '\n' ' ' < "$T/logoff.out")"
+grep -qx loggedoff "$T/logoff.out" || fail "[closing] vialogoff: no LOGOFF after the re-authentication: $(tr '\n' ' ' < "$T/logoff.out")"
+grep -q "LOGOFF answered STATUS_NETWORK_SESSION_EXPIRED by smbaccel" "$T/run.log" ||
+    fail "[closing] vialogoff: no log line saying smbaccel answered the LOGOFF the expiry"
+[ -z "$(lost vialogoff)" ] || fail "[closing] vialogoff: acknowledged data lost: $(grep "file=vialogoff .*lost" "$T/run.log" | cut -c1-250)"
+holds closing/vialogoff "$lacked" || fail "[closing] vialogoff: the server's file does not hold every acknowledged byte"
+info "[closing] vialogoff: $lacked bytes held to the LOGOFF; it was answered the expiry, sent again after the re-authentication, the data written before it"
+assert_eq 4 "$D_expiry_answered" "expiry_answered (the CLOSE, the two LOCKs, the LOGOFF)"
 
 # [held]: the server's expiry seen on a TREE_CONNECT with data buffered
 # (or, about one run in 250, on one of its flushes: kept as the first
@@ -294,4 +328,11 @@ fi
 proxy_alive || fail "proxy died"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status after SIGTERM"
+# the vanished client: everything it was acknowledged, all of it held,
+# logged lost (its connection closed above)
+vacked=$(sed -n 's/^acked=//p' "$T/vanish.out")
+grep -q '^vanished' "$T/vanish.out" || fail "the eighth client did not vanish: $(cat "$T/vanish.out")"
+vlost=$(sed -n "s/.* file=viavanish offset=[0-9]* length=\([0-9]*\) .*acknowledged data lost.*/\1/p" "$PROXY_LOG" | awk '{n += $1} END {print n + 0}')
+info "vanishing client: $vacked bytes acknowledged, $vlost logged lost, the connection closed"
+assert_eq "$vacked" "$vlost" "the vanished client's held bytes logged lost"
 info "PASS"
