@@ -242,29 +242,6 @@ px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
 	return false;
 }
 
-/* The length of a name without a final "::$DATA" (the file's data
- * stream named explicitly is the file). */
-size_t
-px_file_name_len(const char *name)
-{
-	size_t n = strlen(name);
-
-	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
-}
-
-bool
-px_same_file_name(const char *a, const char *b)
-{
-	size_t n;
-
-	while (*a == '\\' || *a == '/')
-		a++;
-	while (*b == '\\' || *b == '/')
-		b++;
-	n = px_file_name_len(a);
-	return n == px_file_name_len(b) && strncasecmp(a, b, n) == 0;
-}
-
 /* The open of fid, leaving the list's order alone (px_open_find moves it
  * to the front, which a caller walking the list must not have). */
 static const struct px_open *
@@ -603,29 +580,6 @@ px_open_read_caching(const struct px_open *o)
 	return o->oplock == SMB2_OPLOCK_LEVEL_II ||
 	    o->oplock == SMB2_OPLOCK_LEVEL_EXCLUSIVE ||
 	    o->oplock == SMB2_OPLOCK_LEVEL_BATCH;
-}
-
-uint32_t
-px_name_hash(const char *name)
-{
-	uint32_t h = 2166136261u;        /* FNV-1a */
-
-	size_t n, i;
-
-	if (name == NULL)
-		return 0;
-	while (*name == '\\' || *name == '/')
-		name++;
-	/* the names px_same_file_name takes for one file hash alike */
-	n = px_file_name_len(name);
-	for (i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)name[i];
-
-		if (ch >= 'A' && ch <= 'Z')
-			ch = (unsigned char)(ch - 'A' + 'a');
-		h = (h ^ ch) * 16777619u;
-	}
-	return h;
 }
 
 bool

@@ -355,13 +355,6 @@ void px_pending_del(struct px_ledger *l, struct px_pending *p);
  * CompressData, MS-SMB2 3.3.5.12)?  smbaccel cannot read such an answer. */
 bool px_ledger_read_compressed(struct px_ledger *l, const uint8_t *msg,
     size_t mlen);
-/* The length of a file's name without a final "::$DATA". */
-size_t px_file_name_len(const char *name);
-/* Do two names of files of one share name the same file (leading
- * separators, ASCII case and a final "::$DATA", the data stream named
- * explicitly, aside; other letters' case is not folded: the on-disk file
- * id catches those, doccache.c)? */
-bool px_same_file_name(const char *a, const char *b);
 /* Is a client READ smbaccel widened still unanswered (its answer must be
  * cut back: it cannot be relayed opaquely)? */
 bool px_ledger_widened_pending(const struct px_ledger *l);
@@ -465,10 +458,6 @@ bool px_open_read_access(const struct px_open *o);
  * smbaccel's own on its behalf (not while a break of it is handled). */
 bool px_open_write_caching(const struct px_open *o);
 bool px_open_read_caching(const struct px_open *o);
-/* A hash of a path as strcasecmp compares it (ASCII folded), leading
- * separators skipped: equal paths hash equal, so a differing hash rules a
- * match out without comparing the strings. */
-uint32_t px_name_hash(const char *name);
 /* The read gate of o's tree (read_ahead: always, or leased and o may
  * cache reads): may reads of o be served from smbaccel's data? */
 bool px_open_read_gate(const struct px_tree *t, const struct px_open *o);

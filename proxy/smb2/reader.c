@@ -1,6 +1,7 @@
 /*
  * reader.c - the bounds-checked reader every decoder uses, little-endian
- * loads and stores, and the strict UTF-16LE -> UTF-8 conversion of names.
+ * loads and stores, the strict UTF-16LE -> UTF-8 conversion of names, and
+ * how two names of files are told to be one file (compared, hashed).
  *
  * The reader's error is sticky (struct px_rd in smb2.h): a caller reads a
  * whole structure and tests r.err once.  Nothing here reads outside the
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proxy/smb2/smb2.h"
 
@@ -227,4 +229,52 @@ px_utf16le_to_utf8(const uint8_t *src, size_t src_len, char *dst, size_t cap)
 fail:
 	dst[0] = '\0';
 	return -1;
+}
+
+/* ---- names of files --------------------------------------------------- */
+
+/* The length of a name without a final "::$DATA" (the file's data
+ * stream named explicitly is the file). */
+size_t
+px_file_name_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 7 && strcasecmp(name + n - 7, "::$DATA") == 0 ? n - 7 : n;
+}
+
+bool
+px_same_file_name(const char *a, const char *b)
+{
+	size_t n;
+
+	while (*a == '\\' || *a == '/')
+		a++;
+	while (*b == '\\' || *b == '/')
+		b++;
+	n = px_file_name_len(a);
+	return n == px_file_name_len(b) && strncasecmp(a, b, n) == 0;
+}
+
+uint32_t
+px_name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;        /* FNV-1a */
+
+	size_t n, i;
+
+	if (name == NULL)
+		return 0;
+	while (*name == '\\' || *name == '/')
+		name++;
+	/* the names px_same_file_name takes for one file hash alike */
+	n = px_file_name_len(name);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (ch >= 'A' && ch <= 'Z')
+			ch = (unsigned char)(ch - 'A' + 'a');
+		h = (h ^ ch) * 16777619u;
+	}
+	return h;
 }

@@ -774,4 +774,17 @@ size_t px_smb2_lease_ack_encode(uint8_t *dst, size_t cap,
 int px_utf16le_to_utf8(const uint8_t *src, size_t src_len, char *dst,
     size_t cap) PX_MUSTCHECK;
 
+/* Names of files (reader.c). */
+/* The length of a file's name without a final "::$DATA". */
+size_t px_file_name_len(const char *name);
+/* Do two names of files of one share name the same file (leading
+ * separators, ASCII case and a final "::$DATA", the data stream named
+ * explicitly, aside; other letters' case is not folded: the on-disk file
+ * id catches those, doccache.c)? */
+bool px_same_file_name(const char *a, const char *b);
+/* A hash of a path as px_same_file_name compares it (ASCII folded), leading
+ * separators skipped: equal paths hash equal, so a differing hash rules a
+ * match out without comparing the strings. */
+uint32_t px_name_hash(const char *name);
+
 #endif
