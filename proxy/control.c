@@ -218,7 +218,7 @@ static const struct {
 	C("sessions_server_expired", sessions_server_expired,
 	    "Sessions the server said had expired"),
 	C("bad_message_ids", bad_message_ids,
-	    "Client frames with a message id the server would refuse (closed)"),
+	    "Client frames with a message id in use or too many in flight (closed)"),
 	C("sessions_reauth_refused", sessions_reauth_refused,
 	    "Established sessions whose re-authentication the server refused"),
 	C("expiry_kept_bytes", expiry_kept_bytes,

@@ -650,11 +650,15 @@ px_ledger_bad_ids(struct px_ledger *l, const struct smb2_hdr *h)
 	if (h->command == SMB2_CANCEL)
 		return NULL;    /* the id of the request it cancels */
 	charge = charge_of(l, h);
-	if (h->message_id + charge < h->message_id ||
-	    h->message_id + charge > l->cr.C)
-		return "beyond the credits granted";
+	if (h->message_id + charge < h->message_id)
+		return "wrapping around";
+	/* beyond the credits granted only counts (LEDGER_ERR): servers
+	 * differ (impacket's takes them), and the pending bound below
+	 * holds the state it makes */
 	if (px_pending_find(l, h->message_id) != NULL)
 		return "already in use";
+	if (l->npending >= PX_PENDING_MAX)
+		return "one too many in flight";
 	return NULL;
 }
 
@@ -679,9 +683,9 @@ px_ledger_frame_bad_ids(struct px_ledger *l, const uint8_t *msg, size_t mlen,
 		if (px_lograte_ok(&rate, px_now_ms(), PX_LOGRATE_BURST,
 		    PX_LOGRATE_MS))
 			log_warnx("conn=%llu the client sent a %s with message "
-			    "id %llu, %s (the client holds ids below %llu): the "
-			    "server ends a connection for that, so smbaccel "
-			    "closes it (reason=bad-message-id)%s",
+			    "id %llu, %s (the client holds ids below %llu): "
+			    "smbaccel closes the connection "
+			    "(reason=bad-message-id)%s",
 			    (unsigned long long)l->conn_id,
 			    px_smb2_cmd_name(h.command),
 			    (unsigned long long)h.message_id, why,

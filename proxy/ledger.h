@@ -375,9 +375,13 @@ bool px_open_writes_overlap(const struct px_ledger *l,
 bool px_ledger_changing(struct px_ledger *l, const char *share,
     const char *name, const struct co_dc_valid *id);
 
-/* Why h's message id(s) are ones the server would refuse (beyond the
- * credits granted to the client; an id of a request still in flight), or
- * NULL.  smbd ends the connection for either (MS-SMB2 3.3.5.2.3). */
+/* Requests in flight on a connection at most: servers grant 8,192
+ * credits by default (Windows and smbd), a client can use no more. */
+#define PX_PENDING_MAX 65536
+
+/* Why h's message id(s) are ones smbaccel will not relay (the id of a
+ * request still in flight, which the server refuses, MS-SMB2 3.3.5.2.3;
+ * PX_PENDING_MAX requests in flight already), or NULL. */
 const char *px_ledger_bad_ids(struct px_ledger *l,
     const struct smb2_hdr *h);
 /* Does an element of the client's compound msg (n elements) carry such

@@ -132,8 +132,8 @@ enum px_close_reason {
 	                           * its session's signature or sealing */
 	PX_CLOSE_UNREADABLE,      /* a server message smbaccel cannot read
 	                           * while it holds state of its own */
-	PX_CLOSE_BAD_IDS,         /* a client's message id the server would
-	                           * end the connection for */
+	PX_CLOSE_BAD_IDS,         /* a client's message id of a request in
+	                           * flight, or too many in flight */
 	PX_CLOSE_NREASONS
 };
 const char *px_close_reason_name(enum px_close_reason r);
@@ -286,8 +286,8 @@ struct px_stats {
 	                                      * signs answers it need not */
 	uint64_t sessions_expiring;     /* Kerberos-keyed sessions left alone
 	                                 * before their ticket ended */
-	uint64_t bad_message_ids;  /* client frames with a message id beyond
-	                            * its credits or in use (closed) */
+	uint64_t bad_message_ids;  /* client frames with a message id in use,
+	                            * or too many in flight (closed) */
 	uint64_t sessions_reauth_refused; /* established sessions whose
 	                                   * re-authentication the server
 	                                   * refused (it deletes them) */

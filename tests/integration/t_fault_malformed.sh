@@ -30,8 +30,9 @@
 #     (reason=server-unreadable), never opaque, the loss logged and
 #     counted.
 #  4. 20 connections each sending one frame of 14,000 ECHOs whose ids lie
-#     past the grant: each closed at the first (bad-message-id), counted,
-#     a bounded number of log lines.
+#     past the grant: closed (by smbd), a bounded number of log lines; an
+#     ECHO with the id of the NEGOTIATE sent just before it: closed by
+#     smbaccel (bad-message-id), counted.
 # Meanwhile smbclient transfers through the first proxy stay intact; the
 # proxies stay up; every malformed connection has log lines (printed).
 . "$(dirname "$0")/lib.sh"
@@ -158,12 +159,12 @@ grep -v ': ok$' "$T/bg.log"
 grep -q ': ok$' "$T/bg.log" || fail "no background transfer completed"
 grep -qv ': ok$' "$T/bg.log" && fail "a background transfer failed"
 
-# 4. message ids the server would end the connection for, in bulk: 20
-# connections each send one frame of 14,000 ECHOs (ids 1..14000) before
-# any NEGOTIATE.  smbaccel closes each at its first bad id
-# (reason=bad-message-id), counts it, and logs a bounded number of lines;
-# before, each id was one log line and a pending entry (a silent server:
-# 280 MB in 5 s), 500,000 lines for 20 connections against smbd.
+# 4. message ids beyond the grant in bulk: 20 connections each send one
+# frame of 14,000 ECHOs (ids 1..14000) before any NEGOTIATE; smbd ends
+# each connection, and smbaccel logs a bounded number of lines (before:
+# one per id, 500,000 lines for the 20); then one connection sends an
+# ECHO whose id is one in flight: smbaccel closes it itself
+# (reason=bad-message-id, counted).
 b0=$(stat_get bad_message_ids)
 l0=$(wc -l < "$PROXY_LOG")
 out=$("$PY" - "$PROXY_PORT" <<'PYEND'
@@ -190,14 +191,31 @@ for k in range(20):
         closed += 1
     s.close()
 print("closed %d of 20" % closed)
+# a duplicate of an id in flight: a NEGOTIATE (mid 0) and, in the next
+# frame, sent with it (before its answer), an ECHO with mid 0
+neg = (b"\xfeSMB" + struct.pack("<HHIHHIIQIIQ16s", 64, 1, 0, 0, 1, 0, 0, 0,
+                                0, 0, 0, b"\0" * 16) +
+       struct.pack("<HHHHI16sIHH", 36, 1, 1, 0, 0x7F, b"\0" * 16, 0, 0, 0) +
+       struct.pack("<H", 0x0202) + b"\0" * 2)
+echo = (b"\xfeSMB" + struct.pack("<HHIHHIIQIIQ16s", 64, 1, 0, 13, 1, 0, 0, 0,
+                                 0, 0, 0, b"\0" * 16) + struct.pack("<HH", 4, 0))
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(10)
+s.sendall(struct.pack(">I", len(neg)) + neg + struct.pack(">I", len(echo)) + echo)
+try:
+    while s.recv(65536):
+        pass
+    print("dup closed")
+except OSError:
+    print("dup closed")
 PYEND
 ) || fail "4: the id flood: $out"
 sleep 0.5
 lines=$(($(wc -l < "$PROXY_LOG") - l0))
-info "4: 20 frames of 14,000 ECHOs with ids past the grant: $out, bad_message_ids +$(($(stat_get bad_message_ids) - b0)), $lines log lines"
-assert_eq "closed 20 of 20" "$out" "4: connections closed"
-assert_eq $((b0 + 20)) "$(stat_get bad_message_ids)" "4: stats bad_message_ids"
-[ "$lines" -le 200 ] || fail "4: $lines log lines for 20 connections (unbounded logging)"
+info "4: 20 frames of 14,000 ECHOs with ids past the grant, one duplicate id: $(echo $out), bad_message_ids +$(($(stat_get bad_message_ids) - b0)), $lines log lines"
+assert_eq "closed 20 of 20 dup closed" "$(echo $out)" "4: connections closed"
+assert_eq $((b0 + 1)) "$(stat_get bad_message_ids)" "4: stats bad_message_ids (the duplicate)"
+[ "$lines" -le 200 ] || fail "4: $lines log lines for 21 connections (unbounded logging)"
 log_has "reason=bad-message-id" || fail "4: no log line with reason=bad-message-id"
 proxy_alive || fail "proxy died"
 info "PASS"
