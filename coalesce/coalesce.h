@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define CO_MUSTCHECK __attribute__((warn_unused_result))
 
@@ -521,6 +522,25 @@ struct co_dc_valid {
 	bool has_disk_id;           /* SMB2_CREATE_QUERY_ON_DISK_ID answered */
 	uint8_t disk_id[32];        /* DiskFileId, VolumeId, Reserved */
 };
+
+/* Do two CREATE answers both carry the server's on-disk id, and the same
+ * one (one file, through any name, link or share)?  co_dc_other_file:
+ * both carry one and they differ (two files, however alike their names:
+ * a case-sensitive share, a share whose path depends on the user).
+ * Without an id on either side, neither is proven. */
+static inline bool
+co_dc_same_file(const struct co_dc_valid *a, const struct co_dc_valid *b)
+{
+	return a->has_disk_id && b->has_disk_id &&
+	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) == 0;
+}
+
+static inline bool
+co_dc_other_file(const struct co_dc_valid *a, const struct co_dc_valid *b)
+{
+	return a->has_disk_id && b->has_disk_id &&
+	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) != 0;
+}
 
 /* Why a cached copy does not match an open (the first field that
  * differs, in this order); CO_DC_UNPROVEN is the glue's: the fields are

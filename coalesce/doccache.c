@@ -96,8 +96,7 @@ co_dc_compare(const struct co_dc_valid *a, const struct co_dc_valid *b)
 	 * a cache key (a share whose path depends on the user, a
 	 * case-sensitive share) and another user sets all of those for his
 	 * own; only the server's on-disk id names the file */
-	if (!a->has_disk_id || !b->has_disk_id ||
-	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) != 0)
+	if (!co_dc_same_file(a, b))
 		return CO_DC_FILE_ID;
 	return CO_DC_SAME;
 }
@@ -116,12 +115,6 @@ id_hash(const struct co_dc_valid *v)
 	return co_sum64(v->disk_id, sizeof(v->disk_id));
 }
 
-static bool
-id_eq(const struct co_dc_valid *a, const struct co_dc_valid *b)
-{
-	return a->has_disk_id && b->has_disk_id &&
-	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) == 0;
-}
 
 int
 co_dc_init(struct co_dcache *dc, uint64_t limit)
@@ -203,7 +196,7 @@ co_dc_first_id(struct co_dcache *dc, const struct co_dc_valid *v)
 	if (dc->nb == 0 || !v->has_disk_id)
 		return NULL;
 	for (e = dc->ib[id_hash(v) & (dc->nb - 1)]; e; e = e->inext)
-		if (id_eq(&e->v, v))
+		if (co_dc_same_file(&e->v, v))
 			return e;
 	return NULL;
 }
@@ -212,7 +205,7 @@ struct co_dc_entry *
 co_dc_next_id(struct co_dc_entry *e, const struct co_dc_valid *v)
 {
 	for (e = e->inext; e; e = e->inext)
-		if (id_eq(&e->v, v))
+		if (co_dc_same_file(&e->v, v))
 			return e;
 	return NULL;
 }

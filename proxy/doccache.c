@@ -181,14 +181,6 @@ dc_in_use(const struct co_dc_entry *e, const struct px_open *o)
 	return false;
 }
 
-/* Do two CREATE answers name one file by its on-disk id (both have one)? */
-static bool
-dc_same_id(const struct co_dc_valid *a, const struct co_dc_valid *b)
-{
-	return a->has_disk_id && b->has_disk_id &&
-	    memcmp(a->disk_id, b->disk_id, sizeof(a->disk_id)) == 0;
-}
-
 bool
 px_dc_changing(struct px_conn *c, const struct px_open *o)
 {
@@ -208,11 +200,11 @@ px_dc_changing(struct px_conn *c, const struct px_open *o)
 			for (y = x->led.opens; y; y = y->next) {
 				if (!px_wb_busy(y) || y->name == NULL ||
 				    (y->name_hash != o->name_hash &&
-				    !dc_same_id(&y->dcv, &o->dcv) &&
+				    !co_dc_same_file(&y->dcv, &o->dcv) &&
 				    strchr(y->name, ':') == NULL &&
 				    strchr(o->name, ':') == NULL))
 					continue;
-				if (dc_same_id(&y->dcv, &o->dcv) ||
+				if (co_dc_same_file(&y->dcv, &o->dcv) ||
 				    (px_same_file_name(y->name, o->name) &&
 				    strcasecmp(px_tree_share(x, y), share) == 0))
 					return true;
@@ -895,7 +887,7 @@ px_dc_changed(struct px_conn *c, const char *share, const char *name,
 
 			if (on == NULL)
 				continue;
-			if (id != NULL && dc_same_id(&o->dcv, id)) {
+			if (id != NULL && co_dc_same_file(&o->dcv, id)) {
 				o->dc_stale = true;
 				o->dc_serial = 0;
 				continue;

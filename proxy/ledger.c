@@ -288,8 +288,7 @@ px_ledger_changing(struct px_ledger *l, const char *share, const char *name,
 		}
 		if ((o = open_peek(l, &p->fid)) == NULL)
 			continue;
-		if (id != NULL && id->has_disk_id && o->dcv.has_disk_id &&
-		    memcmp(id->disk_id, o->dcv.disk_id, sizeof(id->disk_id)) == 0)
+		if (id != NULL && co_dc_same_file(id, &o->dcv))
 			return true;
 		if (o->name == NULL || !px_same_file_name(o->name, name))
 			continue;

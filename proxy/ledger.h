@@ -481,24 +481,18 @@ void px_share_stats_free(void);
  * open's by now)? */
 struct px_open *px_open_alive(struct px_ledger *l, struct px_open *o,
     uint64_t serial);
-/* Do a and b both carry the server's on-disk id (QFid), the same one
- * (the same file, through any name or share), or different ones (two
- * files, however alike their names: a case-sensitive share, a share
- * whose path depends on the user)? */
+/* co_dc_same_file / co_dc_other_file on two opens' CREATE answers (false
+ * when either open is missing). */
 static inline bool
 px_open_same_id(const struct px_open *a, const struct px_open *b)
 {
-	return a != NULL && b != NULL && a->dcv.has_disk_id &&
-	    b->dcv.has_disk_id &&
-	    memcmp(a->dcv.disk_id, b->dcv.disk_id, sizeof(a->dcv.disk_id)) == 0;
+	return a != NULL && b != NULL && co_dc_same_file(&a->dcv, &b->dcv);
 }
 
 static inline bool
 px_open_other_file(const struct px_open *a, const struct px_open *b)
 {
-	return a != NULL && b != NULL && a->dcv.has_disk_id &&
-	    b->dcv.has_disk_id &&
-	    memcmp(a->dcv.disk_id, b->dcv.disk_id, sizeof(a->dcv.disk_id)) != 0;
+	return a != NULL && b != NULL && co_dc_other_file(&a->dcv, &b->dcv);
 }
 
 /* The open a pending READ or WRITE of smbaccel's was for, if it is still

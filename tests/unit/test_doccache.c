@@ -98,10 +98,19 @@ test_compare(void)
 	b = a;
 	b.disk_id[3] = 7;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
+	CU_ASSERT(co_dc_other_file(&a, &b) && !co_dc_same_file(&a, &b));
 	a.disk_id[3] = 7;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_SAME);
+	CU_ASSERT(co_dc_same_file(&a, &b) && !co_dc_other_file(&a, &b));
+	/* the last byte (Reserved) counts too: the whole 32 are compared */
+	b.disk_id[31] = 1;
+	CU_ASSERT(co_dc_other_file(&a, &b));
+	b.disk_id[31] = 0;
+	/* one side without an id: neither one file nor two */
 	b.has_disk_id = false;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
+	CU_ASSERT(!co_dc_same_file(&a, &b) && !co_dc_other_file(&a, &b));
+	CU_ASSERT(!co_dc_same_file(&b, &a) && !co_dc_other_file(&b, &a));
 	a.has_disk_id = false;
 	CU_ASSERT_EQUAL(co_dc_compare(&a, &b), CO_DC_FILE_ID);
 	CU_ASSERT_STRING_EQUAL(co_dc_cause_name(CO_DC_CHANGE), "change-time");
