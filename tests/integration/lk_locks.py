@@ -64,6 +64,7 @@ import signal
 import struct
 import sys
 import threading
+import time
 
 from impacket.smbconnection import SMBConnection, SessionError
 from impacket import smb3structs as s3
@@ -216,9 +217,56 @@ def proc_stat(pid):
 
 
 def smbd_children(master):
-    """The pids whose parent is the smbd master (one per connection)."""
+    """The pids whose parent is the smbd master: one per connection, and
+    its helpers (notifyd, cleanupd, the scavenger it starts when it needs
+    one), which smbd_serving() tells apart."""
     return set(int(d) for d in os.listdir("/proc") if d.isdigit() and
                (proc_stat(d) or [0, 0])[1] == str(master))
+
+
+def tcp_sockets():
+    """{socket inode: (local port, state)} of /proc/net/tcp and tcp6
+    (state "0A" listening, "01" established)."""
+    out = {}
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for ln in lines:
+            v = ln.split()
+            out[v[9]] = (int(v[1].rsplit(":", 1)[1], 16), v[3])
+    return out
+
+
+def socket_inodes(pid):
+    """The inodes of pid's sockets (empty when it is gone)."""
+    out = set()
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if t.startswith("socket:["):
+            out.add(t[8:-1])
+    return out
+
+
+def smbd_serving(master, pids):
+    """Those of pids that serve a client connection: they hold an
+    established socket on a port the smbd master listens on (a helper
+    process holds none, an exited one nothing)."""
+    socks = tcp_sockets()
+    ports = set(socks[i][0] for i in socket_inodes(master)
+                if i in socks and socks[i][1] == "0A")
+    return set(p for p in pids
+               if any(i in socks and socks[i][1] == "01" and
+                      socks[i][0] in ports for i in socket_inodes(p)))
 
 
 class Stopped(object):
@@ -236,13 +284,24 @@ class Stopped(object):
 
     def __enter__(self):
         os.kill(self.pid, signal.SIGSTOP)
+        # the signal takes effect when the process next runs: wait for
+        # it, so that what follows meets a stopped server (a process that
+        # is gone, or will not stop, is the test's failure, not smbaccel's)
+        for _ in range(200):
+            if self.held():
+                break
+            time.sleep(0.01)
+        else:
+            os.kill(self.pid, signal.SIGCONT)
+            raise SystemExit("smbd process %d did not stop (state %s)" %
+                             (self.pid, (proc_stat(self.pid) or ["gone"])[0]))
         self.t = threading.Thread(target=self._cont)
         self.t.start()
         return self
 
     def held(self):
         """Is the process still stopped?"""
-        return proc_stat(self.pid)[0] in ("T", "t")
+        return (proc_stat(self.pid) or ["gone"])[0] in ("T", "t")
 
     def resume(self):
         self.done.set()
@@ -273,7 +332,8 @@ class Run(object):
                  self.a.share)
         if not self.a.smbd_pid:
             return c, None
-        new = smbd_children(self.a.smbd_pid) - before
+        new = smbd_serving(self.a.smbd_pid,
+                           smbd_children(self.a.smbd_pid) - before)
         return c, (new.pop() if len(new) == 1 else None)
 
     def second_conn(self):
