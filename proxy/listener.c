@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/netfilter_ipv4.h>
 
@@ -42,19 +44,139 @@ static struct sockaddr_storage upstream;
 /* the refusals a connection flood can cause, logged at a bounded rate */
 static struct px_lograte refused_rate, unredirected_rate, loop_rate;
 
+/* How long a name may take to resolve.  The event loop waits for it (at
+ * start, at a reload, in -t), so it is bounded well under the systemd
+ * watchdog (WatchdogSec=30s): the C library's own retries over several
+ * silent nameservers and search domains take 45 s and more. */
+#define RESOLVE_WAIT_S 10
+
+/* One lookup on its own thread; the waiter and the thread each hold a
+ * reference, and whoever drops the last one frees it (a lookup that
+ * outlives its wait ends on its own). */
+struct lookup {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int refs;
+	bool done;
+	int rc;
+	struct sockaddr_storage ss;
+	char host[POL_HOST_MAX + 1];
+	char port[8];
+};
+
+static void
+lookup_put(struct lookup *k)
+{
+	bool last;
+
+	pthread_mutex_lock(&k->mu);
+	last = --k->refs == 0;
+	pthread_mutex_unlock(&k->mu);
+	if (last) {
+		pthread_cond_destroy(&k->cv);
+		pthread_mutex_destroy(&k->mu);
+		free(k);
+	}
+}
+
+static void *
+lookup_run(void *arg)
+{
+	struct lookup *k = arg;
+	struct addrinfo hints, *res = NULL;
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(k->host, k->port, &hints, &res);
+	pthread_mutex_lock(&k->mu);
+	k->rc = rc;
+	if (rc == 0)
+		memcpy(&k->ss, res->ai_addr, res->ai_addrlen);
+	k->done = true;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+	if (res != NULL)
+		freeaddrinfo(res);
+	lookup_put(k);
+	return NULL;
+}
+
+/* getaddrinfo of a name, given at most RESOLVE_WAIT_S: 0, or a gai error,
+ * or EAI_AGAIN with *late set when the time ran out. */
+static int
+lookup_name(const char *host, uint16_t port, struct sockaddr_storage *ss,
+    bool *late)
+{
+	struct lookup *k;
+	struct timespec until;
+	pthread_attr_t at;
+	pthread_t t;
+	int rc = 0;
+
+	*late = false;
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return EAI_MEMORY;
+	pthread_mutex_init(&k->mu, NULL);
+	pthread_cond_init(&k->cv, NULL);
+	k->refs = 2;
+	snprintf(k->host, sizeof(k->host), "%s", host);
+	snprintf(k->port, sizeof(k->port), "%u", port);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, lookup_run, k) != 0) {
+		pthread_attr_destroy(&at);
+		k->refs = 1;
+		lookup_put(k);
+		return EAI_SYSTEM;
+	}
+	pthread_attr_destroy(&at);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += RESOLVE_WAIT_S;
+	pthread_mutex_lock(&k->mu);
+	while (!k->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&k->cv, &k->mu, &until);
+	if (k->done) {
+		rc = k->rc;
+		if (rc == 0) {
+			memset(ss, 0, sizeof(*ss));
+			memcpy(ss, &k->ss, sizeof(*ss));
+		}
+	} else {
+		*late = true;
+		rc = EAI_AGAIN;
+	}
+	pthread_mutex_unlock(&k->mu);
+	lookup_put(k);
+	return rc;
+}
+
 /* Resolve a policy address (a literal, or a name) to a sockaddr. */
 static int
 resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
 {
 	struct addrinfo hints, *res = NULL;
 	char port[8];
+	bool late;
 	int rc;
 
+	if (a->kind == POL_ADDR_NAME) {
+		rc = lookup_name(a->host, a->port, ss, &late);
+		if (late)
+			log_warnx("cannot resolve %s: no answer within %d s "
+			    "(are the nameservers of /etc/resolv.conf "
+			    "reachable?)", a->host, RESOLVE_WAIT_S);
+		else if (rc != 0)
+			log_warnx("cannot resolve %s: %s", a->host,
+			    rc == EAI_SYSTEM ? strerror(errno) :
+			    gai_strerror(rc));
+		return rc == 0 ? 0 : -1;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	if (a->kind != POL_ADDR_NAME)
-		hints.ai_flags = AI_NUMERICHOST;
+	hints.ai_flags = AI_NUMERICHOST;
 	snprintf(port, sizeof(port), "%u", a->port);
 	if ((rc = getaddrinfo(a->host, port, &hints, &res)) != 0) {
 		log_warnx("cannot resolve %s: %s", a->host, gai_strerror(rc));

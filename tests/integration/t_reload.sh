@@ -11,7 +11,8 @@
 # would refuse at start (keytab, secrets, upstream name); a dual-stack
 # listen line starts; in forward mode, a reload keeps the upstream's
 # address when its unchanged name does not resolve now, and refuses a
-# changed name that does not resolve.
+# changed name that does not resolve; a silent nameserver holds a reload
+# (and the event loop) 10 s at most.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "config check and reload"
 
@@ -215,4 +216,36 @@ fi
 wb=$(transfer by-name-refused)
 assert_eq off "$wb" "write_behind after the refused reload (old policy)"
 info "upstream by name: unchanged and unresolvable kept its address; changed and unresolvable refused ($out)"
+
+# --- a nameserver that never answers: the C library would wait 24 s and
+# more (timeout:12 attempts:2), and the event loop waited with it: no I/O,
+# no control answers, no watchdog ping (WatchdogSec=30s kills at 30 s, and
+# with it every acknowledged write still buffered).  A lookup is given
+# 10 s; the reload then keeps the unchanged upstream's address.  The
+# silent server is on 127.77.0.53:53 of the host's loopback (resolv.conf
+# cannot name a port); if that is taken, this part is skipped.
+if python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.77.0.53", 53))' 2>/dev/null; then
+	bg python3 -c 'import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.77.0.53", 53))
+while True:
+    s.recv(4096)'
+	for _ in $(seq 50); do
+		ss -Hlun 'src 127.77.0.53' | grep -q . && break
+		sleep 0.1
+	done
+	printf 'nameserver 127.77.0.53\noptions timeout:12 attempts:2\n' > "$T/resolv.conf"
+	PROXY_UPSTREAM="smbaccel-up.test:$SMBD_PORT" PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" "write_behind = always"
+	t0=$(date +%s%N)
+	out=$(ctl reload 2>&1) || fail "reload while the nameserver is silent: $out"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	info "reload with a silent nameserver answered after $ms ms"
+	[ "$ms" -lt 18000 ] || fail "the reload waited $ms ms for a silent nameserver (bound: 10 s)"
+	grep -q "cannot resolve smbaccel-up.test: no answer within 10 s" "$PROXY_LOG" ||
+	    fail "no log line naming the unanswered lookup"
+	wb=$(transfer by-name-silent)
+	assert_eq always "$wb" "write_behind after the reload with a silent nameserver"
+else
+	info "127.77.0.53:53 is taken: the silent nameserver is not checked"
+fi
 info "PASS"
