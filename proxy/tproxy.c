@@ -368,6 +368,22 @@ lo_is_up(void)
 	return rc == -1 || (ifr.ifr_flags & IFF_UP) != 0;
 }
 
+/* Is IPv6 switched off on lo (net.ipv6.conf.lo.disable_ipv6 = 1, which
+ * net.ipv6.conf.all.disable_ipv6 = 1 sets too, a common hardening of
+ * routers)?  The kernel then refuses the IPv6 local route with EACCES. */
+static bool
+ipv6_off_on_lo(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv6/conf/lo/disable_ipv6", "re");
+	int c;
+
+	if (f == NULL)
+		return false;   /* no IPv6 at all: ensure_route says so */
+	c = fgetc(f);
+	fclose(f);
+	return c == '1';
+}
+
 /* Delete ents[] from the last to the first; the list ends up empty. */
 static void
 remove_all(struct nl_sock *sk)
@@ -415,6 +431,13 @@ px_tproxy_setup(uint32_t mark, uint32_t table)
 	for (i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
 		int f = fams[i], rc;
 
+		if (f == AF_INET6 && ipv6_off_on_lo()) {
+			log_warnx("tproxy: IPv6 is disabled on lo "
+			    "(net.ipv6.conf.lo.disable_ipv6 = 1); TPROXY "
+			    "routing installed for IPv4 only, IPv6 clients are "
+			    "not intercepted");
+			continue;
+		}
 		rc = ensure_route(sk, f, table);
 		if (rc == 1)
 			rc = ensure_rule(sk, f, PX_TPROXY_PREF_SELF, "lo", mark,

@@ -15,7 +15,8 @@
 #     router straight to smbd); HTTP to port 8080 is not intercepted;
 #  4. SIGTERM: exit 0 and every routing entry it added is gone;
 #  5. an entry the administrator made before (same rule) is used and left
-#     in place at stop;
+#     in place at stop; with IPv6 switched off by sysctl it starts with
+#     IPv4 routing only, and says so;
 #  6. SIGKILL during a transfer: the transfer fails, nothing hangs; the
 #     routing stays (nobody removed it); with iptables TPROXY a new
 #     connection is dropped (no answer: fail-closed, bounded by the
@@ -165,6 +166,23 @@ nsx "$NS_ROUTER" ip -4 rule show | grep -q "^31000:.*fwmark $MARK lookup $TABLE"
     fail "smbaccel removed a rule it did not add"
 assert_routing_gone "with an administrator's rule"
 nsx "$NS_ROUTER" ip -4 rule del pref 31000
+
+# ---- 5b. IPv6 switched off by sysctl (a common hardening of routers):
+# IPv4 routing only, said in the log (before: the kernel's EACCES for the
+# IPv6 local route, logged as "No Access", refused the start)
+info "5b. net.ipv6.conf.all.disable_ipv6 = 1: IPv4 routing only"
+nsx "$NS_ROUTER" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+ns_start_proxy tproxy "tproxy_mark = $MARK" "tproxy_table = $TABLE"
+log_has "tproxy: IPv6 is disabled on lo" || fail "no log line saying IPv6 is disabled"
+nsx "$NS_ROUTER" ip -4 rule show | grep -Eq "^32001:.*fwmark $MARK lookup $TABLE" ||
+    { routing_state; fail "no IPv4 rule with IPv6 disabled"; }
+out=$(ns_smbdd "$NS_CLIENT" write dd-noipv6 1K 256 -s "$seed" -q -f 2>&1) ||
+    fail "smbdd through smbaccel with IPv6 disabled on the router: $out"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status with IPv6 disabled"
+assert_routing_gone "IPv6 disabled"
+nsx "$NS_ROUTER" sysctl -qw net.ipv6.conf.all.disable_ipv6=0
+nsx "$NS_ROUTER" sysctl -qw net.ipv6.conf.lo.disable_ipv6=0
 
 # ---- 6. SIGKILL
 info "6. SIGKILL during a transfer"
