@@ -1205,6 +1205,29 @@ ctl_make_dir(const char *path)
 	return -1;
 }
 
+bool
+px_control_in_use(const char *path)
+{
+	struct sockaddr_un sun;
+	bool used;
+	int fd;
+
+	if (path == NULL || *path == '\0' || strlen(path) >= sizeof(sun.sun_path))
+		return false;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		return false;
+	/* accepted, or a full backlog (EAGAIN): someone listens there; a
+	 * stale file left by a daemon that died refuses (ECONNREFUSED) */
+	used = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0 ||
+	    errno == EAGAIN;
+	close(fd);
+	return used;
+}
+
 int
 px_control_start(const char *path, int (*reload)(void))
 {

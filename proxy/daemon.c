@@ -307,6 +307,15 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	    foreground || getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ||
 	    isatty(2));
 	signal(SIGPIPE, SIG_IGN);
+	/* a second start with this configuration must not touch what the
+	 * first one runs on: its control socket, its document store, its
+	 * policy routing (taken for a dead instance's leftovers, removed) */
+	if (px_control_in_use(g->control_socket)) {
+		log_warnx("another smbaccel is running: its control socket %s "
+		    "answers; not starting (smbaccelctl -s %s stats)",
+		    g->control_socket, g->control_socket);
+		return 1;
+	}
 	if (px_keyfiles_load_secrets(g->secrets) == -1) {
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
 		return 1;
@@ -323,15 +332,17 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
 	px_conn_init(&conn_hooks);
+	/* the listeners first: one whose port is taken (another instance)
+	 * fails before any routing is touched */
+	if (px_listen_start(g) == -1) {
+		log_warnx("cannot start listeners, exiting");
+		return 1;
+	}
 	if (g->mode == POL_MODE_TPROXY &&
 	    px_tproxy_setup(g->tproxy_mark, g->tproxy_table) == -1) {
 		log_warnx("cannot install the policy routing of mode = tproxy, "
 		    "exiting");
-		return 1;
-	}
-	if (px_listen_start(g) == -1) {
-		log_warnx("cannot start listeners, exiting");
-		px_tproxy_teardown();
+		px_listen_stop();
 		return 1;
 	}
 	if (px_control_start(g->control_socket, reload) == -1) {

@@ -13,6 +13,8 @@
 #     intercepted (conns/log: client 192.0.2.2, server 198.51.100.2:445),
 #     absorbed, and intact (disk sha256 vs the same pattern written from the
 #     router straight to smbd); HTTP to port 8080 is not intercepted;
+#  3b. a second start while it runs (same file, or another control socket)
+#     is refused and leaves the running one's routing and socket alone;
 #  4. SIGTERM: exit 0 and every routing entry it added is gone;
 #  5. an entry the administrator made before (same rule) is used and left
 #     in place at stop; with IPv6 switched off by sysctl it starts with
@@ -147,6 +149,33 @@ grep -q "^$CLIENT_IP " "$T/http.log" || fail "http.server did not see the client
 wait "$dd_pid" || fail "smbdd 64 MiB transfer failed: $(tail -n 3 "$T/live.out")"
 out=$(ns_smbdd "$NS_ROUTER" verify dd-live 64K 1024 -s "$seed" -q 2>&1) ||
     fail "dd-live on the server does not hold the pattern: $out"
+
+# ---- 3b. a second start while it runs (an administrator trying the
+# configuration by hand beside the service): refused before it touches
+# anything.  Same file: the control socket answers; another control
+# socket: the port is taken, found before any routing is made.  (Before:
+# the second one took the running one's routing for a dead instance's
+# leftovers, adopted it, failed at listen, and removed it: the running
+# smbaccel was cut off, TPROXY'd SYNs dropped.)
+info "3b. a second smbaccel while one runs"
+second() {	# second CONF LOG: run a second smbaccel in the router, rc
+	ip netns exec "$NS_ROUTER" timeout -k 2 20 "$SMBACCEL" -c "$1" -f \
+	    </dev/null >"$2" 2>&1
+}
+rc=0; second "$PROXY_CONF" "$T/second.log" || rc=$?
+cat "$T/second.log"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a second smbaccel with the same file: exit status $rc"
+grep -q "another smbaccel is running: its control socket" "$T/second.log" ||
+    fail "the second smbaccel does not say that another one runs"
+sed "s#^control_socket = .*#control_socket = $T/second.sock#" "$PROXY_CONF" > "$T/second.conf"
+rc=0; second "$T/second.conf" "$T/second2.log" || rc=$?
+cat "$T/second2.log"
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a second smbaccel on the same port: exit status $rc"
+! grep -q "tproxy: " "$T/second2.log" || fail "the second smbaccel touched the policy routing"
+assert_routing_present
+[ -S "$CTL_SOCK" ] && ctl stats >/dev/null || fail "the running smbaccel's control socket is gone"
+out=$(ns_smbdd "$NS_CLIENT" write dd-second 1K 256 -s "$seed" -q -f 2>&1) ||
+    fail "smbdd through the running smbaccel after the second start: $out"
 
 # ---- 4. SIGTERM removes the routing
 info "4. SIGTERM: routing removed"
