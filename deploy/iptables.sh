@@ -20,13 +20,16 @@
 #   --local      redirect only: divert this host's own SMB clients too
 #                (nat OUTPUT), except smbaccel's own upstream connections,
 #                which carry the mark M (SO_MARK)
-#   --ipv6       do the same with ip6tables
+#   --ipv6       add: do the same with ip6tables.  del and show cover
+#                ip6tables whenever smbaccel's chains or jumps are there,
+#                with or without --ipv6
 #   -n           print the commands instead of running them
 #
 # Everything lives in chains of its own (nat SMBACCEL, mangle SMBACCEL_TPROXY
 # and SMBACCEL_DIVERT) plus jumps to them from PREROUTING (and OUTPUT), so
-# "del" removes exactly what "add" made, whatever options "add" had, and
-# "add" twice is the same as once.
+# "del" removes exactly what "add" made, whatever options "add" had (also
+# --ipv6: "del" looks in ip6tables as well), and "add" twice is the same as
+# once.
 #
 # Why smbaccel's own traffic never loops: in a router, PREROUTING only sees
 # packets that arrive on an interface; smbaccel's upstream connections to
@@ -44,7 +47,7 @@
 # Examples:
 #   iptables.sh redirect add --in eth1
 #   iptables.sh tproxy add --in eth1 --port 4445 --mark 0x1 --ipv6
-#   iptables.sh tproxy del --ipv6
+#   iptables.sh tproxy del
 set -eu
 
 usage() {
@@ -208,13 +211,28 @@ show() {
 	fi
 }
 
+# ours IPT: IPT's table of this kind holds smbaccel's chains or jumps
+ours() {
+	if [ "$kind" = redirect ]; then t=nat; else t=mangle; fi
+	"$1" -w -t "$t" -S 2>/dev/null | grep -q -- SMBACCEL
+}
+
+# add makes the IPv6 rules only with --ipv6; del and show take them
+# wherever they are, so that the "del" of a fail-open drop-in written
+# without --ipv6 does not leave IPv6 clients diverted to a dead port
 tools=iptables
-[ "$v6" = yes ] && tools="iptables ip6tables"
+if [ "$v6" = yes ]; then
+	tools="iptables ip6tables"
+elif [ "$action" != add ] && command -v ip6tables >/dev/null 2>&1 &&
+    ours ip6tables; then
+	tools="iptables ip6tables"
+fi
 for ipt in $tools; do
 	command -v "$ipt" >/dev/null 2>&1 || { echo "iptables.sh: $ipt not found" >&2; exit 1; }
 	case $action in
 	add)  "${kind}_add" "$ipt" ;;
 	del)  "${kind}_del" "$ipt" ;;
-	show) show "$ipt" ;;
+	show) [ "$ipt" = ip6tables ] && echo "# ip6tables"
+	      show "$ipt" ;;
 	esac
 done

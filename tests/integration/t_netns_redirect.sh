@@ -18,7 +18,9 @@
 #  6. smbaccel SIGKILLed during a transfer: the transfer fails (does not
 #     hang); a new connection is refused at once (fail-closed), smbclient
 #     fails; after "iptables.sh redirect del" (what
-#     ExecStopPost does) the client reaches smbd directly (fail-open);
+#     ExecStopPost does) the client reaches smbd directly (fail-open),
+#     and that del, without --ipv6, also took the IPv6 rules the last
+#     "add --ipv6" made (none left in the router's ip6tables nat table);
 #  7. the nftables REDIRECT variant of deploy/nftables.conf diverts too.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/netns.sh"
@@ -116,8 +118,10 @@ assert_eq $((total + 1)) "$(stat_get connections_total)" \
     "connections_total after one local smbclient (1 = diverted, more = a loop)"
 log_has "accepted client=$ROUTER_SERVER_IP:[0-9]+ server=$SERVER_IP:445" ||
     fail "the local client was not diverted"
-nsx "$NS_ROUTER" sh "$IPT" redirect add --in "$ROUTER_LAN_IF" --port "$PROXY_PORT" ||
-    fail "iptables.sh redirect add (without --local) failed"
+V6=
+command -v ip6tables >/dev/null && V6=--ipv6
+nsx "$NS_ROUTER" sh "$IPT" redirect add --in "$ROUTER_LAN_IF" --port "$PROXY_PORT" $V6 ||
+    fail "iptables.sh redirect add $V6 (without --local) failed"
 nsx "$NS_ROUTER" iptables -t nat -S OUTPUT | grep -q SMBACCEL &&
     fail "re-adding without --local left the OUTPUT rule"
 
@@ -148,6 +152,11 @@ info "smbclient failed as expected: $(grep -m1 -iE 'refused|error|failed' "$T/de
 nsx "$NS_ROUTER" sh "$IPT" redirect del || fail "iptables.sh redirect del failed"
 [ -z "$(nsx "$NS_ROUTER" iptables-save -t nat | grep SMBACCEL)" ] ||
     fail "iptables.sh redirect del left rules behind"
+if [ -n "$V6" ]; then
+	# the fail-open drop-in's del has no --ipv6: it must take those too
+	nsx "$NS_ROUTER" ip6tables -t nat -S | grep SMBACCEL &&
+	    fail "iptables.sh redirect del (no --ipv6) left the IPv6 rules of add --ipv6"
+fi
 r=$(ns_tcp_probe "$NS_CLIENT" "$SERVER_IP" 445 10)
 assert_eq ok "$r" "connection after the rules were removed (fail-open)"
 (cd "$T" && ns_smbclient "$NS_CLIENT" "put big.bin direct.bin") >"$T/direct.out" 2>&1 ||

@@ -23,7 +23,9 @@
 #     routing stays (nobody removed it); with iptables TPROXY a new
 #     connection is dropped (no answer: fail-closed, bounded by the
 #     client's timeout); after "iptables.sh tproxy del" (ExecStopPost) the
-#     client reaches smbd directly (fail-open); a restart adopts the
+#     client reaches smbd directly (fail-open), and that del, without
+#     --ipv6, also took the IPv6 rules "add --ipv6" made (none left in the
+#     router's ip6tables mangle table); a restart adopts the
 #     leftover routing and removes it at stop;
 #  7. deploy/nftables.conf as shipped: intercepted while smbaccel runs;
 #     after SIGKILL new connections go straight to the server (nft tproxy
@@ -94,8 +96,10 @@ info "2. start in tproxy mode; policy routing present"
 ns_start_proxy tproxy "tproxy_mark = $MARK" "tproxy_table = $TABLE"
 assert_routing_present
 routing_state
+V6=
+command -v ip6tables >/dev/null && V6=--ipv6
 nsx "$NS_ROUTER" sh "$IPT" tproxy add --in "$ROUTER_LAN_IF" --port "$PROXY_PORT" \
-    --mark "$MARK" || fail "iptables.sh tproxy add failed"
+    --mark "$MARK" $V6 || fail "iptables.sh tproxy add $V6 failed"
 nsx "$NS_ROUTER" sh "$IPT" tproxy show
 
 # ---- 3. transfers
@@ -233,6 +237,11 @@ assert_eq timeout "$r" "new connection with smbaccel dead: xt_TPROXY drops it"
 nsx "$NS_ROUTER" sh "$IPT" tproxy del || fail "iptables.sh tproxy del failed"
 [ -z "$(nsx "$NS_ROUTER" iptables-save -t mangle | grep SMBACCEL)" ] ||
     fail "iptables.sh tproxy del left rules behind"
+if [ -n "$V6" ]; then
+	# the fail-open drop-in's del has no --ipv6: it must take those too
+	nsx "$NS_ROUTER" ip6tables -t mangle -S | grep SMBACCEL &&
+	    fail "iptables.sh tproxy del (no --ipv6) left the IPv6 rules of add --ipv6"
+fi
 r=$(ns_tcp_probe "$NS_CLIENT" "$SERVER_IP" 445 10)
 assert_eq ok "$r" "connection after the rules were removed (fail-open)"
 (cd "$T" && ns_smbclient "$NS_CLIENT" "put big.bin direct.bin") >"$T/direct.out" 2>&1 ||
