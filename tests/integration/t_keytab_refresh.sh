@@ -6,7 +6,9 @@
 #  1. a new keytab: written (root, 0600), smbaccel reloaded, which reads it
 #     ("policy reloaded" in its log);
 #  2. the same keys again: "unchanged", the file left alone (mtime and
-#     inode), no reload;
+#     inode), no reload; the same keys in a file made 0644 and another
+#     user's: "unchanged" but "secured", root and 0600 again (smbaccel
+#     refuses it otherwise), the same inode, and smbaccel reloaded;
 #  3. a new key version: written, reloaded, klist shows it;
 #  4. smbaccel refuses the reload (its policy file broken meanwhile): exit
 #     1 with "smbaccel did not take the new keytab", the file put back as
@@ -95,6 +97,15 @@ grep -q "^unchanged: $KTF already holds these 2 keys\$" "$T/same.out" || fail "2
 grep -q "reloaded" "$T/same.out" && fail "2: reloaded though nothing changed"
 assert_eq 0 "$RELOADS" "2: policy reloads"
 assert_eq "$m0" "$(stat -c %Y.%i "$KTF")" "2: mtime.inode of the keytab"
+chmod 0644 "$KTF" && chown 1:1 "$KTF" || fail "2: cannot chmod/chown the keytab"
+refresh loose 1 "$K1"
+assert_eq 0 "$RC" "2: exit status with a 0644 keytab of uid 1"
+grep -q "^unchanged: $KTF already holds these 2 keys\$" "$T/loose.out" || fail "2: 0644: not 'unchanged'"
+grep -q "^secured $KTF: owner root, mode 0600 (it was uid 1, mode 0644)\$" "$T/loose.out" ||
+    fail "2: 0644: not 'secured'"
+assert_eq "0 600" "$(stat -c '%u %a' "$KTF")" "2: owner and mode after the run on a 0644 keytab"
+assert_eq "${m0#*.}" "$(stat -c %i "$KTF")" "2: inode of the secured keytab"
+assert_eq 1 "$RELOADS" "2: policy reloads after securing the keytab"
 
 info "3. a new key version"
 refresh kvno2 2 "$K2"
