@@ -12,7 +12,13 @@
 #     kvno and the previous ones at kvno - 1; MIT kinit -k with the fetched
 #     keytab gets a ticket (the keys are the account's);
 #  4. an account without replication rights gets a clear error, exit 1,
-#     and no file.
+#     and no file;
+#  5. more errors, each exit 1, one line naming the cause, no Python
+#     traceback and no file: a password file that does not exist, a wrong
+#     password ("logon to DC as USER failed (wrong password or account?)"
+#     with the DC's own error after it), and the samba mode with a
+#     principal the domain does not have ("no such principal": samba-tool
+#     exits 0 having written nothing).
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/krb_lib.sh"
 require_smbaccel "Kerberos-keyed sessions"
@@ -91,4 +97,30 @@ fi
 info "    $(tail -n 1 "$T/x.out")"
 grep -q "replication rights" "$T/x.out" || fail "the error does not mention the replication rights"
 [ -e "$T/x.keytab" ] && fail "a keytab was written anyway"
+
+info "5. a missing password file, a wrong password, an unknown principal"
+# kt_error LABEL WANT (ERE) CMD...: CMD exits 1 with WANT on its last line,
+# no traceback, and leaves no $T/LABEL.keytab
+kt_error() {
+	local l=$1 want=$2 rc; shift 2
+	"$@" -o "$T/$l.keytab" > "$T/$l.out" 2>&1
+	rc=$?
+	info "    $l: exit $rc, $(tail -n 1 "$T/$l.out")"
+	assert_eq 1 "$rc" "5: $l: exit status"
+	grep -q Traceback "$T/$l.out" && { cat "$T/$l.out"; fail "5: $l: a Python traceback"; }
+	tail -n 1 "$T/$l.out" | grep -Eq "$want" || { cat "$T/$l.out"; fail "5: $l: not /$want/"; }
+	[ -e "$T/$l.keytab" ] && fail "5: $l: a keytab was written anyway"
+	return 0
+}
+drs() {
+	in_dir /usr/bin/python3 "$KTOOL" drsuapi --dc "$ADDC_FQDN" --dc-ip "$ADDC_DIR_IP" \
+	    --domain "$ADDC_DOMAIN" --user Administrator --account 'DC1$' "$@"
+}
+kt_error nopwfile "^smbaccel-keytab: cannot read the password file $T/none.pw: No such file or directory\$" \
+    drs --password-file "$T/none.pw"
+echo "wrong-$ADDC_ADMIN_PASS" > "$T/bad.pw"
+kt_error wrongpw "^smbaccel-keytab: logon to $ADDC_FQDN as Administrator failed \(wrong password or account\?\): [a-z_]+" \
+    drs --password-file "$T/bad.pw"
+kt_error noprinc "^smbaccel-keytab: no such principal NOSUCH\\\$: samba-tool domain exportkeytab wrote no keys for it\$" \
+    _addc_mnt /usr/bin/python3 "$KTOOL" samba --principal 'NOSUCH$' -s "$ADDC_CONF"
 info "PASS"
