@@ -15,7 +15,9 @@
 #     machine): the daemon there prints its version and accepts the
 #     installed policy, a man page renders without warnings;
 #  4. an edited policy survives reinstalling the package and removing it;
-#     purging removes it; removing takes every other file away.
+#     purging removes it; removing takes every other file away; purging
+#     removes the document cache's store (/var/cache/smbaccel, copies of
+#     file contents) too.
 . "$(dirname "$0")/lib.sh"
 
 command -v dpkg-deb >/dev/null || skip "no dpkg-deb"
@@ -106,7 +108,11 @@ tail -n 1 "$R/etc/smbaccel/smbaccel.conf" | grep -q "edited by the administrator
 dpk -r smbaccel > "$T/dpkg-r.log" 2>&1 || { cat "$T/dpkg-r.log"; fail "dpkg -r failed"; }
 left=$(cd "$R" && find . -type f ! -path './var/lib/dpkg/*' | sed 's|^\./||' | sort)
 assert_eq "etc/smbaccel/smbaccel.conf" "$left" "files left after dpkg -r (only the edited policy)"
+# what the daemon's document cache leaves (read_cache_dir)
+mkdir -p "$R/var/cache/smbaccel/ab" && echo "a copy of a file" > "$R/var/cache/smbaccel/ab/cd" ||
+    fail "cannot make a document cache store in the private root"
 dpk -P smbaccel > "$T/dpkg-p.log" 2>&1 || { cat "$T/dpkg-p.log"; fail "dpkg -P failed"; }
+[ -e "$R/var/cache/smbaccel" ] && fail "dpkg -P left the document cache's store $R/var/cache/smbaccel"
 left=$(cd "$R" && find . -type f ! -path './var/lib/dpkg/*' | sed 's|^\./||' | sort)
 assert_eq "" "$left" "files left after dpkg -P"
 info "PASS"
