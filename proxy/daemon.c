@@ -39,8 +39,8 @@ static const struct px_conn_hooks conn_hooks = {
 
 /*
  * transparent and tproxy: smbaccel's upstream sockets carry tproxy_mark
- * (SO_MARK, which needs CAP_NET_ADMIN), by which the interception rules
- * leave them alone.  Unmarked, a REDIRECT rule would catch smbaccel's own
+ * (SO_MARK, which needs CAP_NET_ADMIN, or CAP_NET_RAW since Linux 5.17),
+ * by which the interception rules leave them alone.  Unmarked, a REDIRECT rule would catch smbaccel's own
  * connection to the server and hand it back to the listener, which would
  * connect again, and so on: refuse to start instead.
  */
@@ -55,9 +55,9 @@ mark_usable(const struct pol_global *g)
 	    setsockopt(fd, SOL_SOCKET, SO_MARK, &g->tproxy_mark,
 	    sizeof(g->tproxy_mark)) == -1) {
 		log_warn("mode = %s: cannot set SO_MARK 0x%x (tproxy_mark) on "
-		    "upstream sockets (needs CAP_NET_ADMIN); unmarked, "
-		    "smbaccel's own connections could be diverted back to it "
-		    "(a loop)", pol_mode_name(g->mode), g->tproxy_mark);
+		    "upstream sockets (needs CAP_NET_ADMIN or CAP_NET_RAW); "
+		    "unmarked, smbaccel's own connections could be diverted "
+		    "back to it (a loop)", pol_mode_name(g->mode), g->tproxy_mark);
 		rc = -1;
 	}
 	if (fd != -1)

@@ -581,7 +581,7 @@ check_one(const char *file, const char *name, const char *section, int line,
 
 /*
  * transparent and tproxy: the upstream sockets must get SO_MARK =
- * tproxy_mark (CAP_NET_ADMIN), or the interception rules may send
+ * tproxy_mark (CAP_NET_ADMIN or CAP_NET_RAW), or the interception rules may send
  * smbaccel's own connections back to it; the daemon refuses to start
  * without it (daemon.c), and so does this check.  Returns 1 if refused.
  */
@@ -597,7 +597,8 @@ check_mark(const struct pol_config *cfg, FILE *f)
 	if (setsockopt(fd, SOL_SOCKET, SO_MARK, &g->tproxy_mark,
 	    sizeof(g->tproxy_mark)) == -1) {
 		fprintf(f, "%s: mode = %s: the kernel refuses SO_MARK 0x%x "
-		    "(tproxy_mark) to smbaccel: %s (needs CAP_NET_ADMIN); "
+		    "(tproxy_mark) to smbaccel: %s (needs CAP_NET_ADMIN or "
+		    "CAP_NET_RAW); "
 		    "unmarked, its own upstream connections could be diverted "
 		    "back to it, so smbaccel will not start\n", pol_name(cfg),
 		    pol_mode_name(g->mode), g->tproxy_mark, strerror(errno));

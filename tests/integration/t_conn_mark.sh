@@ -6,10 +6,13 @@
 # connection to a server back to it, which connects again, and so on
 # (33 connections within milliseconds from one client, seen without
 # CAP_NET_ADMIN).  Inside a private network namespace (only lo):
-#  1. mode = transparent under capsh without cap_net_admin: smbaccel -t
-#     fails naming SO_MARK and tproxy_mark, and the daemon refuses to
-#     start (exit 1, the reason logged) instead of running unmarked; in
-#     forward mode, without the capability, it starts.
+#  1. mode = transparent under capsh without cap_net_admin and
+#     cap_net_raw: smbaccel -t fails naming SO_MARK and tproxy_mark and
+#     both capabilities ("needs CAP_NET_ADMIN or CAP_NET_RAW"), and the
+#     daemon refuses to start (exit 1, the reason logged) instead of
+#     running unmarked; with cap_net_raw alone smbaccel -t passes (Linux
+#     5.17 and later: SO_MARK takes either); in forward mode, without
+#     the capabilities, it starts.
 #  2. transparent, with an iptables REDIRECT of port SMBD_PORT to
 #     smbaccel that skips marked packets (as deploy/iptables.sh does):
 #     smbclient to SMBD_PORT is diverted through smbaccel and served
@@ -47,6 +50,13 @@ if nocap "$SMBACCEL" -t -c "$PROXY_CONF" > "$T/t-nocap.out" 2>&1; then
 fi
 sed 's/^/    /' "$T/t-nocap.out"
 grep -q "refuses SO_MARK 0x1 (tproxy_mark)" "$T/t-nocap.out" || fail "1: smbaccel -t does not name SO_MARK"
+grep -q "(needs CAP_NET_ADMIN or CAP_NET_RAW)" "$T/t-nocap.out" ||
+    fail "1: smbaccel -t does not name both capabilities SO_MARK takes"
+kv=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
+if [ "$kv" -ge 5017 ]; then
+	capsh --drop=cap_net_admin -- -c 'exec "$@"' rawonly "$SMBACCEL" -t -c "$PROXY_CONF" \
+	    > "$T/t-raw.out" 2>&1 || { cat "$T/t-raw.out"; fail "1: smbaccel -t refuses transparent with CAP_NET_RAW alone"; }
+fi
 nocap "$SMBACCEL" -c "$PROXY_CONF" -f > "$T/nocap.log" 2>&1 &
 pid=$!
 BG_PIDS="$BG_PIDS $pid"
@@ -59,7 +69,8 @@ wait $pid
 rc=$?
 sed 's/^/    /' "$T/nocap.log"
 assert_eq 1 "$rc" "1: exit status"
-grep -q "cannot set SO_MARK 0x1 (tproxy_mark) on upstream sockets" "$T/nocap.log" || fail "1: the reason is not logged"
+grep -q "cannot set SO_MARK 0x1 (tproxy_mark) on upstream sockets (needs CAP_NET_ADMIN or CAP_NET_RAW)" "$T/nocap.log" ||
+    fail "1: the reason (and both capabilities) not logged"
 conf forward
 nocap "$SMBACCEL" -c "$PROXY_CONF" -f > "$T/fwd.log" 2>&1 &
 pid=$!
