@@ -9,7 +9,12 @@
 #     nothing else;
 #  2. the unit has its paths filled in (ExecStart=/usr/sbin/smbaccel -c
 #     /etc/smbaccel/smbaccel.conf, no @...@ left), Type=notify, ExecReload
-#     with SIGHUP, TimeoutStopSec above drain_timeout's default;
+#     with SIGHUP, TimeoutStopSec above drain_timeout's default; a start
+#     that keeps failing ends: [Unit] StartLimitBurst starts at RestartSec
+#     apart fit in StartLimitIntervalSec (else Restart=on-failure goes on
+#     for ever); the keytab refresh service has a TimeoutStartSec under
+#     its timer's hour (a oneshot has none by default, and a hung run
+#     would stop the timer's refreshes);
 #  3. `systemd-analyze verify` prints nothing for it (ExecStart mapped into
 #     DESTDIR, MANPATH at the installed man pages so its Documentation=
 #     entries resolve); a copy with a misspelt key is flagged, so the check
@@ -78,6 +83,30 @@ grep -q '@[A-Z]*@' "$U" && fail "unsubstituted @...@ left in the unit"
 grep -qx 'ExecStart=/usr/sbin/smbaccel -c /etc/smbaccel/smbaccel.conf' "$U" || fail "ExecStart line"
 grep -qx 'Type=notify' "$U" || fail "Type=notify"
 grep -qx 'WatchdogSec=30s' "$U" || fail "WatchdogSec=30s"
+# unit_sec FILE SECTION KEY: KEY's last value in SECTION, in seconds
+# (systemd's s, min and h suffixes; a bare number is seconds); empty if
+# absent, "inf" for infinity
+unit_sec() {
+	awk -v sec="[$2]" -v key="$3" '
+	    /^\[/ { in_sec = ($0 == sec) }
+	    in_sec && index($0, key "=") == 1 { v = substr($0, length(key) + 2) }
+	    END {
+		if (v == "") exit
+		if (v == "infinity") { print "inf"; exit }
+		n = v + 0; u = v; sub(/^[0-9.]+ */, "", u)
+		if (u == "min") n *= 60; else if (u == "h") n *= 3600
+		else if (u != "" && u != "s") { print "bad:" v; exit }
+		print n
+	    }' "$1"
+}
+burst=$(unit_sec "$U" Unit StartLimitBurst)
+window=$(unit_sec "$U" Unit StartLimitIntervalSec)
+rsec=$(unit_sec "$U" Service RestartSec)
+info "StartLimitBurst=$burst StartLimitIntervalSec=${window}s RestartSec=${rsec}s"
+[ -n "$burst" ] && [ -n "$window" ] && [ -n "$rsec" ] ||
+    fail "smbaccel.service: no StartLimitBurst/StartLimitIntervalSec in [Unit] or no RestartSec: a failing start is retried for ever"
+awk -v b="$burst" -v w="$window" -v r="$rsec" 'BEGIN { exit !(b >= 1 && w != "inf" && (b - 1) * r < w) }' ||
+    fail "smbaccel.service: $burst starts ${rsec}s apart do not fit in StartLimitIntervalSec=${window}s: the start limit is never hit"
 grep -qx 'ExecReload=/usr/bin/smbaccelctl reload' "$U" || fail "ExecReload with smbaccelctl reload (waits for the daemon's answer)"
 grep -qx 'RuntimeDirectory=smbaccel' "$U" || fail "RuntimeDirectory=smbaccel"
 stop=$(sed -n 's/^TimeoutStopSec=\([0-9]*\)s$/\1/p' "$U")
@@ -113,6 +142,10 @@ grep -qx 'ExecStart=/usr/sbin/smbaccel-keytab $SMBACCEL_KEYTAB_ARGS --reload' "$
     fail "smbaccel-keytab@.service: ExecStart line"
 grep -qx 'EnvironmentFile=/etc/smbaccel/keytab-%i.env' "$KU" || fail "smbaccel-keytab@.service: EnvironmentFile"
 grep -qx 'Type=oneshot' "$KU" || fail "smbaccel-keytab@.service: Type=oneshot"
+kto=$(unit_sec "$KU" Service TimeoutStartSec)
+info "smbaccel-keytab@.service: TimeoutStartSec=${kto}s"
+[ -n "$kto" ] && [ "$kto" != inf ] && awk -v t="$kto" 'BEGIN { exit !(t > 0 && t < 3600) }' ||
+    fail "smbaccel-keytab@.service: TimeoutStartSec '$kto' is not under an hour (a hung run stops the hourly refresh)"
 grep -qx 'OnUnitActiveSec=1h' "$D/lib/systemd/system/smbaccel-keytab@.timer" || fail "the timer is not hourly"
 sed "s|=/usr/sbin/|=$D/usr/sbin/|g" "$KU" > "$T/units/smbaccel-keytab@fs1.service"
 cp "$D/lib/systemd/system/smbaccel-keytab@.timer" "$T/units/smbaccel-keytab@fs1.timer"
