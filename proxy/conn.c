@@ -26,6 +26,40 @@
 struct px_runtime px_rt;
 static struct px_conn_hooks hooks;
 
+/*
+ * Lines every connection causes (accepted, congestion, queued, closed)
+ * are logged for PX_CONN_LINES_BURST connections per PX_LOGRATE_MS; past
+ * that a connection is quiet (the next one logged says how many were
+ * not), so that a client connecting in a loop cannot push the service
+ * past journald's rate limit, which drops every line, reports of lost
+ * data included.  Warnings a remote party can cause at any rate (its
+ * server unreachable, bad frames) are limited per kind.
+ */
+#define PX_CONN_LINES_BURST 100
+static struct px_lograte conn_lines_rate, connect_fail_rate,
+    connect_timeout_rate, anyway_rate, bad_frame_rate;
+
+/* Log a warning of rate r's kind now? (more: the suffix saying how many
+ * were held back) */
+static bool
+warn_ok(struct px_lograte *r, char *more, size_t len)
+{
+	if (!px_lograte_ok(r, px_now_ms(), PX_LOGRATE_BURST, PX_LOGRATE_MS))
+		return false;
+	px_lograte_more(r, more, len);
+	return true;
+}
+
+/* A quiet connection's close is still logged when the reason is not
+ * routine (smbaccel's own trouble, or a server's). */
+static bool
+close_noteworthy(enum px_close_reason r)
+{
+	return r == PX_CLOSE_NO_MEMORY || r == PX_CLOSE_SERVER_TIMEOUT ||
+	    r == PX_CLOSE_CANNOT_SIGN || r == PX_CLOSE_NOT_AUTHENTIC ||
+	    r == PX_CLOSE_UNREADABLE;
+}
+
 
 
 static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -209,13 +243,15 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 		c->close_reason = r;
 		px_stats.closed[r]++;
 	}
-	log_info("conn=%llu closed client=%s server=%s c2s=%llu s2c=%llu%s%s",
-	    (unsigned long long)c->id, px_addr_str(&c->peer_addr, a, sizeof(a)),
-	    px_addr_str(&c->dst_addr, b, sizeof(b)),
-	    (unsigned long long)l->cli.bytes_in,
-	    (unsigned long long)l->srv.bytes_in,
-	    r != PX_CLOSE_NONE ? " reason=" : "",
-	    r != PX_CLOSE_NONE ? px_close_reason_name(r) : "");
+	if (!c->quiet || close_noteworthy(c->close_reason))
+		log_info("conn=%llu closed client=%s server=%s c2s=%llu "
+		    "s2c=%llu%s%s", (unsigned long long)c->id,
+		    px_addr_str(&c->peer_addr, a, sizeof(a)),
+		    px_addr_str(&c->dst_addr, b, sizeof(b)),
+		    (unsigned long long)l->cli.bytes_in,
+		    (unsigned long long)l->srv.bytes_in,
+		    r != PX_CLOSE_NONE ? " reason=" : "",
+		    r != PX_CLOSE_NONE ? px_close_reason_name(r) : "");
 	was_draining = c->state == PX_CONN_DRAINING;
 	queue_remove(c);
 	conn_set_state(c, PX_CONN_CLOSED);
@@ -287,8 +323,10 @@ conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
 		return;
 	c->opaque = r;
 	px_stats.opaque[r]++;
-	log_info("conn=%llu opaque reason=%s%s%s", (unsigned long long)c->id,
-	    px_opaque_reason_name(r), detail ? " " : "", detail ? detail : "");
+	if (!c->quiet)
+		log_info("conn=%llu opaque reason=%s%s%s",
+		    (unsigned long long)c->id, px_opaque_reason_name(r),
+		    detail ? " " : "", detail ? detail : "");
 	conn_set_state(c, PX_CONN_OPAQUE);
 }
 
@@ -300,6 +338,7 @@ conn_connected(struct px_conn *c)
 
 	ev_io_stop(px_rt.loop, &l->srv.wio);
 	(void)setsockopt(l->srv.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	l->up.quiet = c->quiet;
 	px_upstream_connected(&l->up, l->srv.fd, c->id);
 	conn_set_state(c, PX_CONN_RELAY);
 	ev_io_set(&l->srv.wio, l->srv.fd, EV_WRITE);
@@ -323,10 +362,13 @@ connect_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err != 0) {
-		errno = err;
-		log_warn("conn=%llu upstream connect to %s failed",
-		    (unsigned long long)c->id,
-		    px_addr_str(&c->dst_addr, a, sizeof(a)));
+		char more[64];
+
+		if (warn_ok(&connect_fail_rate, more, sizeof(more)))
+			log_warnx("conn=%llu upstream connect to %s failed: "
+			    "%s%s", (unsigned long long)c->id,
+			    px_addr_str(&c->dst_addr, a, sizeof(a)),
+			    strerror(err), more);
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
@@ -377,13 +419,22 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 	px_rt.conns = c;
 	px_stats.conns_total++;
 	px_stats.conns_active++;
-	log_info("conn=%llu accepted client=%s server=%s",
-	    (unsigned long long)c->id, px_addr_str(peer, a, sizeof(a)),
-	    px_addr_str(dst, b, sizeof(b)));
+	c->quiet = !px_lograte_ok(&conn_lines_rate, px_now_ms(),
+	    PX_CONN_LINES_BURST, PX_LOGRATE_MS);
+	if (!c->quiet) {
+		char more[64];
+
+		log_info("conn=%llu accepted client=%s server=%s%s",
+		    (unsigned long long)c->id, px_addr_str(peer, a, sizeof(a)),
+		    px_addr_str(dst, b, sizeof(b)), px_lograte_more(
+		    &conn_lines_rate, more, sizeof(more)));
+	}
 
 	if (draining_peer(c)) {
-		log_info("conn=%llu waits for the drain of this client's "
-		    "previous connection", (unsigned long long)c->id);
+		if (!c->quiet)
+			log_info("conn=%llu waits for the drain of this "
+			    "client's previous connection",
+			    (unsigned long long)c->id);
 		conn_set_state(c, PX_CONN_WAITING);
 		l->connect_deadline_ms = l->started_ms +
 		    (double)glob()->connect_timeout_ms;
@@ -471,8 +522,12 @@ conn_start_connect(struct px_conn *c)
 		return;
 	}
 	if (errno != EINPROGRESS) {
-		log_warn("conn=%llu upstream connect to %s failed",
-		    (unsigned long long)c->id, b);
+		char more[64];
+
+		if (warn_ok(&connect_fail_rate, more, sizeof(more)))
+			log_warnx("conn=%llu upstream connect to %s failed: "
+			    "%s%s", (unsigned long long)c->id, b,
+			    strerror(e), more);
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
@@ -493,8 +548,10 @@ wake_waiters(void)
 		next = c->next;
 		if (c->state == PX_CONN_WAITING && !px_conn_queued(c) &&
 		    !draining_peer(c)) {
-			log_info("conn=%llu previous connection drained, "
-			    "connecting", (unsigned long long)c->id);
+			if (!c->quiet)
+				log_info("conn=%llu previous connection "
+				    "drained, connecting",
+				    (unsigned long long)c->id);
 			conn_open(c);
 		}
 	}
@@ -560,9 +617,10 @@ conn_open(struct px_conn *c)
 		conn_start_connect(c);
 		return;
 	}
-	log_info("conn=%llu queued: %u connections to %s are opening "
-	    "(max_connecting)", (unsigned long long)c->id, n,
-	    px_addr_str(&c->dst_addr, b, sizeof(b)));
+	if (!c->quiet)
+		log_info("conn=%llu queued: %u connections to %s are opening "
+		    "(max_connecting)", (unsigned long long)c->id, n,
+		    px_addr_str(&c->dst_addr, b, sizeof(b)));
 	conn_set_state(c, PX_CONN_WAITING);
 	l->qnext = NULL;
 	l->qprev = queue_tail;
@@ -607,9 +665,10 @@ queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		}
 		queue_remove(q);
-		log_info("conn=%llu connecting (waited %.0f ms for "
-		    "max_connecting)", (unsigned long long)q->id,
-		    px_now_ms() - ql->started_ms);
+		if (!q->quiet)
+			log_info("conn=%llu connecting (waited %.0f ms for "
+			    "max_connecting)", (unsigned long long)q->id,
+			    px_now_ms() - ql->started_ms);
 		conn_enter(q);
 		conn_start_connect(q);
 		conn_leave(q);
@@ -792,7 +851,7 @@ connect_deadline(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
 	unsigned int ms = glob()->connect_timeout_ms;
-	char a[64];
+	char a[64], more[64];
 
 	px_addr_str(&c->dst_addr, a, sizeof(a));
 	if (c->state == PX_CONN_CONNECTING && fd_ready(l->srv.fd, POLLOUT)) {
@@ -800,21 +859,24 @@ connect_deadline(struct px_conn *c)
 		return;
 	}
 	if (c->state == PX_CONN_CONNECTING) {
-		log_warnx("conn=%llu upstream connect to %s timed out after "
-		    "%u ms", (unsigned long long)c->id, a, ms);
+		if (warn_ok(&connect_timeout_rate, more, sizeof(more)))
+			log_warnx("conn=%llu upstream connect to %s timed out "
+			    "after %u ms%s", (unsigned long long)c->id, a, ms,
+			    more);
 		px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
 		return;
 	}
 	if (px_conn_queued(c)) {
-		log_warnx("conn=%llu waited %u ms for one of the %u "
-		    "connections opening to %s (max_connecting); connecting "
-		    "anyway", (unsigned long long)c->id, ms,
-		    glob()->max_connecting, a);
+		if (warn_ok(&anyway_rate, more, sizeof(more)))
+			log_warnx("conn=%llu waited %u ms for one of the %u "
+			    "connections opening to %s (max_connecting); "
+			    "connecting anyway%s", (unsigned long long)c->id,
+			    ms, glob()->max_connecting, a, more);
 		queue_remove(c);
-	} else
+	} else if (warn_ok(&anyway_rate, more, sizeof(more)))
 		log_warnx("conn=%llu previous connection of this client "
-		    "still draining after %u ms; connecting anyway",
-		    (unsigned long long)c->id, ms);
+		    "still draining after %u ms; connecting anyway%s",
+		    (unsigned long long)c->id, ms, more);
 	conn_start_connect(c);
 }
 
@@ -843,8 +905,10 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 	    now >= l->last_ms + (double)glob()->idle_timeout_ms &&
 	    px_relay_quiet(c) && !fd_ready(l->cli.fd, POLLIN) &&
 	    !fd_ready(l->srv.fd, POLLIN)) {
-		log_info("conn=%llu idle for %u ms", (unsigned long long)c->id,
-		    (unsigned int)glob()->idle_timeout_ms);
+		if (!c->quiet)
+			log_info("conn=%llu idle for %u ms",
+			    (unsigned long long)c->id,
+			    (unsigned int)glob()->idle_timeout_ms);
 		px_conn_close(c, PX_CLOSE_IDLE);
 		return;
 	} else if (l->cli_check_ms && now >= l->cli_check_ms - 1) {
@@ -1057,12 +1121,19 @@ process_input(struct px_side *s)
 			 * of being held until complete */
 			if (p[0] == PX_NBSS_MESSAGE && have >= PX_NBSS_HDR &&
 			    px_side_implausible(s, p, have)) {
-				log_warnx("conn=%llu %s sent a frame that cannot be "
-				    "SMB (length %u, magic %02x%02x%02x%02x), "
-				    "closing", (unsigned long long)c->id, s->name,
-				    (unsigned int)(p[1] << 16 | p[2] << 8 | p[3]),
-				    have > 4 ? p[4] : 0, have > 5 ? p[5] : 0,
-				    have > 6 ? p[6] : 0, have > 7 ? p[7] : 0);
+				char more[64];
+
+				if (warn_ok(&bad_frame_rate, more, sizeof(more)))
+					log_warnx("conn=%llu %s sent a frame that "
+					    "cannot be SMB (length %u, magic "
+					    "%02x%02x%02x%02x), closing%s",
+					    (unsigned long long)c->id, s->name,
+					    (unsigned int)(p[1] << 16 |
+					    p[2] << 8 | p[3]),
+					    have > 4 ? p[4] : 0,
+					    have > 5 ? p[5] : 0,
+					    have > 6 ? p[6] : 0,
+					    have > 7 ? p[7] : 0, more);
 				px_conn_close(c, PX_CLOSE_BAD_FRAME);
 				return;
 			}
@@ -1083,9 +1154,14 @@ process_input(struct px_side *s)
 			continue;
 		}
 		if (fr == PX_FRAME_BAD) {
-			log_warnx("conn=%llu bad NBSS frame from %s (type 0x%02x "
-			    "length %u), closing", (unsigned long long)c->id,
-			    s->name, p[0], (unsigned int)(p[1] << 16 | p[2] << 8 | p[3]));
+			char more[64];
+
+			if (warn_ok(&bad_frame_rate, more, sizeof(more)))
+				log_warnx("conn=%llu bad NBSS frame from %s "
+				    "(type 0x%02x length %u), closing%s",
+				    (unsigned long long)c->id, s->name, p[0],
+				    (unsigned int)(p[1] << 16 | p[2] << 8 |
+				    p[3]), more);
 			px_conn_close(c, PX_CLOSE_BAD_FRAME);
 			return;
 		}
@@ -1121,9 +1197,13 @@ process_input(struct px_side *s)
 		 * stays to be handled) */
 		if (px_frame_parse(s->in.data + s->in.head, px_buf_len(&s->in),
 		    FRAME_MAX, &flen, &type) != PX_FRAME_OK) {
-			log_warnx("conn=%llu %s closed inside a frame; %zu bytes "
-			    "dropped", (unsigned long long)c->id, s->name,
-			    px_buf_len(&s->in));
+			char more[64];
+
+			if (warn_ok(&bad_frame_rate, more, sizeof(more)))
+				log_warnx("conn=%llu %s closed inside a frame; "
+				    "%zu bytes dropped%s",
+				    (unsigned long long)c->id, s->name,
+				    px_buf_len(&s->in), more);
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 		}
 	}

@@ -81,6 +81,9 @@ struct px_conn {
 	                                      * (client_keepalive), logged */
 	bool server_timed_out;               /* the server's socket timed out
 	                                      * (upstream_keepalive), logged */
+	bool quiet;                          /* accepted past the rate of
+	                                      * connection lines: its routine
+	                                      * info lines are not logged */
 	struct sockaddr_storage peer_addr;   /* the client */
 	struct sockaddr_storage dst_addr;    /* the server */
 	char dst_str[64];                    /* px_addr_str(dst_addr), made

@@ -338,7 +338,7 @@ px_upstream_connected(struct px_upstream *u, int fd, uint64_t conn_id)
 		    "sndbuf=%s rcvbuf=%s", (unsigned long long)conn_id, u->got,
 		    u->setting, u->cc_errno ? strerror(u->cc_errno) :
 		    "not applied", snd, rcv);
-	} else {
+	} else if (!u->quiet) {
 		log_info("conn=%llu upstream congestion=%s%s sndbuf=%s "
 		    "rcvbuf=%s", (unsigned long long)conn_id, u->got,
 		    u->want[0] == '\0' ? " (system default)" : "", snd, rcv);

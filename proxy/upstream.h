@@ -39,6 +39,8 @@ struct px_upstream {
 	                             * has set it from its measurements */
 	unsigned int pace_refreshes;
 	uint32_t keepalive_ms;      /* upstream_keepalive in force */
+	bool quiet;                 /* the connection's routine lines are not
+	                             * logged (px_conn.quiet) */
 };
 /* TCP keepalive probes after ms of silence on fd, 0: none (-1 with errno
  * if the socket refuses an option); patient: 127 unanswered probes before

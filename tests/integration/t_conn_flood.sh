@@ -16,6 +16,10 @@
 #     straight to its listener (no REDIRECT): each refused as not
 #     redirected, counted in `connections_not_redirected`, logged at the
 #     same bounded rate.
+#  3. A client connecting and closing 400 times, every connection relayed
+#     to smbd: at most 100 connections' lines (accepted, congestion,
+#     closed) per 10 s; the next accepted line says how many were not
+#     logged, and lines plus those equal connections_total.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "refusals at a bounded rate"
 
@@ -118,4 +122,49 @@ info "100 connections straight to a transparent listener: $out; $got counted, $n
 [ "$got" -ge 100 ] && [ "$got" -le 101 ] || fail "connections_not_redirected is $got, want 100 (101 with the port probe)"
 [ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "$n lines for $got unredirected connections (want 1-10)"
 kill -TERM "$tr"; wait "$tr"
+
+# --- 3. a client connecting and closing in a loop, each connection
+# accepted and relayed: at most 100 connections' lines (accepted,
+# upstream congestion, closed) per 10 s; the next one logged says how
+# many were not.  (Before: three or more lines per connection, 12,000 in
+# 30 s from one client, past journald's 10,000 per 30 s, after which it
+# drops every line of the service, reports of lost data included.)
+P3=$(free_port) || fail "no free port"
+cat > "$T/fw.conf" <<CONF
+[global]
+listen = 127.0.0.1:$P3
+upstream = 127.0.0.1:$SMBD_PORT
+control_socket = $T/fw.sock
+CONF
+t0=$(date +%s%N)	# before the first connection (wait_port's probe)
+"$SMBACCEL" -c "$T/fw.conf" -f > "$T/fw.log" 2>&1 &
+fw=$!
+BG_PIDS="$BG_PIDS $fw"
+wait_port "$P3" 10 "$fw" || fail "third smbaccel did not listen: $(cat "$T/fw.log")"
+"$PY" - "$P3" <<'PYEND' || fail "connect/close loop failed"
+import socket, sys
+for _ in range(400):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+    s.close()
+PYEND
+fwstat() { "$SMBACCELCTL" -s "$T/fw.sock" stats --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+for _ in $(seq 100); do [ "$(fwstat connections_active)" = 0 ] && break; sleep 0.1; done
+acc=$(grep -c ' accepted client=' "$T/fw.log")
+cong=$(grep -c ' upstream congestion=' "$T/fw.log")
+clo=$(grep -c ' closed client=' "$T/fw.log")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+secs=$(( ms / 1000 + 1 ))
+max=$(( (ms / 10000 + 1) * 100 ))
+info "401 connections in ${secs} s: $acc accepted, $cong congestion, $clo closed lines (at most $max each)"
+[ "$acc" -ge 100 ] && [ "$acc" -le "$max" ] || fail "$acc accepted lines for 401 connections in ${secs} s (want 100..$max)"
+[ "$cong" -le "$acc" ] && [ "$clo" -le "$acc" ] || fail "lines of connections whose accept was not logged"
+# a quiet spell, then one more: logged with the count of those not logged
+# (the window of 10 s began with the first connection, after t0)
+sleep $(( 11 - (ms % 10000) / 1000 ))
+"$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5).close()' "$P3"
+for _ in $(seq 50); do grep -q 'accepted client=.*more like it not logged)$' "$T/fw.log" && break; sleep 0.1; done
+told=$(sed -n 's/.* accepted client=.*(\([0-9]*\) more like it not logged)$/\1/p' "$T/fw.log" | awk '{ s += $1 } END { print s + 0 }')
+acc=$(grep -c ' accepted client=' "$T/fw.log")
+assert_eq "$(fwstat connections_total)" "$((acc + told))" "connections accepted: lines logged plus those the log says were not"
+kill -TERM "$fw"; wait "$fw"
 info "PASS"
