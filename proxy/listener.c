@@ -7,6 +7,7 @@
  *              accepted socket's own local address.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -326,6 +327,27 @@ px_listen_pause(const char *what)
 		log_warn("%s: pausing new connections for 1 s", what);
 }
 
+/* Are two descriptors free, one for the client and one for its server
+ * connection?  Else the client is better left in the listen queue than
+ * accepted and reset when its upstream socket cannot be made (errno is
+ * the reason when not). */
+static bool
+two_fds_free(int fd)
+{
+	int a, b;
+
+	if ((a = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return false;
+	b = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	close(a);
+	if (b == -1) {
+		errno = EMFILE;
+		return false;
+	}
+	close(b);
+	return true;
+}
+
 static void
 accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -342,6 +364,11 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		uint64_t id;
 		int fd;
 
+		if (!two_fds_free(l->fd)) {
+			px_listen_pause("accept (no descriptors for a client "
+			    "and its server connection)");
+			return;
+		}
 		fd = accept4(l->fd, (struct sockaddr *)&peer, &plen,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {

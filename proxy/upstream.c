@@ -34,22 +34,27 @@
 #define CC_ALLOWED   "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 #define CC_DEFAULT   "/proc/sys/net/ipv4/tcp_congestion_control"
 
-/* One line of a /proc/sys file, without its newline; "" if unreadable. */
-static void
+/* One line of a /proc/sys file, without its newline: 0, or -1 with errno
+ * and "" if unreadable. */
+static int
 read_sysctl(const char *path, char *buf, size_t len)
 {
 	FILE *f;
 	size_t n;
+	int rc = 0;
 
 	buf[0] = '\0';
 	if ((f = fopen(path, "re")) == NULL)
-		return;
-	if (fgets(buf, (int)len, f) == NULL)
+		return -1;
+	if (fgets(buf, (int)len, f) == NULL) {
 		buf[0] = '\0';
+		rc = -1;
+	}
 	fclose(f);
 	n = strlen(buf);
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
+	return rc;
 }
 
 /* Is name one of the blank-separated words of list? */
@@ -249,15 +254,28 @@ void
 px_upstream_prepare(struct px_upstream *u, int fd,
     const struct sockaddr_storage *dst, uint64_t conn_id)
 {
+	/* the last list read: a read that fails (out of descriptors) uses
+	 * it, instead of taking the kernel for one without bbr */
+	static char avail_seen[256];
 	struct pol_server ps;
 	char avail[256];
 	const char *cc;
+	bool known = true;
 
 	memset(u, 0, sizeof(*u));
 	if (dst->ss_family != AF_INET && dst->ss_family != AF_INET6)
 		return;		/* not TCP (the fuzz driver's AF_UNIX "server") */
 	lookup(dst, &ps);
-	read_sysctl(CC_AVAILABLE, avail, sizeof(avail));
+	if (read_sysctl(CC_AVAILABLE, avail, sizeof(avail)) == 0)
+		memcpy(avail_seen, avail, sizeof(avail_seen));
+	else if (avail_seen[0] != '\0')
+		memcpy(avail, avail_seen, sizeof(avail));
+	else {
+		log_warn("conn=%llu cannot read %s: upstream_congestion "
+		    "auto keeps the system default", (unsigned long long)
+		    conn_id, CC_AVAILABLE);
+		known = false;
+	}
 	cc = cc_target(ps.upstream_congestion, avail);
 	snprintf(u->setting, sizeof(u->setting), "%s", ps.upstream_congestion);
 	snprintf(u->want, sizeof(u->want), "%s", cc);
@@ -267,7 +285,8 @@ px_upstream_prepare(struct px_upstream *u, int fd,
 	if (px_tcp_keepalive(fd, u->keepalive_ms, true) == -1)
 		log_warn("conn=%llu upstream_keepalive", (unsigned long long)
 		    conn_id);
-	if (strcmp(ps.upstream_congestion, "auto") == 0 && cc[0] == '\0') {
+	if (known && strcmp(ps.upstream_congestion, "auto") == 0 &&
+	    cc[0] == '\0') {
 		static bool said;
 
 		if (!said)
