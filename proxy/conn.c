@@ -22,45 +22,19 @@
 
 #include "proxy/conn.h"
 
-
 struct px_runtime px_rt;
 static struct px_conn_hooks hooks;
 
-/*
- * Lines every connection causes (accepted, congestion, queued, closed)
- * are logged for PX_CONN_LINES_BURST connections per PX_LOGRATE_MS; past
- * that a connection is quiet (the next one logged says how many were
- * not), so that a client connecting in a loop cannot push the service
- * past journald's rate limit, which drops every line, reports of lost
- * data included.  Warnings a remote party can cause at any rate (its
- * server unreachable, bad frames) are limited per kind.
- */
+/* Connection lines at a bounded rate (smbaccel(8) LOGGING): a connection
+ * accepted past PX_CONN_LINES_BURST per PX_LOGRATE_MS is quiet, its
+ * routine lines not logged; remote-caused warnings five a kind. */
 #define PX_CONN_LINES_BURST 100
+#define CONN_INFO(c, ...) do {						\
+	if (!(c)->quiet)						\
+		log_info(__VA_ARGS__);					\
+} while (0)
 static struct px_lograte conn_lines_rate, connect_fail_rate,
     connect_timeout_rate, anyway_rate, bad_frame_rate;
-
-/* Log a warning of rate r's kind now? (more: the suffix saying how many
- * were held back) */
-static bool
-warn_ok(struct px_lograte *r, char *more, size_t len)
-{
-	if (!px_lograte_ok(r, px_now_ms(), PX_LOGRATE_BURST, PX_LOGRATE_MS))
-		return false;
-	px_lograte_more(r, more, len);
-	return true;
-}
-
-/* A quiet connection's close is still logged when the reason is not
- * routine (smbaccel's own trouble, or a server's). */
-static bool
-close_noteworthy(enum px_close_reason r)
-{
-	return r == PX_CLOSE_NO_MEMORY || r == PX_CLOSE_SERVER_TIMEOUT ||
-	    r == PX_CLOSE_CANNOT_SIGN || r == PX_CLOSE_NOT_AUTHENTIC ||
-	    r == PX_CLOSE_UNREADABLE;
-}
-
-
 
 static void side_read_cb(struct ev_loop *loop, ev_io *w, int revents);
 static void side_write_cb(struct ev_loop *loop, ev_io *w, int revents);
@@ -118,18 +92,6 @@ const char *
 px_close_reason_name(enum px_close_reason r)
 {
 	return (unsigned int)r < PX_CLOSE_NREASONS ? close_names[r] : "?";
-}
-
-struct px_conn *
-px_conn_first(void)
-{
-	return px_rt.conns;
-}
-
-size_t
-px_conn_count(void)
-{
-	return (size_t)px_stats.conns_active;
 }
 
 static const struct pol_global *
@@ -243,7 +205,10 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 		c->close_reason = r;
 		px_stats.closed[r]++;
 	}
-	if (!c->quiet || close_noteworthy(c->close_reason))
+	/* a quiet one's close too when smbaccel or the server ended it */
+	if (!c->quiet || c->close_reason == PX_CLOSE_NO_MEMORY ||
+	    (c->close_reason >= PX_CLOSE_SERVER_TIMEOUT &&
+	    c->close_reason != PX_CLOSE_BAD_IDS))
 		log_info("conn=%llu closed client=%s server=%s c2s=%llu "
 		    "s2c=%llu%s%s", (unsigned long long)c->id,
 		    px_addr_str(&c->peer_addr, a, sizeof(a)),
@@ -323,10 +288,9 @@ conn_go_opaque(struct px_conn *c, enum px_opaque_reason r,
 		return;
 	c->opaque = r;
 	px_stats.opaque[r]++;
-	if (!c->quiet)
-		log_info("conn=%llu opaque reason=%s%s%s",
-		    (unsigned long long)c->id, px_opaque_reason_name(r),
-		    detail ? " " : "", detail ? detail : "");
+	CONN_INFO(c, "conn=%llu opaque reason=%s%s%s", (unsigned long long)
+	    c->id, px_opaque_reason_name(r), detail ? " " : "",
+	    detail ? detail : "");
 	conn_set_state(c, PX_CONN_OPAQUE);
 }
 
@@ -362,13 +326,9 @@ connect_cb_inner(struct ev_loop *loop, ev_io *w, int revents)
 	if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
 	if (err != 0) {
-		char more[64];
-
-		if (warn_ok(&connect_fail_rate, more, sizeof(more)))
-			log_warnx("conn=%llu upstream connect to %s failed: "
-			    "%s%s", (unsigned long long)c->id,
-			    px_addr_str(&c->dst_addr, a, sizeof(a)),
-			    strerror(err), more);
+		PX_WARN_RATED(&connect_fail_rate, "conn=%llu upstream connect "
+		    "to %s failed: %s", (unsigned long long)c->id,
+		    px_addr_str(&c->dst_addr, a, sizeof(a)), strerror(err));
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
@@ -431,10 +391,8 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 	}
 
 	if (draining_peer(c)) {
-		if (!c->quiet)
-			log_info("conn=%llu waits for the drain of this "
-			    "client's previous connection",
-			    (unsigned long long)c->id);
+		CONN_INFO(c, "conn=%llu waits for the drain of this client's "
+		    "previous connection", (unsigned long long)c->id);
 		conn_set_state(c, PX_CONN_WAITING);
 		l->connect_deadline_ms = l->started_ms +
 		    (double)glob()->connect_timeout_ms;
@@ -522,12 +480,9 @@ conn_start_connect(struct px_conn *c)
 		return;
 	}
 	if (errno != EINPROGRESS) {
-		char more[64];
-
-		if (warn_ok(&connect_fail_rate, more, sizeof(more)))
-			log_warnx("conn=%llu upstream connect to %s failed: "
-			    "%s%s", (unsigned long long)c->id, b,
-			    strerror(e), more);
+		PX_WARN_RATED(&connect_fail_rate, "conn=%llu upstream connect "
+		    "to %s failed: %s", (unsigned long long)c->id, b,
+		    strerror(e));
 		px_conn_close(c, PX_CLOSE_CONNECT_FAILED);
 		return;
 	}
@@ -536,7 +491,6 @@ conn_start_connect(struct px_conn *c)
 	ev_io_start(px_rt.loop, &l->srv.wio);
 	conn_arm_timer(c);
 }
-
 
 /* Start the connections that waited for a drain that has now ended. */
 static void
@@ -548,10 +502,8 @@ wake_waiters(void)
 		next = c->next;
 		if (c->state == PX_CONN_WAITING && !px_conn_queued(c) &&
 		    !draining_peer(c)) {
-			if (!c->quiet)
-				log_info("conn=%llu previous connection "
-				    "drained, connecting",
-				    (unsigned long long)c->id);
+			CONN_INFO(c, "conn=%llu previous connection drained, "
+			    "connecting", (unsigned long long)c->id);
 			conn_open(c);
 		}
 	}
@@ -617,10 +569,9 @@ conn_open(struct px_conn *c)
 		conn_start_connect(c);
 		return;
 	}
-	if (!c->quiet)
-		log_info("conn=%llu queued: %u connections to %s are opening "
-		    "(max_connecting)", (unsigned long long)c->id, n,
-		    px_addr_str(&c->dst_addr, b, sizeof(b)));
+	CONN_INFO(c, "conn=%llu queued: %u connections to %s are opening "
+	    "(max_connecting)", (unsigned long long)c->id, n,
+	    px_addr_str(&c->dst_addr, b, sizeof(b)));
 	conn_set_state(c, PX_CONN_WAITING);
 	l->qnext = NULL;
 	l->qprev = queue_tail;
@@ -665,10 +616,9 @@ queue_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			continue;
 		}
 		queue_remove(q);
-		if (!q->quiet)
-			log_info("conn=%llu connecting (waited %.0f ms for "
-			    "max_connecting)", (unsigned long long)q->id,
-			    px_now_ms() - ql->started_ms);
+		CONN_INFO(q, "conn=%llu connecting (waited %.0f ms for "
+		    "max_connecting)", (unsigned long long)q->id,
+		    px_now_ms() - ql->started_ms);
 		conn_enter(q);
 		conn_start_connect(q);
 		conn_leave(q);
@@ -851,7 +801,7 @@ connect_deadline(struct px_conn *c)
 {
 	struct px_link *l = px_link_of(c);
 	unsigned int ms = glob()->connect_timeout_ms;
-	char a[64], more[64];
+	char a[64];
 
 	px_addr_str(&c->dst_addr, a, sizeof(a));
 	if (c->state == PX_CONN_CONNECTING && fd_ready(l->srv.fd, POLLOUT)) {
@@ -859,24 +809,22 @@ connect_deadline(struct px_conn *c)
 		return;
 	}
 	if (c->state == PX_CONN_CONNECTING) {
-		if (warn_ok(&connect_timeout_rate, more, sizeof(more)))
-			log_warnx("conn=%llu upstream connect to %s timed out "
-			    "after %u ms%s", (unsigned long long)c->id, a, ms,
-			    more);
+		PX_WARN_RATED(&connect_timeout_rate, "conn=%llu upstream "
+		    "connect to %s timed out after %u ms",
+		    (unsigned long long)c->id, a, ms);
 		px_conn_close(c, PX_CLOSE_CONNECT_TIMEOUT);
 		return;
 	}
 	if (px_conn_queued(c)) {
-		if (warn_ok(&anyway_rate, more, sizeof(more)))
-			log_warnx("conn=%llu waited %u ms for one of the %u "
-			    "connections opening to %s (max_connecting); "
-			    "connecting anyway%s", (unsigned long long)c->id,
-			    ms, glob()->max_connecting, a, more);
+		PX_WARN_RATED(&anyway_rate, "conn=%llu waited %u ms for one "
+		    "of the %u connections opening to %s (max_connecting); "
+		    "connecting anyway", (unsigned long long)c->id, ms,
+		    glob()->max_connecting, a);
 		queue_remove(c);
-	} else if (warn_ok(&anyway_rate, more, sizeof(more)))
-		log_warnx("conn=%llu previous connection of this client "
-		    "still draining after %u ms; connecting anyway%s",
-		    (unsigned long long)c->id, ms, more);
+	} else
+		PX_WARN_RATED(&anyway_rate, "conn=%llu previous connection of "
+		    "this client still draining after %u ms; connecting "
+		    "anyway", (unsigned long long)c->id, ms);
 	conn_start_connect(c);
 }
 
@@ -905,10 +853,8 @@ conn_timer_cb_inner(struct ev_loop *loop, ev_timer *w, int revents)
 	    now >= l->last_ms + (double)glob()->idle_timeout_ms &&
 	    px_relay_quiet(c) && !fd_ready(l->cli.fd, POLLIN) &&
 	    !fd_ready(l->srv.fd, POLLIN)) {
-		if (!c->quiet)
-			log_info("conn=%llu idle for %u ms",
-			    (unsigned long long)c->id,
-			    (unsigned int)glob()->idle_timeout_ms);
+		CONN_INFO(c, "conn=%llu idle for %u ms", (unsigned long long)
+		    c->id, (unsigned int)glob()->idle_timeout_ms);
 		px_conn_close(c, PX_CLOSE_IDLE);
 		return;
 	} else if (l->cli_check_ms && now >= l->cli_check_ms - 1) {
@@ -1121,19 +1067,14 @@ process_input(struct px_side *s)
 			 * of being held until complete */
 			if (p[0] == PX_NBSS_MESSAGE && have >= PX_NBSS_HDR &&
 			    px_side_implausible(s, p, have)) {
-				char more[64];
-
-				if (warn_ok(&bad_frame_rate, more, sizeof(more)))
-					log_warnx("conn=%llu %s sent a frame that "
-					    "cannot be SMB (length %u, magic "
-					    "%02x%02x%02x%02x), closing%s",
-					    (unsigned long long)c->id, s->name,
-					    (unsigned int)(p[1] << 16 |
-					    p[2] << 8 | p[3]),
-					    have > 4 ? p[4] : 0,
-					    have > 5 ? p[5] : 0,
-					    have > 6 ? p[6] : 0,
-					    have > 7 ? p[7] : 0, more);
+				PX_WARN_RATED(&bad_frame_rate, "conn=%llu %s "
+				    "sent a frame that cannot be SMB (length "
+				    "%u, magic %02x%02x%02x%02x), closing",
+				    (unsigned long long)c->id, s->name,
+				    (unsigned int)(p[1] << 16 | p[2] << 8 |
+				    p[3]), have > 4 ? p[4] : 0, have > 5 ?
+				    p[5] : 0, have > 6 ? p[6] : 0, have > 7 ?
+				    p[7] : 0);
 				px_conn_close(c, PX_CLOSE_BAD_FRAME);
 				return;
 			}
@@ -1154,14 +1095,10 @@ process_input(struct px_side *s)
 			continue;
 		}
 		if (fr == PX_FRAME_BAD) {
-			char more[64];
-
-			if (warn_ok(&bad_frame_rate, more, sizeof(more)))
-				log_warnx("conn=%llu bad NBSS frame from %s "
-				    "(type 0x%02x length %u), closing%s",
-				    (unsigned long long)c->id, s->name, p[0],
-				    (unsigned int)(p[1] << 16 | p[2] << 8 |
-				    p[3]), more);
+			PX_WARN_RATED(&bad_frame_rate, "conn=%llu bad NBSS frame "
+			    "from %s (type 0x%02x length %u), closing",
+			    (unsigned long long)c->id, s->name, p[0],
+			    (unsigned int)(p[1] << 16 | p[2] << 8 | p[3]));
 			px_conn_close(c, PX_CLOSE_BAD_FRAME);
 			return;
 		}
@@ -1197,13 +1134,10 @@ process_input(struct px_side *s)
 		 * stays to be handled) */
 		if (px_frame_parse(s->in.data + s->in.head, px_buf_len(&s->in),
 		    FRAME_MAX, &flen, &type) != PX_FRAME_OK) {
-			char more[64];
-
-			if (warn_ok(&bad_frame_rate, more, sizeof(more)))
-				log_warnx("conn=%llu %s closed inside a frame; "
-				    "%zu bytes dropped%s",
-				    (unsigned long long)c->id, s->name,
-				    px_buf_len(&s->in), more);
+			PX_WARN_RATED(&bad_frame_rate, "conn=%llu %s closed "
+			    "inside a frame; %zu bytes dropped",
+			    (unsigned long long)c->id, s->name,
+			    px_buf_len(&s->in));
 			px_buf_consume(&s->in, px_buf_len(&s->in));
 		}
 	}

@@ -36,8 +36,15 @@ void px_conn_new(int cfd, const struct sockaddr_storage *peer,
     const struct sockaddr_storage *dst);
 /* Close every connection (graceful: drain write-behind first). */
 void px_conn_shutdown_all(void);
-size_t px_conn_count(void);
-struct px_conn *px_conn_first(void);
+static inline size_t px_conn_count(void)
+{
+	return (size_t)px_stats.conns_active;
+}
+
+static inline struct px_conn *px_conn_first(void)
+{
+	return px_rt.conns;
+}
 /* The policy changed (max_connecting may have grown). */
 void px_conn_reloaded(void);
 void px_conn_close(struct px_conn *c, enum px_close_reason r);

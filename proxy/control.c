@@ -40,6 +40,8 @@ static ev_timer ctl_pause;      /* accepts paused: out of descriptors */
 static int ctl_fd = -1;
 static int (*reload_fn)(void);
 static char ctl_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static dev_t ctl_dev;       /* the socket file this process bound: unlinked */
+static ino_t ctl_ino;       /* at stop only if the path still names it */
 
 /* ---- rendering ------------------------------------------------------------- */
 
@@ -641,43 +643,6 @@ stats_dump(FILE *f, bool json)
 
 static time_t ctl_started;     /* when the control socket came up */
 
-/* What follows NAME in a metric's name: "_total" for a counter, unless
- * NAME already ends so (connections_total). */
-static const char *
-prom_sfx(const char *name, bool counter)
-{
-	size_t n = strlen(name);
-
-	if (!counter || (n >= 6 && strcmp(name + n - 6, "_total") == 0))
-		return "";
-	return "_total";
-}
-
-static void
-prom_head(FILE *f, const char *name, bool counter, const char *help)
-{
-	const char *sfx = prom_sfx(name, counter);
-
-	fprintf(f, "# HELP smbaccel_%s%s %s\n# TYPE smbaccel_%s%s %s\n",
-	    name, sfx, help, name, sfx, counter ? "counter" : "gauge");
-}
-
-/* A label value: backslash, double quote and newline escaped. */
-static void
-prom_label(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		if (*s == '\\' || *s == '"')
-			fprintf(f, "\\%c", *s);
-		else if (*s == '\n')
-			fputs("\\n", f);
-		else
-			fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
 /* One counter family with a label, a sample per name of [from, to). */
 static void
 prom_counts(FILE *f, const char *family, const char *label,
@@ -686,10 +651,10 @@ prom_counts(FILE *f, const char *family, const char *label,
 {
 	int i;
 
-	prom_head(f, family, true, help);
+	px_ctl_prom_head(f, family, true, help);
 	for (i = from; i < to; i++) {
 		fprintf(f, "smbaccel_%s_total{%s=", family, label);
-		prom_label(f, name(i));
+		px_ctl_prom_label(f, name(i));
 		fprintf(f, "} %llu\n", (unsigned long long)v[i]);
 	}
 }
@@ -704,12 +669,12 @@ share_metrics(FILE *f)
 
 	for (i = 0; i < NSHARE_FIELDS; i++) {
 		snprintf(fam, sizeof(fam), "share_%s", share_fields[i].name);
-		prom_head(f, fam, true, share_fields[i].help);
+		px_ctl_prom_head(f, fam, true, share_fields[i].help);
 		for (ss = px_share_stats_first(); ss; ss = ss->next) {
 			fprintf(f, "smbaccel_%s_total{server=", fam);
-			prom_label(f, ss->server);
+			px_ctl_prom_label(f, ss->server);
 			fprintf(f, ",share=");
-			prom_label(f, ss->share);
+			px_ctl_prom_label(f, ss->share);
 			fprintf(f, "} %llu\n", (unsigned long long)
 			    share_field(ss, i));
 		}
@@ -725,23 +690,23 @@ metrics_dump(FILE *f)
 
 	pl_now = lease_opens(&pl_w);
 	for (i = 0; i < (int)(sizeof(scalars) / sizeof(scalars[0])); i++) {
-		prom_head(f, scalars[i].name, scalars[i].counter,
+		px_ctl_prom_head(f, scalars[i].name, scalars[i].counter,
 		    scalars[i].help);
 		fprintf(f, "smbaccel_%s%s %llu\n", scalars[i].name,
-		    prom_sfx(scalars[i].name, scalars[i].counter),
+		    px_ctl_prom_sfx(scalars[i].name, scalars[i].counter),
 		    (unsigned long long)
 		    *(const uint64_t *)((const char *)s + scalars[i].off));
 	}
-	prom_head(f, "upstream_write_mean", false,
+	px_ctl_prom_head(f, "upstream_write_mean", false,
 	    "Mean size of the writes sent upstream with absorbed data, bytes");
 	fprintf(f, "smbaccel_upstream_write_mean %.0f\n", write_mean(s));
-	prom_head(f, "proxy_lease_opens", false,
+	px_ctl_prom_head(f, "proxy_lease_opens", false,
 	    "Opens holding smbaccel's lease on a client's behalf now");
 	fprintf(f, "smbaccel_proxy_lease_opens %u\n", pl_now);
-	prom_head(f, "proxy_lease_write_opens", false,
+	px_ctl_prom_head(f, "proxy_lease_write_opens", false,
 	    "Of those, opens whose lease caches writes");
 	fprintf(f, "smbaccel_proxy_lease_write_opens %u\n", pl_w);
-	prom_head(f, "proxy_lease_ack_ms_mean", false,
+	px_ctl_prom_head(f, "proxy_lease_ack_ms_mean", false,
 	    "Mean time from break to acknowledgement, milliseconds");
 	fprintf(f, "smbaccel_proxy_lease_ack_ms_mean %.1f\n", ack_ms_mean(s));
 	prom_counts(f, "ra_invalidations", "cause",
@@ -764,19 +729,19 @@ metrics_dump(FILE *f)
 	prom_counts(f, "closed", "reason",
 	    "Connections closed by smbaccel, by reason", close_name,
 	    s->closed, 1, PX_CLOSE_NREASONS);
-	prom_head(f, "unkeyed_by", true,
+	px_ctl_prom_head(f, "unkeyed_by", true,
 	    "Signed or sealed sessions relayed without a key, by reason");
 	for (i = 0; i < PX_UNKEYED_MAX; i++) {
 		if (!s->unkeyed_by[i].n)
 			continue;
 		fprintf(f, "smbaccel_unkeyed_by_total{reason=");
-		prom_label(f, s->unkeyed_by[i].why);
+		px_ctl_prom_label(f, s->unkeyed_by[i].why);
 		fprintf(f, "} %llu\n", (unsigned long long)s->unkeyed_by[i].n);
 	}
 	prom_counts(f, "commands", "command", "Client requests, by SMB2 command",
 	    cmd_name, s->requests, 0, SMB2_NCMDS + 1);
 	share_metrics(f);
-	prom_head(f, "start_time_seconds", false,
+	px_ctl_prom_head(f, "start_time_seconds", false,
 	    "When smbaccel started, seconds since the epoch");
 	fprintf(f, "smbaccel_start_time_seconds %lld\n", (long long)ctl_started);
 }
@@ -1205,6 +1170,18 @@ ctl_make_dir(const char *path)
 	return -1;
 }
 
+int
+px_control_check(const char *path)
+{
+	struct stat st;
+
+	if (path == NULL || *path == '\0' || lstat(path, &st) == -1 ||
+	    S_ISSOCK(st.st_mode))
+		return 0;
+	log_warnx("control_socket %s exists and is not a socket", path);
+	return -1;
+}
+
 bool
 px_control_in_use(const char *path)
 {
@@ -1232,6 +1209,7 @@ int
 px_control_start(const char *path, int (*reload)(void))
 {
 	struct sockaddr_un sun;
+	struct stat st;
 	mode_t old;
 
 	reload_fn = reload;
@@ -1253,6 +1231,21 @@ px_control_start(const char *path, int (*reload)(void))
 		log_warn("control socket");
 		return -1;
 	}
+	/* only a socket nobody answers on (a daemon that died) is replaced:
+	 * never a file of another kind, never a live daemon's socket (the
+	 * daemon checked that at start; a reload may name a new path) */
+	if (px_control_check(path) == -1) {
+		close(ctl_fd);
+		ctl_fd = -1;
+		return -1;
+	}
+	if (px_control_in_use(path)) {
+		log_warnx("control_socket %s: another smbaccel answers on it",
+		    path);
+		close(ctl_fd);
+		ctl_fd = -1;
+		return -1;
+	}
 	(void)unlink(path);
 	old = umask(0077);
 	if (bind(ctl_fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
@@ -1265,6 +1258,10 @@ px_control_start(const char *path, int (*reload)(void))
 	}
 	umask(old);
 	snprintf(ctl_path, sizeof(ctl_path), "%s", path);
+	if (stat(path, &st) == 0) {
+		ctl_dev = st.st_dev;
+		ctl_ino = st.st_ino;
+	}
 	ev_io_init(&ctl_io, ctl_accept_cb, ctl_fd, EV_READ);
 	ev_io_start(px_rt.loop, &ctl_io);
 	log_info("control socket %s", path);
@@ -1274,11 +1271,15 @@ px_control_start(const char *path, int (*reload)(void))
 void
 px_control_stop(void)
 {
+	struct stat st;
+
 	if (ctl_fd == -1)
 		return;
 	ev_io_stop(px_rt.loop, &ctl_io);
 	ev_timer_stop(px_rt.loop, &ctl_pause);
 	close(ctl_fd);
 	ctl_fd = -1;
-	(void)unlink(ctl_path);
+	if (lstat(ctl_path, &st) == 0 && st.st_dev == ctl_dev &&
+	    st.st_ino == ctl_ino)
+		(void)unlink(ctl_path);
 }

@@ -4,6 +4,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "proxy/control.h"
@@ -153,4 +154,43 @@ px_ctl_keytabs(FILE *f, bool json)
 	} else
 		fprintf(f, "null");
 	fprintf(f, "}\n");
+}
+
+/* ---- Prometheus text format ---- */
+
+/* What follows NAME in a metric's name: "_total" for a counter, unless
+ * NAME already ends so (connections_total). */
+const char *
+px_ctl_prom_sfx(const char *name, bool counter)
+{
+	size_t n = strlen(name);
+
+	if (!counter || (n >= 6 && strcmp(name + n - 6, "_total") == 0))
+		return "";
+	return "_total";
+}
+
+void
+px_ctl_prom_head(FILE *f, const char *name, bool counter, const char *help)
+{
+	const char *sfx = px_ctl_prom_sfx(name, counter);
+
+	fprintf(f, "# HELP smbaccel_%s%s %s\n# TYPE smbaccel_%s%s %s\n",
+	    name, sfx, help, name, sfx, counter ? "counter" : "gauge");
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+void
+px_ctl_prom_label(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fprintf(f, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
 }

@@ -310,6 +310,11 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	/* a second start with this configuration must not touch what the
 	 * first one runs on: its control socket, its document store, its
 	 * policy routing (taken for a dead instance's leftovers, removed) */
+	if (px_control_check(g->control_socket) == -1) {
+		log_warnx("not starting: control_socket must name a socket "
+		    "or nothing");
+		return 1;
+	}
 	if (px_control_in_use(g->control_socket)) {
 		log_warnx("another smbaccel is running: its control socket %s "
 		    "answers; not starting (smbaccelctl -s %s stats)",

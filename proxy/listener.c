@@ -153,6 +153,10 @@ lookup_name(const char *host, uint16_t port, struct sockaddr_storage *ss,
 	return rc;
 }
 
+/* Did the last failed resolve() fail for want of an answer (a name server
+ * silent or unreachable: EAI_AGAIN), rather than a name that is not? */
+static bool resolve_unanswered;
+
 /* Resolve a policy address (a literal, or a name) to a sockaddr. */
 static int
 resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
@@ -162,8 +166,10 @@ resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
 	bool late;
 	int rc;
 
+	resolve_unanswered = false;
 	if (a->kind == POL_ADDR_NAME) {
 		rc = lookup_name(a->host, a->port, ss, &late);
+		resolve_unanswered = late || rc == EAI_AGAIN;
 		if (late)
 			log_warnx("cannot resolve %s: no answer within %d s "
 			    "(are the nameservers of /etc/resolv.conf "
@@ -239,6 +245,28 @@ loops_back(const struct listener *l, const struct sockaddr_storage *dst)
 	    ((const struct sockaddr_in6 *)dst)->sin6_port;
 	/* a wildcard listener: same port on any local address */
 	return lp == dp && addr_is_local(dst);
+}
+
+/* In forward mode, is the upstream one of smbaccel's own listeners (or a
+ * local address on a wildcard listener's port)?  Every connection would
+ * then connect to smbaccel again, each one more, until max_connections.
+ * ls: the listeners (bound, or resolved only, for -t). */
+static bool
+upstream_loops(const struct listener *ls, size_t n,
+    const struct sockaddr_storage *up)
+{
+	char a[64], b[64];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (loops_back(&ls[i], up)) {
+			log_warnx("upstream %s is smbaccel's own listener %s: "
+			    "every connection would come back to smbaccel",
+			    px_addr_str(up, a, sizeof(a)),
+			    px_addr_str(&ls[i].addr, b, sizeof(b)));
+			return true;
+		}
+	return false;
 }
 
 /* ss, an IPv4-mapped IPv6 address given as AF_INET */
@@ -530,6 +558,9 @@ px_listen_start(const struct pol_global *g)
 		log_info("listening on %s mode=%s", px_addr_str(&l->addr, a,
 		    sizeof(a)), pol_mode_name(g->mode));
 	}
+	if (g->mode == POL_MODE_FORWARD &&
+	    upstream_loops(listeners, nlisteners, &upstream))
+		goto fail;
 	return 0;
 fail:
 	px_listen_stop();
@@ -553,16 +584,31 @@ px_listen_stop(void)
 int
 px_listen_check(const struct pol_global *g)
 {
+	struct listener ls[POL_LISTEN_MAX];
 	struct sockaddr_storage ss;
+	size_t i;
 
 	if (g->mode != POL_MODE_FORWARD)
 		return 0;
+	for (i = 0; i < g->n_listen && i < POL_LISTEN_MAX; i++)
+		if (resolve(&g->listen[i], &ls[i].addr) == -1)
+			return -1;
 	if (resolve(&g->upstream, &ss) == -1) {
+		/* a DNS outage is not an error of the file: the unit's
+		 * ExecReload runs -t first, and a reload keeps an unchanged
+		 * upstream's address through one (the daemon refuses a
+		 * changed name that does not resolve, and a start) */
+		if (resolve_unanswered) {
+			log_warnx("upstream %s:%u cannot be resolved now (no "
+			    "answer from the name servers): not checked",
+			    g->upstream.host, g->upstream.port);
+			return 0;
+		}
 		log_warnx("upstream %s:%u does not resolve", g->upstream.host,
 		    g->upstream.port);
 		return -1;
 	}
-	return 0;
+	return upstream_loops(ls, i, &ss) ? -1 : 0;
 }
 
 int
@@ -588,6 +634,8 @@ px_listen_reload(const struct pol_global *old, const struct pol_global *g)
 		    g->upstream.host, px_addr_str(&upstream, a, sizeof(a)));
 		return 0;
 	}
+	if (upstream_loops(listeners, nlisteners, &ss))
+		return -1;
 	upstream = ss;
 	return 0;
 }

@@ -176,6 +176,15 @@ px_lograte_ok(struct px_lograte *r, double now_ms, unsigned int burst,
 	return true;
 }
 
+bool
+px_lograte_now(struct px_lograte *r, char *more, size_t len)
+{
+	if (!px_lograte_ok(r, px_now_ms(), PX_LOGRATE_BURST, PX_LOGRATE_MS))
+		return false;
+	px_lograte_more(r, more, len);
+	return true;
+}
+
 const char *
 px_lograte_more(const struct px_lograte *r, char *buf, size_t len)
 {

@@ -14,6 +14,7 @@
 #include "proxy/upstream.h"
 #include "proxy/keyfiles.h"
 #include "proxy/listener.h"
+#include "proxy/control.h"
 
 #define SMBACCEL_VERSION "0.1.0"
 
@@ -78,7 +79,8 @@ main(int argc, char **argv)
 		 * at start (each refusal logged with its reason) */
 		if (px_upstream_check(c, stderr) > 0 ||
 		    px_keyfiles_stage(c) != 0 ||
-		    px_listen_check(pol_global(c)) == -1) {
+		    px_listen_check(pol_global(c)) == -1 ||
+		    px_control_check(pol_global(c)->control_socket) == -1) {
 			fprintf(stderr, "%s: refused (reasons above)\n", cfg);
 			px_keyfiles_discard();
 			pol_errors_free(&errs);

@@ -75,6 +75,15 @@ const char *px_lograte_more(const struct px_lograte *r, char *buf,
     size_t len);
 #define PX_LOGRATE_BURST 5
 #define PX_LOGRATE_MS 10000.0
+/* px_lograte_ok at PX_LOGRATE_BURST per PX_LOGRATE_MS, now; more gets
+ * px_lograte_more's text when it says yes.  PX_WARN_RATED(r, fmt, ...):
+ * log_warnx of the literal fmt, with that text after it, at that rate. */
+bool px_lograte_now(struct px_lograte *r, char *more, size_t len);
+#define PX_WARN_RATED(r, fmt, ...) do {					\
+	char more_[64];							\
+	if (px_lograte_now((r), more_, sizeof(more_)))			\
+		log_warnx(fmt "%s", __VA_ARGS__, more_);		\
+} while (0)
 
 /* ---- byte buffer ------------------------------------------------------- */
 

@@ -166,7 +166,16 @@ main(int argc, char **argv)
 			rc = 1;
 	}
 	if (n == -1) {
-		fprintf(stderr, "smbaccelctl: read: %s\n", strerror(errno));
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			/* the command may still take effect (a reload held by
+			 * a slow name server): say what is known */
+			fprintf(stderr, "smbaccelctl: no answer from smbaccel "
+			    "within %ld s (%s; it may still be busy with "
+			    "the command: see its log)\n", (long)tv.tv_sec,
+			    cmd);
+		else
+			fprintf(stderr, "smbaccelctl: read: %s\n",
+			    strerror(errno));
 		return out_failed(out);
 	}
 	if (got == 0) {

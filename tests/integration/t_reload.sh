@@ -188,6 +188,42 @@ else
 	info "no IPv6 here: dual-stack listen not checked"
 fi
 
+# --- control_socket naming a file that is not a socket: refused by -t
+# and at start, and the file is left as it was (it was unlinked, at start
+# and again at stop: a file of the administrator's, or the policy file)
+echo precious > "$T/notasocket"
+PROXY_SHARE_SECTION=no write_proxy_conf "$T/ns.conf" "" "[share share]" "write_behind = off"
+P_NS=$(free_port) || fail "no free port"
+sed -i -e "s#^control_socket = .*#control_socket = $T/notasocket#" \
+    -e "s#^listen = .*#listen = 127.0.0.1:$P_NS#" "$T/ns.conf"
+if out=$("$SMBACCEL" -t -c "$T/ns.conf" 2>&1); then
+	fail "-t accepts a control_socket that is a regular file: $out"
+fi
+echo "$out" | grep -q "control_socket $T/notasocket exists and is not a socket" ||
+    fail "-t does not say the control_socket is not a socket: $out"
+rc=0; timeout 20 "$SMBACCEL" -c "$T/ns.conf" -f > "$T/ns.log" 2>&1 || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smbaccel started on a control_socket that is a regular file (exit $rc)"
+assert_eq precious "$(cat "$T/notasocket")" "the file named by control_socket"
+grep -q "control_socket $T/notasocket exists and is not a socket" "$T/ns.log" ||
+    fail "the daemon does not say why: $(cat "$T/ns.log")"
+info "control_socket on a regular file: refused, file intact ($(grep -o 'control_socket .*' "$T/ns.log" | head -n 1))"
+
+# --- forward mode whose upstream is smbaccel's own listener: refused by
+# -t, at start and at reload (it connected to itself, one connection
+# more per connection, until max_connections, with no line saying why)
+P_LOOP=$(free_port) || fail "no free port"
+PROXY_UPSTREAM="127.0.0.1:$P_LOOP" PROXY_SHARE_SECTION=no write_proxy_conf "$T/loop.conf" "" "[share share]" "write_behind = off"
+sed -i -e "s#^listen = .*#listen = 127.0.0.1:$P_LOOP#" -e "s#^control_socket = .*#control_socket = $T/loop.sock#" "$T/loop.conf"
+if out=$("$SMBACCEL" -t -c "$T/loop.conf" 2>&1); then
+	fail "-t accepts upstream = listen: $out"
+fi
+echo "$out" | grep -q "upstream 127.0.0.1:$P_LOOP is smbaccel's own listener" ||
+    fail "-t does not say the upstream is its own listener: $out"
+rc=0; timeout 20 "$SMBACCEL" -c "$T/loop.conf" -f > "$T/loop.log" 2>&1 || rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smbaccel started with upstream = listen (exit $rc)"
+grep -q "is smbaccel's own listener" "$T/loop.log" || fail "the daemon does not say why: $(cat "$T/loop.log")"
+info "upstream = listen: refused by -t and at start"
+
 # --- forward mode with an upstream name: a reload whose upstream is
 # unchanged keeps the address in use when the name does not resolve now
 # (a DNS outage must not refuse every reload); a changed name that does
@@ -245,6 +281,13 @@ while True:
 	    fail "no log line naming the unanswered lookup"
 	wb=$(transfer by-name-silent)
 	assert_eq always "$wb" "write_behind after the reload with a silent nameserver"
+	# -t (the unit's ExecReload runs it first) takes a DNS outage for
+	# what it is: not checked, not an error of the file (it refused the
+	# file, so systemctl reload failed where the reload itself goes on)
+	out=$(unshare -m --propagation private "$T/wrap.sh" "$SMBACCEL" -t -c "$PROXY_CONF" 2>&1) ||
+	    fail "-t refuses the file while the name server is silent: $out"
+	echo "$out" | grep -q "upstream smbaccel-up.test:$SMBD_PORT cannot be resolved now" ||
+	    fail "-t does not say the upstream could not be checked: $out"
 else
 	info "127.77.0.53:53 is taken: the silent nameserver is not checked"
 fi
