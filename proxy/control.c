@@ -182,6 +182,8 @@ static const struct {
 	    "Documents in the on-disk store"),
 	G("ds_bytes", ds_bytes,
 	    "Bytes in the on-disk store"),
+	G("ds_index_bytes", ds_index_bytes,
+	    "Memory of the on-disk store's index"),
 	C("ds_writes", ds_writes,
 	    "Document copies written to the on-disk store"),
 	C("ds_loads", ds_loads,

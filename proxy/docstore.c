@@ -69,6 +69,7 @@ static struct {
 	char dir[POL_PATH_MAX + 1];
 	uint64_t limit;
 	uint64_t tmp_bytes;         /* copies being built (full size) */
+	bool idx_said;              /* the index budget's line was logged */
 	struct co_dcache *dc;
 	struct ds_file **tab;
 	size_t nb;
@@ -154,11 +155,27 @@ px_ds_path(const struct co_dc_entry *e, char *buf, size_t len)
 	path_of(e->khash, "dc", buf, len);
 }
 
+/* What a file of size n takes on disk, in whole 4 KiB blocks (a copy of
+ * a small file counted at its length took twice that). */
+static uint64_t
+on_disk(uint64_t n)
+{
+	return (n + 4095) & ~(uint64_t)4095;
+}
+
 /* A copy's size on disk (what its .tmp is made, and counted, at). */
 static uint64_t
 copy_bytes(const struct co_dc_entry *e)
 {
-	return data_offset(strlen(e->key), e->nchunks) + e->v.eof;
+	return on_disk(data_offset(strlen(e->key), e->nchunks) + e->v.eof);
+}
+
+/* Memory the index takes for a copy: its record, its key, and what the
+ * allocator and the hash table add (an estimate). */
+static uint64_t
+idx_cost(const struct ds_file *f)
+{
+	return sizeof(*f) + (f->key ? strlen(f->key) + 1 : 0) + 48;
 }
 
 /* The .tmp of e (being built) is gone: it no longer counts. */
@@ -258,7 +275,7 @@ idx_add(uint64_t hash, uint64_t bytes, const char *key, bool old)
 	if (ds.nb == 0 || (f = calloc(1, sizeof(*f))) == NULL)
 		return NULL;
 	f->hash = hash;
-	f->bytes = bytes;
+	f->bytes = on_disk(bytes);
 	f->key = key ? strdup(key) : NULL;      /* NULL: as unreadable */
 	f->hnext = ds.tab[hash & (ds.nb - 1)];
 	ds.tab[hash & (ds.nb - 1)] = f;
@@ -272,7 +289,8 @@ idx_add(uint64_t hash, uint64_t bytes, const char *key, bool old)
 	} else
 		lru_front(f);
 	px_stats.ds_files++;
-	px_stats.ds_bytes += bytes;
+	px_stats.ds_bytes += f->bytes;
+	px_stats.ds_index_bytes += idx_cost(f);
 	return f;
 }
 
@@ -289,6 +307,7 @@ idx_del(struct ds_file *f)
 	lru_unlink(f);
 	px_stats.ds_files--;
 	px_stats.ds_bytes -= f->bytes;
+	px_stats.ds_index_bytes -= idx_cost(f);
 	free(f->key);
 	free(f);
 }
@@ -324,12 +343,34 @@ remove_copy(struct ds_file *f)
 	idx_del(f);
 }
 
+/* Is the index over its budget?  It takes read_cache_memory at most, on
+ * top of the copies in memory: a store of many small copies (1 GiB of
+ * 4 KiB files: 260,000 records, keys up to 1,600 bytes) is otherwise
+ * bounded in memory by nothing. */
+static bool
+idx_over(void)
+{
+	if (ds.dc == NULL || ds.dc->limit == 0 ||
+	    px_stats.ds_index_bytes <= ds.dc->limit)
+		return false;
+	if (!ds.idx_said)
+		log_warnx("document store %s: its index takes %llu bytes, "
+		    "read_cache_memory: least recently used copies go "
+		    "(%llu copies kept; logged once)", ds.dir,
+		    (unsigned long long)px_stats.ds_index_bytes,
+		    (unsigned long long)px_stats.ds_files);
+	ds.idx_said = true;
+	return true;
+}
+
 /* Keep the store (its copies and those being built) within its limit
- * with room for `more` bytes: least recently used copies go. */
+ * with room for `more` bytes, and its index within its budget: least
+ * recently used copies go. */
 static void
 enforce(const struct ds_file *keep, uint64_t more)
 {
-	while (px_stats.ds_bytes + ds.tmp_bytes + more > ds.limit && ds.tail) {
+	while ((px_stats.ds_bytes + ds.tmp_bytes + more > ds.limit ||
+	    idx_over()) && ds.tail) {
 		struct ds_file *v = ds.tail;
 
 		if (v == keep && (v = v->lprev) == NULL)
@@ -519,7 +560,7 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 			fv = nf;
 		}
 		fv[n].hash = h;
-		fv[n].bytes = (uint64_t)st.st_size;
+		fv[n].bytes = (uint64_t)st.st_size;     /* on_disk: idx_add */
 		fv[n].mtime = st.st_mtim;
 		fv[n].key = key_of(de->d_name);
 		n++;
@@ -558,6 +599,7 @@ px_ds_close(void)
 	ds.dfd = -1;
 	px_stats.ds_files = 0;
 	px_stats.ds_bytes = 0;
+	px_stats.ds_index_bytes = 0;
 }
 
 /* ---- reading back ----------------------------------------------------------------- */
@@ -803,7 +845,7 @@ px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n)
 		return 0;
 	klen = strlen(e->key);
 	doff = data_offset(klen, e->nchunks);
-	if (klen > DS_KEY_MAX || doff + e->v.eof > ds.limit) {
+	if (klen > DS_KEY_MAX || on_disk(doff + e->v.eof) > ds.limit) {
 		e->persist_failed = true;       /* larger than the store */
 		return 0;
 	}
@@ -814,9 +856,9 @@ px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n)
 		/* a new copy counts at its full size from now on: room is
 		 * made for it, and copies being built keep theirs (if they
 		 * hold it all, this one is not stored) */
-		enforce(NULL, doff + e->v.eof);
-		if (px_stats.ds_bytes + ds.tmp_bytes + doff + e->v.eof >
-		    ds.limit) {
+		enforce(NULL, on_disk(doff + e->v.eof));
+		if (px_stats.ds_bytes + ds.tmp_bytes + on_disk(doff +
+		    e->v.eof) > ds.limit) {
 			e->persist_failed = true;
 			return 0;
 		}
@@ -838,7 +880,7 @@ px_ds_put(struct co_dc_entry *e, uint32_t first, uint32_t n)
 			return -1;
 		}
 		e->persisting = true;
-		ds.tmp_bytes += doff + e->v.eof;
+		ds.tmp_bytes += on_disk(doff + e->v.eof);
 	}
 	for (i = first; i < first + n && i < e->nchunks; i++) {
 		uint32_t len = co_dc_chunk_len(e, i);

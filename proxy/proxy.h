@@ -262,7 +262,8 @@ struct px_stats {
 	uint64_t dc_evicted;          /* copies dropped for memory */
 	/* its on-disk store */
 	uint64_t ds_files;
-	uint64_t ds_bytes;
+	uint64_t ds_bytes;            /* in whole 4 KiB blocks */
+	uint64_t ds_index_bytes;      /* memory of its index (estimated) */
 	uint64_t ds_writes;           /* copies written */
 	uint64_t ds_loads;            /* copies read back at an open */
 	uint64_t ds_chunk_reads;

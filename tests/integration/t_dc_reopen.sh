@@ -245,4 +245,34 @@ assert_eq 0 "$ca" "(6) CREATE answers to the client carrying the QFid it did not
 info "(6) replaced with times and size kept: caught by the on-disk id; $(stats_line dc_valid_failed.file-id creates_rewritten)"
 assert_eq 0 "$(stat_get ledger_errors)" "stats ledger_errors"
 proxy_alive || fail "proxy died"
+
+# (7) the store's index is memory too: a store of 8,000 small copies
+# (91-byte keys, 6,144 bytes each, smbaccel's header) opened with
+# read_cache_memory = 1M keeps an index of at most 1 MiB, the least
+# recently written copies going (before: all 8,000 indexed, about 1.6 MB
+# that no limit covered, growing with the store: 1 GiB of small copies
+# is 260,000 records); and copies count in whole 4 KiB blocks of disk
+# (6,144 bytes take 8,192).
+S7=$T/store7
+mkdir -m 700 "$S7"
+"$PY" - "$S7" 8000 <<'PYEND'
+import os, struct, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    key = ("10.1.2.3:445|projects|clients\\acme\\2026\\q-%d\\invoice-%06d-final.pdf" % (i % 4, i)).encode()
+    hdr = bytearray(128); hdr[0:8] = b"SMBACDC1"
+    struct.pack_into("<I", hdr, 8, 1); struct.pack_into("<I", hdr, 88, len(key))
+    fd = os.open("%s/%016x.dc" % (d, (i * 0x9E3779B97F4A7C15 + 1) & (2**64 - 1)), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, bytes(hdr) + key); os.ftruncate(fd, 6144); os.close(fd)
+PYEND
+stop_proxy
+PROXY_SHARE_SECTION=no start_proxy "read_cache_memory = 1M" "read_cache_dir = $S7"
+files=$(stat_get ds_files) idx=$(stat_get ds_index_bytes) bytes=$(stat_get ds_bytes)
+info "(7) store of 8000 copies, read_cache_memory = 1M: $files indexed, index $idx bytes, $bytes bytes on disk, $(ls "$S7" | wc -l) files left"
+[ "$idx" -gt 0 ] && [ "$idx" -le 1048576 ] || fail "(7) ds_index_bytes $idx (want 1..1048576)"
+[ "$files" -lt 8000 ] || fail "(7) all $files copies indexed with read_cache_memory = 1M"
+assert_eq "$files" "$(ls "$S7" | wc -l)" "(7) copies left in the store"
+assert_eq $((files * 8192)) "$bytes" "(7) ds_bytes: 8,192 bytes of disk a copy"
+log_has "its index takes [0-9]+ bytes, read_cache_memory" || fail "(7) no log line about the index's budget"
+proxy_alive || fail "proxy died"
 info "PASS"
