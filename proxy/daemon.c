@@ -126,7 +126,8 @@ reload_policy(void)
 		log_set_level((int)pol_global(ncfg)->log_level);
 	pol_free(old);
 	px_conn_reloaded();
-	log_info("policy reloaded; new tree connects use it");
+	log_info("policy reloaded: share settings for new tree connects, "
+	    "connection timeouts and limits for open connections too");
 	return 0;
 }
 
