@@ -29,10 +29,7 @@ static struct px_conn_hooks hooks;
  * accepted past PX_CONN_LINES_BURST per PX_LOGRATE_MS is quiet, its
  * routine lines not logged; remote-caused warnings five a kind. */
 #define PX_CONN_LINES_BURST 100
-#define CONN_INFO(c, ...) do {						\
-	if (!(c)->quiet)						\
-		log_info(__VA_ARGS__);					\
-} while (0)
+#define CONN_INFO(c, ...) do { if (!(c)->quiet) log_info(__VA_ARGS__); } while (0)
 static struct px_lograte conn_lines_rate, connect_fail_rate,
     connect_timeout_rate, anyway_rate, bad_frame_rate;
 
@@ -205,6 +202,9 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 		c->close_reason = r;
 		px_stats.closed[r]++;
 	}
+	if ((r == PX_CLOSE_CONNECT_TIMEOUT || (r == PX_CLOSE_CONNECT_FAILED &&
+	    l->opening)) && hooks.connect_failed)
+		hooks.connect_failed(&c->dst_addr);
 	/* a quiet one's close too when smbaccel or the server ended it */
 	if (!c->quiet || c->close_reason == PX_CLOSE_NO_MEMORY ||
 	    (c->close_reason >= PX_CLOSE_SERVER_TIMEOUT &&

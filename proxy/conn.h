@@ -27,6 +27,8 @@
  */
 struct px_conn_hooks {
 	void (*out_of_fds)(const char *what);
+	/* a connect to the server failed or timed out */
+	void (*connect_failed)(const struct sockaddr_storage *dst);
 };
 /* Register the hooks (NULL: none) and conn.c's services with the relay. */
 void px_conn_init(const struct px_conn_hooks *hooks);

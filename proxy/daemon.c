@@ -32,9 +32,11 @@ static ev_timer drain_timer, status_timer, watchdog_timer;
 static double drain_deadline;
 static uint64_t lost_at_stop;     /* px_stats.lost_bytes at the first signal */
 #define PX_EXIT_LOST 3            /* stopped; acknowledged writes were lost */
-/* what conn.c calls up for: out of descriptors pauses accepting */
+/* what conn.c calls up for: out of descriptors pauses accepting; a
+ * failed connect moves a forward upstream to its next address */
 static const struct px_conn_hooks conn_hooks = {
 	.out_of_fds = px_listen_pause,
+	.connect_failed = px_listen_upstream_failed,
 };
 
 /*

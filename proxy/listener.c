@@ -41,7 +41,11 @@ struct listener {
 
 static struct listener listeners[POL_LISTEN_MAX];
 static size_t nlisteners;
-static struct sockaddr_storage upstream;
+#define PX_UP_MAX 8
+/* forward mode: the upstream's addresses (a name may have several), and
+ * the one connections go to; a connect that fails moves to the next */
+static struct sockaddr_storage ups[PX_UP_MAX], upstream;
+static size_t nups, upcur;
 /* the refusals a connection flood can cause, logged at a bounded rate */
 static struct px_lograte refused_rate, unredirected_rate, loop_rate;
 
@@ -60,10 +64,25 @@ struct lookup {
 	int refs;
 	bool done;
 	int rc;
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss[PX_UP_MAX];
+	size_t n;
 	char host[POL_HOST_MAX + 1];
 	char port[8];
 };
+
+/* The addresses of res, at most max of them, into ss; how many. */
+static size_t
+ai_copy(const struct addrinfo *res, struct sockaddr_storage *ss, size_t max)
+{
+	size_t n = 0;
+
+	for (; res != NULL && n < max; res = res->ai_next)
+		if (res->ai_addrlen <= sizeof(*ss)) {
+			memset(&ss[n], 0, sizeof(ss[n]));
+			memcpy(&ss[n++], res->ai_addr, res->ai_addrlen);
+		}
+	return n;
+}
 
 static void
 lookup_put(struct lookup *k)
@@ -93,8 +112,8 @@ lookup_run(void *arg)
 	rc = getaddrinfo(k->host, k->port, &hints, &res);
 	pthread_mutex_lock(&k->mu);
 	k->rc = rc;
-	if (rc == 0)
-		memcpy(&k->ss, res->ai_addr, res->ai_addrlen);
+	if (rc == 0 && (k->n = ai_copy(res, k->ss, PX_UP_MAX)) == 0)
+		k->rc = EAI_NONAME;
 	k->done = true;
 	pthread_cond_signal(&k->cv);
 	pthread_mutex_unlock(&k->mu);
@@ -104,11 +123,12 @@ lookup_run(void *arg)
 	return NULL;
 }
 
-/* getaddrinfo of a name, given at most RESOLVE_WAIT_S: 0, or a gai error,
- * or EAI_AGAIN with *late set when the time ran out. */
+/* getaddrinfo of a name, given at most RESOLVE_WAIT_S: 0 with its first
+ * max addresses in ss and their number in *n, or a gai error, or EAI_AGAIN
+ * with *late set when the time ran out. */
 static int
 lookup_name(const char *host, uint16_t port, struct sockaddr_storage *ss,
-    bool *late)
+    size_t max, size_t *n, bool *late)
 {
 	struct lookup *k;
 	struct timespec until;
@@ -141,8 +161,8 @@ lookup_name(const char *host, uint16_t port, struct sockaddr_storage *ss,
 	if (k->done) {
 		rc = k->rc;
 		if (rc == 0) {
-			memset(ss, 0, sizeof(*ss));
-			memcpy(ss, &k->ss, sizeof(*ss));
+			*n = k->n < max ? k->n : max;
+			memcpy(ss, k->ss, *n * sizeof(*ss));
 		}
 	} else {
 		*late = true;
@@ -157,18 +177,25 @@ lookup_name(const char *host, uint16_t port, struct sockaddr_storage *ss,
  * silent or unreachable: EAI_AGAIN), rather than a name that is not? */
 static bool resolve_unanswered;
 
-/* Resolve a policy address (a literal, or a name) to a sockaddr. */
+/* Resolve a policy address (a literal, or a name) to its first max
+ * addresses (*n of them; n NULL: the first only). */
 static int
-resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
+resolve_n(const struct pol_addr *a, struct sockaddr_storage *ss, size_t max,
+    size_t *n)
 {
 	struct addrinfo hints, *res = NULL;
 	char port[8];
+	size_t one;
 	bool late;
 	int rc;
 
+	if (n == NULL) {
+		n = &one;
+		max = 1;
+	}
 	resolve_unanswered = false;
 	if (a->kind == POL_ADDR_NAME) {
-		rc = lookup_name(a->host, a->port, ss, &late);
+		rc = lookup_name(a->host, a->port, ss, max, n, &late);
 		resolve_unanswered = late || rc == EAI_AGAIN;
 		if (late)
 			log_warnx("cannot resolve %s: no answer within %d s "
@@ -189,11 +216,12 @@ resolve(const struct pol_addr *a, struct sockaddr_storage *ss)
 		log_warnx("cannot resolve %s: %s", a->host, gai_strerror(rc));
 		return -1;
 	}
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*n = ai_copy(res, ss, max);
 	freeaddrinfo(res);
-	return 0;
+	return *n > 0 ? 0 : -1;
 }
+
+#define resolve(a, ss) resolve_n((a), (ss), 1, NULL)
 
 static socklen_t
 ss_len(const struct sockaddr_storage *ss)
@@ -500,20 +528,61 @@ resume_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_io_start(loop, &l->io);
 }
 
+/* Resolve the forward upstream and use its addresses (keep: an unchanged
+ * upstream at a reload, whose addresses stay when the name does not
+ * resolve now: a DNS outage must not refuse the reload). */
+static int
+use_upstream(const struct pol_global *g, bool keep)
+{
+	struct sockaddr_storage ss[PX_UP_MAX];
+	char a[64], b[64];
+	size_t n, i;
+
+	if (resolve_n(&g->upstream, ss, PX_UP_MAX, &n) == -1) {
+		if (!keep || nups == 0)
+			return -1;
+		log_warnx("upstream %s does not resolve now; %s kept",
+		    g->upstream.host, px_addr_str(&upstream, a, sizeof(a)));
+		return 0;
+	}
+	for (i = 0; i < n; i++)
+		if (nlisteners > 0 &&
+		    upstream_loops(listeners, nlisteners, &ss[i]))
+			return -1;
+	memcpy(ups, ss, n * sizeof(ss[0]));
+	nups = n;
+	upcur = 0;
+	upstream = ups[0];
+	if (n > 1)
+		log_info("upstream %s: %zu addresses, %s first, then %s after "
+		    "a connect that fails", g->upstream.host, n,
+		    px_addr_str(&ups[0], a, sizeof(a)),
+		    px_addr_str(&ups[1], b, sizeof(b)));
+	return 0;
+}
+
 int
 px_listen_start(const struct pol_global *g)
 {
 	size_t i;
 	int one = 1;
 
-	if (g->mode == POL_MODE_FORWARD && resolve(&g->upstream, &upstream) == -1)
+	if (g->mode == POL_MODE_FORWARD && use_upstream(g, false) == -1)
 		return -1;
 	for (i = 0; i < g->n_listen; i++) {
 		struct listener *l = &listeners[nlisteners];
+		struct sockaddr_storage two[2];
 		char a[64];
+		size_t n;
 
-		if (resolve(&g->listen[i], &l->addr) == -1)
+		if (resolve_n(&g->listen[i], two, 2, &n) == -1)
 			goto fail;
+		l->addr = two[0];
+		if (n > 1)
+			log_warnx("listen %s has more than one address: "
+			    "listening on the first, %s (give each address "
+			    "to listen on)", g->listen[i].host,
+			    px_addr_str(&two[0], a, sizeof(a)));
 		l->fd = socket(l->addr.ss_family,
 		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (l->fd == -1) {
@@ -558,9 +627,9 @@ px_listen_start(const struct pol_global *g)
 		log_info("listening on %s mode=%s", px_addr_str(&l->addr, a,
 		    sizeof(a)), pol_mode_name(g->mode));
 	}
-	if (g->mode == POL_MODE_FORWARD &&
-	    upstream_loops(listeners, nlisteners, &upstream))
-		goto fail;
+	for (i = 0; g->mode == POL_MODE_FORWARD && i < nups; i++)
+		if (upstream_loops(listeners, nlisteners, &ups[i]))
+			goto fail;
 	return 0;
 fail:
 	px_listen_stop();
@@ -585,15 +654,15 @@ int
 px_listen_check(const struct pol_global *g)
 {
 	struct listener ls[POL_LISTEN_MAX];
-	struct sockaddr_storage ss;
-	size_t i;
+	struct sockaddr_storage ss[PX_UP_MAX];
+	size_t i, j, n;
 
 	if (g->mode != POL_MODE_FORWARD)
 		return 0;
 	for (i = 0; i < g->n_listen && i < POL_LISTEN_MAX; i++)
 		if (resolve(&g->listen[i], &ls[i].addr) == -1)
 			return -1;
-	if (resolve(&g->upstream, &ss) == -1) {
+	if (resolve_n(&g->upstream, ss, PX_UP_MAX, &n) == -1) {
 		/* a DNS outage is not an error of the file: the unit's
 		 * ExecReload runs -t first, and a reload keeps an unchanged
 		 * upstream's address through one (the daemon refuses a
@@ -608,15 +677,16 @@ px_listen_check(const struct pol_global *g)
 		    g->upstream.port);
 		return -1;
 	}
-	return upstream_loops(ls, i, &ss) ? -1 : 0;
+	for (j = 0; j < n; j++)
+		if (upstream_loops(ls, i, &ss[j]))
+			return -1;
+	return 0;
 }
 
 int
 px_listen_reload(const struct pol_global *old, const struct pol_global *g)
 {
-	struct sockaddr_storage ss;
 	bool same;
-	char a[64];
 
 	if (g->mode != POL_MODE_FORWARD)
 		return 0;
@@ -624,18 +694,24 @@ px_listen_reload(const struct pol_global *old, const struct pol_global *g)
 	    old->upstream.kind == g->upstream.kind &&
 	    old->upstream.port == g->upstream.port &&
 	    strcasecmp(old->upstream.host, g->upstream.host) == 0;
-	if (resolve(&g->upstream, &ss) == -1) {
-		if (!same)
-			return -1;
-		/* an unchanged name that does not resolve now (a DNS
-		 * outage) keeps the address in use: the reload is for the
-		 * other settings */
-		log_warnx("upstream %s does not resolve now; %s kept",
-		    g->upstream.host, px_addr_str(&upstream, a, sizeof(a)));
-		return 0;
-	}
-	if (upstream_loops(listeners, nlisteners, &ss))
-		return -1;
-	upstream = ss;
-	return 0;
+	return use_upstream(g, same);
+}
+
+/* A connect to dst failed or timed out: when dst is the upstream in use
+ * and its name has more addresses, the next connections go to the next
+ * (a name whose first address is IPv6 where the server listens on IPv4
+ * only, or one of several servers down). */
+void
+px_listen_upstream_failed(const struct sockaddr_storage *dst)
+{
+	static struct px_lograte rate;
+	char a[64], b[64];
+
+	if (nups < 2 || !same_addr(dst, &upstream))
+		return;
+	upcur = (upcur + 1) % nups;
+	upstream = ups[upcur];
+	PX_WARN_RATED(&rate, "upstream %s failed: new connections go to %s "
+	    "(address %zu of %zu)", px_addr_str(dst, a, sizeof(a)),
+	    px_addr_str(&upstream, b, sizeof(b)), upcur + 1, nups);
 }

@@ -13,6 +13,9 @@ void px_listen_stop(void);
 /* Stop accepting for a while: the process is out of descriptors (what
  * names the call that failed). */
 void px_listen_pause(const char *what);
+/* A connect to dst failed: forward mode moves to the upstream's next
+ * address, if its name has several. */
+void px_listen_upstream_failed(const struct sockaddr_storage *dst);
 /* smbaccel -t: does a forward-mode upstream resolve (0), or not (-1,
  * logged with the resolver's reason)? */
 int px_listen_check(const struct pol_global *g) PX_MUSTCHECK;

@@ -12,7 +12,8 @@
 # listen line starts; in forward mode, a reload keeps the upstream's
 # address when its unchanged name does not resolve now, and refuses a
 # changed name that does not resolve; a silent nameserver holds a reload
-# (and the event loop) 10 s at most.
+# (and the event loop) 10 s at most; an upstream name with two addresses
+# moves to the second when a connect to the first fails.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "config check and reload"
 
@@ -291,4 +292,27 @@ while True:
 else
 	info "127.77.0.53:53 is taken: the silent nameserver is not checked"
 fi
+
+# --- an upstream name with two addresses, the first where smbd does not
+# listen (::1; smbd listens on 127.0.0.1 only): a connect that fails moves
+# the next connections to the second (before: only the first address was
+# ever used, every connection reset)
+printf '::1 smbaccel-two.test\n127.0.0.1 smbaccel-two.test\n' > "$T/hosts"
+PROXY_UPSTREAM="smbaccel-two.test:$SMBD_PORT" PROXY_SHARE_SECTION=no write_proxy_conf "$PROXY_CONF" "" "[share share]" "write_behind = always"
+out=$(ctl reload 2>&1) || fail "reload to a name with two addresses: $out"
+log_has "upstream smbaccel-two.test: 2 addresses, \[::1\]:$SMBD_PORT first" ||
+    fail "no log line naming the two addresses: $(grep -i upstream "$PROXY_LOG" | tail -n 3)"
+"$PY" -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.settimeout(10)
+try:
+    s.recv(1)      # closed: its connect to [::1] failed
+except OSError:
+    pass' "$PROXY_PORT"
+wait_log "upstream \[::1\]:$SMBD_PORT failed: new connections go to 127.0.0.1:$SMBD_PORT" 5 ||
+    fail "no move to the second address"
+wb=$(transfer by-second-address)
+assert_eq always "$wb" "write_behind through the second address"
+info "upstream with two addresses: the first failed once, the next connections went to the second"
 info "PASS"
