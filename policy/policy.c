@@ -925,6 +925,17 @@ parse_value(const struct setting *st, const char *value, void *base,
 			    value);
 			return -1;
 		}
+		/* '#' is no comment after a value: a path that ends in
+		 * " # note" would name a socket or directory so */
+		for (i = 1; i < len; i++)
+			if (value[i] == '#' && (value[i - 1] == ' ' ||
+			    value[i - 1] == '\t'))
+				break;
+		if (i < len) {
+			snprintf(why, whysz, "'%s' has '#' after a blank",
+			    value);
+			return -1;
+		}
 		/* what the kernel's names are made of (tcp_cong.c) */
 		if ((st->flags & F_CCNAME) && strspn(value,
 		    "abcdefghijklmnopqrstuvwxyz0123456789_") != len) {
@@ -1267,8 +1278,9 @@ static const char *
 comment_hint(const char *value)
 {
 	if (strchr(value, '#') != NULL)
-		return " ('#' starts a comment only at the start of a line; "
-		    "after a value, ' ;' does)";
+		return " (a comment goes on a line of its own: '#' starts "
+		    "one only at the start of a line; after a value, ' ;' "
+		    "does)";
 	if (strchr(value, ';') != NULL)
 		return " (';' starts a comment after a value only with a "
 		    "blank before it)";

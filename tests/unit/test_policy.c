@@ -753,10 +753,11 @@ test_comment_hint(void)
 
 	CU_ASSERT(fails(G3 "log_level = info # comment\n", 1, 4,
 	    "bad value for 'log_level': 'info # comment' is not one of "
-	    "error, warn, info, debug ('#' starts a comment only at the "
-	    "start of a line; after a value, ' ;' does)"));
+	    "error, warn, info, debug (a comment goes on a line of its own: "
+	    "'#' starts one only at the start of a line; after a value, ' ;' "
+	    "does)"));
 	CU_ASSERT(fails(G3 "drain_timeout = 5s#x\n", 1, 4,
-	    "('#' starts a comment only at the start of a line"));
+	    "'#' starts one only at the start of a line"));
 	CU_ASSERT(fails(G3 "log_level = info;x\n", 1, 4,
 	    "'info;x' is not one of error, warn, info, debug (';' starts a "
 	    "comment after a value only with a blank before it)"));
@@ -773,6 +774,47 @@ test_comment_hint(void)
 	CU_ASSERT(has_error(&errs, 4, "'loud' is not one of"));
 	CU_ASSERT(!has_error(&errs, 4, "comment"));
 	pol_errors_free(&errs);
+}
+
+/*
+ * A path or name with '#' after a blank: a comment after the value, which
+ * was taken as part of it (a control socket named "x.sock # note").
+ */
+static void
+test_comment_in_string(void)
+{
+	static const char *const lines[] = {
+		"control_socket = /run/x.sock # for smbaccelctl",
+		"read_cache_dir = /var/cache/s # survives restarts",
+		"secrets = /etc/smbaccel/secrets\t# root only",
+		"keytab = /etc/smbaccel/k.keytab # from the DC",
+		"upstream_congestion = bbr # or cubic",
+	};
+	const struct pol_global *g;
+	struct pol_config *cfg;
+	char text[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		snprintf(text, sizeof(text), G3 "\n%s\n", lines[i]);
+		CU_ASSERT(fails(text, 1, 5, "has '#' after a blank (a comment "
+		    "goes on a line of its own"));
+	}
+	CU_ASSERT(fails(G3 "control_socket = /run/x.sock # note\n", 1, 4,
+	    "bad value for 'control_socket': '/run/x.sock # note' has '#' "
+	    "after a blank (a comment goes on a line of its own"));
+	/* '#' inside a name is a name; ' ;' is a comment, cut before */
+	cfg = load_ok(G3 "read_cache_dir = /var/cache/a#b\n"
+	    "control_socket = /run/x.sock ; for smbaccelctl\n"
+	    "secrets = /etc/#s#\n");
+	CU_ASSERT_PTR_NOT_NULL(cfg);
+	if (cfg != NULL) {
+		g = pol_global(cfg);
+		CU_ASSERT_STRING_EQUAL(g->read_cache_dir, "/var/cache/a#b");
+		CU_ASSERT_STRING_EQUAL(g->control_socket, "/run/x.sock");
+		CU_ASSERT_STRING_EQUAL(g->secrets, "/etc/#s#");
+	}
+	pol_free(cfg);
 }
 
 static void
@@ -1469,6 +1511,7 @@ ut_register_policy(void)
 		{ "bad sections", test_bad_sections },
 		{ "keys after a bad header", test_keys_after_bad_header },
 		{ "comment hint", test_comment_hint },
+		{ "comment in a path or name", test_comment_in_string },
 		{ "duplicate sections", test_duplicate_sections },
 		{ "unparseable lines", test_unparseable_lines },
 		{ "long line", test_long_line },
