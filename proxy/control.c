@@ -1005,7 +1005,8 @@ run_command(struct ctl_client *cl)
 {
 	FILE *f = open_memstream(&cl->out, &cl->olen);
 	char *cmd = cl->line, *arg;
-	bool json;
+	size_t nul = strlen(cmd);
+	bool json, bad = nul < cl->llen && memchr(cmd, '\n', nul) == NULL;
 
 	if (f == NULL) {
 		client_free(cl);
@@ -1016,7 +1017,9 @@ run_command(struct ctl_client *cl)
 	if (*arg)
 		*arg++ = '\0';
 	json = strstr(arg, "json") != NULL;
-	if (strcmp(cmd, "stats") == 0)
+	if (bad)        /* a NUL before the newline */
+		fprintf(f, "error: bad command (a NUL byte in it)\n");
+	else if (strcmp(cmd, "stats") == 0)
 		stats_dump(f, json);
 	else if (strcmp(cmd, "conns") == 0)
 		conns_dump(f, json);
@@ -1055,13 +1058,16 @@ client_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	n = read(cl->fd, cl->line + cl->llen, sizeof(cl->line) - 1 - cl->llen);
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0) {
+	if (n == -1 || (n == 0 && cl->llen == 0)) {
 		client_free(cl);
 		return;
 	}
+	/* a command ends at its newline, at EOF (printf stats | socat) or
+	 * at a NUL, answered at once as a bad command */
 	cl->llen += (size_t)n;
 	cl->line[cl->llen] = '\0';
-	if (strchr(cl->line, '\n') || cl->llen == sizeof(cl->line) - 1)
+	if (n == 0 || strcspn(cl->line, "\n") < cl->llen ||
+	    cl->llen == sizeof(cl->line) - 1)
 		run_command(cl);
 }
 
@@ -1081,7 +1087,9 @@ client_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		log_warnx("control socket: a client did not read its answer "
 		    "within 60 s (%zu of %zu bytes): reset",
 		    cl->opos, cl->olen);
-	}
+	} else
+		log_debug("control socket: a client sent no command within 10 s "
+		    "(%zu bytes, no newline): closed", cl->llen);
 	client_free(cl);
 }
 

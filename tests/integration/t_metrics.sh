@@ -21,7 +21,12 @@
 #  4. `metrics --json` is refused (exit 2);
 #  5. the `stats` table shows a breakdown's heading (flush causes, opaque
 #     relays, closes not compounded, ...) only with something under it:
-#     none of them on an idle smbaccel, flush causes after the writes.
+#     none of them on an idle smbaccel, flush causes after the writes;
+#  6. the control socket itself: a command with no newline before EOF
+#     (`printf stats | socat`, shutdown(SHUT_WR)) gets its answer (it got
+#     none), a line with a NUL in it an error within 1 s (it waited 10 s
+#     for a newline and closed without a word); a NUL after the newline
+#     is not the command's.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "smbaccelctl metrics"
 "$PY" -c 'import prometheus_client' 2>/dev/null ||
@@ -202,6 +207,47 @@ out=$(ctl metrics --json 2>&1); rc=$?
 assert_eq 2 "$rc" "exit status of metrics --json ($out)"
 out=$(ctl metrics -o "$T/no-such-dir/smbaccel.prom" 2>&1); rc=$?
 assert_eq 1 "$rc" "exit status of metrics -o into a missing directory ($out)"
+
+# --- 6. the control socket: a command ended by EOF, a NUL in a line
+"$PY" - "$CTL_SOCK" > "$T/ctlproto.out" 2>&1 <<'PYEOF' ||
+import socket, sys, time
+def ask(data, shut):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(3)
+    s.connect(sys.argv[1])
+    s.sendall(data)
+    if shut:
+        s.shutdown(socket.SHUT_WR)
+    t0, out = time.monotonic(), b""
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except socket.timeout:
+        out += b"<no answer within 3 s>"
+    s.close()
+    return out.decode(errors="replace"), time.monotonic() - t0
+bad = 0
+out, took = ask(b"stats", True)
+if not out.startswith("connections "):
+    print("stats then EOF, no newline: %r" % out[:200])
+    bad = 1
+out, took = ask(b"stats\n\x00", False)
+if not out.startswith("connections "):
+    print("stats newline NUL: %r" % out[:200])
+    bad = 1
+out, took = ask(b"stats\x00\n", False)
+if not out.startswith("error: bad command") or took > 1:
+    print("stats NUL newline: %r after %.1f s" % (out[:200], took))
+    bad = 1
+if not bad:
+    print("EOF: stats answered; NUL: %r in %.3f s" % (out.strip(), took))
+sys.exit(bad)
+PYEOF
+    { cat "$T/ctlproto.out"; fail "control socket: a command at EOF or with a NUL"; }
+info "$(cat "$T/ctlproto.out")"
 
 proxy_alive || fail "proxy died"
 stop_proxy
