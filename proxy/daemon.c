@@ -310,20 +310,6 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	    foreground || getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID") ||
 	    isatty(2));
 	signal(SIGPIPE, SIG_IGN);
-	/* a second start with this configuration must not touch what the
-	 * first one runs on: its control socket, its document store, its
-	 * policy routing (taken for a dead instance's leftovers, removed) */
-	if (px_control_check(g->control_socket) == -1) {
-		log_warnx("not starting: control_socket must name a socket "
-		    "or nothing");
-		return 1;
-	}
-	if (px_control_in_use(g->control_socket)) {
-		log_warnx("another smbaccel is running: its control socket %s "
-		    "answers; not starting (smbaccelctl -s %s stats)",
-		    g->control_socket, g->control_socket);
-		return 1;
-	}
 	if (px_keyfiles_load_secrets(g->secrets) == -1) {
 		log_warnx("cannot use the secrets file %s, exiting", g->secrets);
 		return 1;
@@ -336,6 +322,21 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		log_warnx("cannot mark upstream connections, exiting");
 		return 1;
 	}
+	/* a second start with this configuration must not touch what the
+	 * first one runs on: its control socket, its document store, its
+	 * policy routing (taken for a dead instance's leftovers, removed);
+	 * after the checks of the files, whose errors say more */
+	if (px_control_check(g->control_socket) == -1) {
+		log_warnx("not starting: control_socket must name a socket "
+		    "or nothing");
+		return 1;
+	}
+	if (px_control_in_use(g->control_socket)) {
+		log_warnx("another smbaccel is running: its control socket %s "
+		    "answers; not starting (smbaccelctl -s %s stats)",
+		    g->control_socket, g->control_socket);
+		return 1;
+	}
 	px_dc_start(g);
 	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
@@ -343,7 +344,9 @@ px_daemon_run(const char *cfg_path, bool foreground)
 	/* the listeners first: one whose port is taken (another instance)
 	 * fails before any routing is touched */
 	if (px_listen_start(g) == -1) {
-		log_warnx("cannot start listeners, exiting");
+		log_warnx("cannot start listening%s (see above), exiting",
+		    g->mode == POL_MODE_FORWARD ? " or resolve the upstream" :
+		    "");
 		return 1;
 	}
 	if (g->mode == POL_MODE_TPROXY &&
