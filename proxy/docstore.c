@@ -508,6 +508,17 @@ open_dir(const char *dir)
 		close(dfd);
 		return -1;
 	}
+	/* a store it cannot write to (a read-only mount: the unit's
+	 * ProtectSystem=strict outside /var/cache/smbaccel) is said once
+	 * here, not at every copy */
+	(void)unlinkat(dfd, ".probe", AT_REMOVEDIR);    /* one left by a crash */
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) == -1 ||
+	    mkdirat(dfd, ".probe", 0700) == -1 || unlinkat(dfd, ".probe",
+	    AT_REMOVEDIR) == -1) {
+		log_warn("document store: cannot write in %s: no store", dir);
+		close(dfd);
+		return -1;
+	}
 	return dfd;
 }
 
@@ -758,11 +769,12 @@ px_ds_read(struct co_dc_entry *e, uint32_t idx, uint8_t *buf)
 static void
 put_failed(struct co_dc_entry *e, const char *name, int err)
 {
+	static struct px_lograte put_rate;     /* a full disk: every copy */
 	char path[POL_PATH_MAX + 32];
 
 	path_of(e->khash, "tmp", path, sizeof(path));
-	log_warnx("document store: cannot write %s: %s; %s is not stored",
-	    path, strerror(err), e->key);
+	PX_WARN_RATED(&put_rate, "document store: cannot write %s: %s; %s is "
+	    "not stored", path, strerror(err), e->key);
 	px_stats.ds_errors++;
 	(void)unlinkat(ds.dfd, name, 0);
 	tmp_gone(e);

@@ -275,4 +275,19 @@ assert_eq "$files" "$(ls "$S7" | wc -l)" "(7) copies left in the store"
 assert_eq $((files * 8192)) "$bytes" "(7) ds_bytes: 8,192 bytes of disk a copy"
 log_has "its index takes [0-9]+ bytes, read_cache_memory" || fail "(7) no log line about the index's budget"
 proxy_alive || fail "proxy died"
+
+# (8) a store on a read-only mount (under the unit's ProtectSystem=strict,
+# any read_cache_dir but /var/cache/smbaccel): said once at start, no
+# store (before: taken as a store, and every copy a client's reads made
+# failed with a warning of its own)
+S8=$T/store8
+mkdir -m 700 "$S8"
+printf '%s\n' '#!/bin/sh' "mount --bind '$S8' '$S8' && mount -o remount,bind,ro '$S8' && exec \"\$@\"" > "$T/rowrap.sh"
+chmod +x "$T/rowrap.sh"
+stop_proxy
+PROXY_WRAP="unshare -m --propagation private $T/rowrap.sh" PROXY_SHARE_SECTION=no start_proxy "read_cache_dir = $S8"
+log_has "document store: cannot write in $S8: no store" || fail "(8) no line saying the store cannot be written"
+log_has "document cache: running without its store" || fail "(8) the store was taken"
+info "(8) read-only store: $(grep -o 'document store: cannot write in .*' "$PROXY_LOG" | head -n 1)"
+proxy_alive || fail "proxy died"
 info "PASS"
