@@ -189,6 +189,19 @@ else
 	info "no IPv6 here: dual-stack listen not checked"
 fi
 
+# refused CONF PATTERN WHAT: smbaccel -t and a start both refuse CONF,
+# each saying PATTERN (the daemon's output in CONF.log)
+refused() {
+	local out rc=0
+	if out=$("$SMBACCEL" -t -c "$1" 2>&1); then
+		fail "-t accepts $3: $out"
+	fi
+	echo "$out" | grep -q "$2" || fail "-t does not say why it refuses $3: $out"
+	timeout 20 "$SMBACCEL" -c "$1" -f > "$1.log" 2>&1 || rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smbaccel started with $3 (exit $rc)"
+	grep -q "$2" "$1.log" || fail "the daemon does not say why it refuses $3: $(cat "$1.log")"
+}
+
 # --- control_socket naming a file that is not a socket: refused by -t
 # and at start, and the file is left as it was (it was unlinked, at start
 # and again at stop: a file of the administrator's, or the policy file)
@@ -197,17 +210,10 @@ PROXY_SHARE_SECTION=no write_proxy_conf "$T/ns.conf" "" "[share share]" "write_b
 P_NS=$(free_port) || fail "no free port"
 sed -i -e "s#^control_socket = .*#control_socket = $T/notasocket#" \
     -e "s#^listen = .*#listen = 127.0.0.1:$P_NS#" "$T/ns.conf"
-if out=$("$SMBACCEL" -t -c "$T/ns.conf" 2>&1); then
-	fail "-t accepts a control_socket that is a regular file: $out"
-fi
-echo "$out" | grep -q "control_socket $T/notasocket exists and is not a socket" ||
-    fail "-t does not say the control_socket is not a socket: $out"
-rc=0; timeout 20 "$SMBACCEL" -c "$T/ns.conf" -f > "$T/ns.log" 2>&1 || rc=$?
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smbaccel started on a control_socket that is a regular file (exit $rc)"
+refused "$T/ns.conf" "control_socket $T/notasocket exists and is not a socket" \
+    "a control_socket that is a regular file"
 assert_eq precious "$(cat "$T/notasocket")" "the file named by control_socket"
-grep -q "control_socket $T/notasocket exists and is not a socket" "$T/ns.log" ||
-    fail "the daemon does not say why: $(cat "$T/ns.log")"
-info "control_socket on a regular file: refused, file intact ($(grep -o 'control_socket .*' "$T/ns.log" | head -n 1))"
+info "control_socket on a regular file: refused, file intact ($(grep -o 'control_socket .*' "$T/ns.conf.log" | head -n 1))"
 
 # --- forward mode whose upstream is smbaccel's own listener: refused by
 # -t, at start and at reload (it connected to itself, one connection
@@ -215,14 +221,8 @@ info "control_socket on a regular file: refused, file intact ($(grep -o 'control
 P_LOOP=$(free_port) || fail "no free port"
 PROXY_UPSTREAM="127.0.0.1:$P_LOOP" PROXY_SHARE_SECTION=no write_proxy_conf "$T/loop.conf" "" "[share share]" "write_behind = off"
 sed -i -e "s#^listen = .*#listen = 127.0.0.1:$P_LOOP#" -e "s#^control_socket = .*#control_socket = $T/loop.sock#" "$T/loop.conf"
-if out=$("$SMBACCEL" -t -c "$T/loop.conf" 2>&1); then
-	fail "-t accepts upstream = listen: $out"
-fi
-echo "$out" | grep -q "upstream 127.0.0.1:$P_LOOP is smbaccel's own listener" ||
-    fail "-t does not say the upstream is its own listener: $out"
-rc=0; timeout 20 "$SMBACCEL" -c "$T/loop.conf" -f > "$T/loop.log" 2>&1 || rc=$?
-[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "smbaccel started with upstream = listen (exit $rc)"
-grep -q "is smbaccel's own listener" "$T/loop.log" || fail "the daemon does not say why: $(cat "$T/loop.log")"
+refused "$T/loop.conf" "upstream 127.0.0.1:$P_LOOP is smbaccel's own listener" \
+    "upstream = listen"
 info "upstream = listen: refused by -t and at start"
 
 # --- forward mode with an upstream name: a reload whose upstream is
