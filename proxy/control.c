@@ -1192,8 +1192,10 @@ px_control_check(const char *path)
 	return -1;
 }
 
-bool
-px_control_in_use(const char *path)
+/* Does a running process answer on the control socket path (another
+ * smbaccel with this configuration)? */
+static bool
+control_in_use(const char *path)
 {
 	struct sockaddr_un sun;
 	bool used;
@@ -1242,15 +1244,15 @@ px_control_start(const char *path, int (*reload)(void))
 		return -1;
 	}
 	/* only a socket nobody answers on (a daemon that died) is replaced:
-	 * never a file of another kind, never a live daemon's socket (the
-	 * daemon checked that at start; a reload may name a new path) */
+	 * never a file of another kind, never a live daemon's socket */
 	if (px_control_check(path) == -1) {
 		close(ctl_fd);
 		ctl_fd = -1;
 		return -1;
 	}
-	if (px_control_in_use(path)) {
-		log_warnx("control_socket %s: another smbaccel answers on it",
+	if (control_in_use(path)) {
+		log_warnx("another smbaccel is running: its control socket %s "
+		    "answers; not starting (smbaccelctl -s %s stats)", path,
 		    path);
 		close(ctl_fd);
 		ctl_fd = -1;

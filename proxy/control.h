@@ -13,9 +13,6 @@
 /* Listen on path; `reload` is what a reload request runs (0: the new
  * policy is in force). */
 int px_control_start(const char *path, int (*reload)(void)) PX_MUSTCHECK;
-/* Does a running process answer on the control socket path (another
- * smbaccel with this configuration)? */
-bool px_control_in_use(const char *path);
 /* -t: 0, or -1 (logged) when the path exists and is not a socket. */
 int px_control_check(const char *path);
 void px_control_stop(void);

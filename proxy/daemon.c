@@ -322,31 +322,27 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		log_warnx("cannot mark upstream connections, exiting");
 		return 1;
 	}
-	/* a second start with this configuration must not touch what the
-	 * first one runs on: its control socket, its document store, its
-	 * policy routing (taken for a dead instance's leftovers, removed);
-	 * after the checks of the files, whose errors say more */
-	if (px_control_check(g->control_socket) == -1) {
-		log_warnx("not starting: control_socket must name a socket "
-		    "or nothing");
-		return 1;
-	}
-	if (px_control_in_use(g->control_socket)) {
-		log_warnx("another smbaccel is running: its control socket %s "
-		    "answers; not starting (smbaccelctl -s %s stats)",
-		    g->control_socket, g->control_socket);
-		return 1;
-	}
-	px_dc_start(g);
 	ev_set_allocator(ev_alloc_retry);
 	px_rt.loop = EV_DEFAULT;
 	px_conn_init(&conn_hooks);
+	/* the control socket before the rest: px_control_start refuses a
+	 * path a running smbaccel answers on, so a second start with this
+	 * configuration touches nothing the first runs on (its document
+	 * store, its policy routing, taken for a dead instance's leftovers
+	 * and removed); after the checks of the files, whose errors say
+	 * more */
+	if (px_control_start(g->control_socket, reload) == -1) {
+		log_warnx("cannot start the control socket, exiting");
+		return 1;
+	}
+	px_dc_start(g);
 	/* the listeners first: one whose port is taken (another instance)
 	 * fails before any routing is touched */
 	if (px_listen_start(g) == -1) {
 		log_warnx("cannot start listening%s (see above), exiting",
 		    g->mode == POL_MODE_FORWARD ? " or resolve the upstream" :
 		    "");
+		px_control_stop();
 		return 1;
 	}
 	if (g->mode == POL_MODE_TPROXY &&
@@ -354,12 +350,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		log_warnx("cannot install the policy routing of mode = tproxy, "
 		    "exiting");
 		px_listen_stop();
-		return 1;
-	}
-	if (px_control_start(g->control_socket, reload) == -1) {
-		log_warnx("cannot start the control socket, exiting");
-		px_listen_stop();
-		px_tproxy_teardown();
+		px_control_stop();
 		return 1;
 	}
 	ev_signal_init(&sig_term, stop_cb, SIGTERM);
