@@ -206,9 +206,7 @@ px_conn_close(struct px_conn *c, enum px_close_reason r)
 	    l->opening)) && hooks.connect_failed)
 		hooks.connect_failed(&c->dst_addr);
 	/* a quiet one's close too when smbaccel or the server ended it */
-	if (!c->quiet || c->close_reason == PX_CLOSE_NO_MEMORY ||
-	    (c->close_reason >= PX_CLOSE_SERVER_TIMEOUT &&
-	    c->close_reason != PX_CLOSE_BAD_IDS))
+	if (!c->quiet || PX_CLOSE_ALWAYS_LOGGED(c->close_reason))
 		log_info("conn=%llu closed client=%s server=%s c2s=%llu "
 		    "s2c=%llu%s%s", (unsigned long long)c->id,
 		    px_addr_str(&c->peer_addr, a, sizeof(a)),

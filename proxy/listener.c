@@ -416,7 +416,7 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	for (i = 0; i < 64; i++) {
 		struct sockaddr_storage peer, dst;
 		socklen_t plen = sizeof(peer), dlen = sizeof(dst);
-		char a[64], b[64], more[64];
+		char a[64], b[64];
 		uint64_t id;
 		int fd;
 
@@ -444,12 +444,9 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		if (px_conn_count() >= g->max_connections) {
 			px_stats.conns_refused++;
-			if (px_lograte_ok(&refused_rate, px_now_ms(),
-			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
-				log_warnx("refusing client=%s: max_connections=%u "
-				    "reached%s", px_addr_str(&peer, a, sizeof(a)),
-				    g->max_connections, px_lograte_more(
-				    &refused_rate, more, sizeof(more)));
+			PX_WARN_RATED(&refused_rate, "refusing client=%s: "
+			    "max_connections=%u reached", px_addr_str(&peer, a,
+			    sizeof(a)), g->max_connections);
 			close(fd);
 			continue;
 		}
@@ -463,15 +460,12 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			    SOL_IPV6 : SOL_IP, peer.ss_family == AF_INET6 ?
 			    IP6T_SO_ORIGINAL_DST : SO_ORIGINAL_DST, &dst,
 			    &dlen) == -1) {
+				int e = errno;
+
 				px_stats.conns_unredirected++;
-				if (px_lograte_ok(&unredirected_rate,
-				    px_now_ms(), PX_LOGRATE_BURST,
-				    PX_LOGRATE_MS))
-					log_warn("client=%s: no original "
-					    "destination (not redirected?)%s",
-					    px_addr_str(&peer, a, sizeof(a)),
-					    px_lograte_more(&unredirected_rate,
-					    more, sizeof(more)));
+				PX_WARN_RATED(&unredirected_rate, "client=%s: no "
+				    "original destination (not redirected?): %s",
+				    px_addr_str(&peer, a, sizeof(a)), strerror(e));
 				close(fd);
 				continue;
 			}
@@ -485,30 +479,21 @@ accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		}
 		if (g->mode != POL_MODE_FORWARD && (id = own_upstream(&peer, &dst))) {
-			if (px_lograte_ok(&loop_rate, px_now_ms(),
-			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
-				log_warnx("refusing client=%s: it is the upstream "
-				    "connection of conn=%llu, diverted back to "
-				    "smbaccel: a loop (do the interception "
-				    "rules skip tproxy_mark?)%s",
-				    px_addr_str(&peer, a, sizeof(a)),
-				    (unsigned long long)id, px_lograte_more(
-				    &loop_rate, more, sizeof(more)));
+			PX_WARN_RATED(&loop_rate, "refusing client=%s: it is the "
+			    "upstream connection of conn=%llu, diverted back to "
+			    "smbaccel: a loop (do the interception rules skip "
+			    "tproxy_mark?)", px_addr_str(&peer, a, sizeof(a)),
+			    (unsigned long long)id);
 			close(fd);
 			continue;
 		}
 		/* a connection made straight to the listener would loop */
 		if (g->mode != POL_MODE_FORWARD && loops_back(l, &dst)) {
 			px_stats.conns_unredirected++;
-			if (px_lograte_ok(&unredirected_rate, px_now_ms(),
-			    PX_LOGRATE_BURST, PX_LOGRATE_MS))
-				log_warnx("refusing client=%s: destination %s is "
-				    "this listener (connection was not "
-				    "redirected)%s",
-				    px_addr_str(&peer, a, sizeof(a)),
-				    px_addr_str(&dst, b, sizeof(b)),
-				    px_lograte_more(&unredirected_rate, more,
-				    sizeof(more)));
+			PX_WARN_RATED(&unredirected_rate, "refusing client=%s: "
+			    "destination %s is this listener (connection was not "
+			    "redirected)", px_addr_str(&peer, a, sizeof(a)),
+			    px_addr_str(&dst, b, sizeof(b)));
 			close(fd);
 			continue;
 		}

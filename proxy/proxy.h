@@ -146,6 +146,12 @@ enum px_close_reason {
 	PX_CLOSE_NREASONS
 };
 const char *px_close_reason_name(enum px_close_reason r);
+/* The closes px_conn_close logs even for a connection past the log rate
+ * (c->quiet): smbaccel or the server ended it for a reason of its own.
+ * A new reason is not among them unless named here. */
+#define PX_CLOSE_ALWAYS_LOGGED(r) ((r) == PX_CLOSE_NO_MEMORY ||		\
+	(r) == PX_CLOSE_SERVER_TIMEOUT || (r) == PX_CLOSE_CANNOT_SIGN ||	\
+	(r) == PX_CLOSE_NOT_AUTHENTIC || (r) == PX_CLOSE_UNREADABLE)
 
 enum px_ra_cause {
 	PX_RA_WRITE = 0, PX_RA_SETINFO, PX_RA_LOCK, PX_RA_BREAK, PX_RA_CLOSE,
