@@ -139,6 +139,8 @@ stop_pid() {
 	done
 	[ -n "$alive" ] && kill -KILL $alive 2>/dev/null
 	wait "$pid" 2>/dev/null
+	BG_PIDS=" $BG_PIDS "
+	BG_PIDS=${BG_PIDS// $pid / }
 	return 0
 }
 
@@ -176,7 +178,13 @@ cleanup() {
 	trap - EXIT INT TERM
 	set +e
 	local p
-	for p in $BG_PIDS; do stop_pid "$p" 2; done
+	# only a process that is still this shell's child: one that ended
+	# (stopped by the test, or done) was reaped, and its pid may now be
+	# anybody's
+	for p in $BG_PIDS; do
+		[ "$(ps -o ppid= -p "$p" 2>/dev/null | tr -d ' ')" = "$BASHPID" ] &&
+		    stop_pid "$p" 2
+	done
 	[ -n "${EXTRA_CLEANUP:-}" ] && $EXTRA_CLEANUP
 	[ -n "$PROXY_PID" ] && stop_pid "$PROXY_PID" 5
 	[ -n "$IMP_PID" ] && stop_pid "$IMP_PID" 5

@@ -22,12 +22,15 @@ out=$(TMPDIR=$T bash "$TOP/tests/bench/goclient" --smoke 2>&1)
 rc=$?
 echo "$out" | grep -v '^ *|' | tail -n 12
 [ $rc -eq 0 ] || fail "tests/bench/goclient --smoke exited $rc"
+# a figure or ratio above 0 (0 or 0.0 would be a figure not read)
+pos='0*[1-9][0-9]*(\.[0-9]+)?|0*\.[0-9]*[1-9][0-9]*'
+pos="($pos)"
 for w in "1 KiB writes" "4 KiB reads"; do
-	grep -Eq "^  $w +[0-9.]+ +[0-9.]+ +[0-9.]+x$" <<<"$out" ||
+	grep -Eq "^  $w +$pos +$pos +$pos""x$" <<<"$out" ||
 	    fail "no figures and ratio for $w"
 done
 for w in "save (-F)" "  no compounds"; do
-	grep -Fq "  $w " <<<"$out" && grep -Eq "^  ${w//[()]/.} +[0-9.]+ +[0-9.]+ +[0-9.]+x$" <<<"$out" ||
+	grep -Fq "  $w " <<<"$out" && grep -Eq "^  ${w//[()]/.} +$pos +$pos +$pos""x$" <<<"$out" ||
 	    fail "no figures and ratio for $w"
 done
 grep -Eq 'sessions_keyed=[1-9][0-9]* sessions_unkeyed=0 bad_signatures=0' <<<"$out" ||

@@ -31,6 +31,8 @@
 #     receiver beyond the drop log, is repeated, at most twice);
 #  6. memory: an unlimited link with a 2 s delay and --mem 4M flooded with
 #     16 MiB: drop_full > 0, RSS stays below the rings plus 16 MiB;
+#  6b. a refused control line (a bad key after a good one, a burst length
+#     that is not a number) is counted (ctl_bad) and changes nothing;
 #  7. counters readable while running (stats file, SIGUSR1); SIGTERM: exit
 #     status 0, final counters printed, the TUN devices gone.
 . "$(dirname "$0")/lib.sh"
@@ -212,6 +214,18 @@ wait "$SRV_PID"
 info "drop_full $full, wanlink VmRSS $rss KiB; receiver: $(cat "$T/mem.out")"
 assert_ge 1 "$full" "drop_full when 16 MiB meet a 4 MiB ring"
 [ "$rss" -le $(( (4 + 4 + 16) * 1024 )) ] || fail "wanlink RSS $rss KiB above two 4 MiB rings + 16 MiB"
+
+# ---- 6b. refused control lines
+info "6b. a refused control line changes nothing"
+for line in "set delay=77 rate=bogus" "burst 30 2x"; do
+	d0=$(wl_stat up delay_ms) l0=$(wl_stat up loss) bad0=$(_wl_head ctl_bad)
+	timeout 5 sh -c 'printf "%s\n" "$1" > "$2"' sh "$line" "$WL_FIFO" ||
+	    fail "6b: cannot write to the control FIFO"
+	n=0
+	while [ "$(_wl_head ctl_bad)" = "$bad0" ] && [ $n -lt 500 ]; do sleep 0.02; n=$((n + 1)); done
+	assert_eq $((bad0 + 1)) "$(_wl_head ctl_bad)" "6b: '$line' refused (ctl_bad)"
+	assert_eq "$d0 $l0" "$(wl_stat up delay_ms) $(wl_stat up loss)" "6b: delay and loss after the refused '$line'"
+done
 
 # ---- 7. SIGTERM
 info "7. SIGTERM"

@@ -486,7 +486,7 @@ ctl_set(const char *kv, int lo, int hi)
 static bool
 ctl_apply(char *line, uint64_t now)
 {
-	char *w[8], *save = NULL, *t;
+	char *w[8], *save = NULL, *t, *end;
 	int n = 0, i, k, lo = UP, hi = DOWN;
 	double p, secs;
 
@@ -504,17 +504,27 @@ ctl_apply(char *line, uint64_t now)
 		for (i = lo; i <= hi; i++)
 			dirs[i].loss = p;
 	} else if (strcmp(w[0], "burst") == 0 && n == 3 &&
-	    parse_pct(w[1], &p) && (secs = strtod(w[2], NULL)) > 0 &&
-	    secs <= 3600) {
+	    parse_pct(w[1], &p) && (secs = strtod(w[2], &end)) > 0 &&
+	    *end == '\0' && end != w[2] && secs <= 3600) {
 		for (i = lo; i <= hi; i++) {
 			dirs[i].burst_loss = p;
 			dirs[i].burst_until_ns = now + (uint64_t)(secs * 1e9);
 		}
 	} else if (strcmp(w[0], "set") == 0 && n >= 2) {
+		/* all or nothing: a refused line changes no setting */
+		struct dirn was[2] = { dirs[UP], dirs[DOWN] };
+
 		for (k = 1; k < n; k++)
 			if (!ctl_set(w[k], lo, hi))
 				break;
 		if (k < n) {
+			for (i = UP; i <= DOWN; i++) {
+				dirs[i].delay_ns = was[i].delay_ns;
+				dirs[i].rate_bps = was[i].rate_bps;
+				dirs[i].loss = was[i].loss;
+				dirs[i].queue = was[i].queue;
+				dirs[i].queue_auto = was[i].queue_auto;
+			}
 			fprintf(stderr, "wanlink: control: bad '%s' (delay=MS, "
 			    "rate=R, loss=P, queue=BYTES or queue=auto)\n",
 			    w[k]);
