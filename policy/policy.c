@@ -359,48 +359,66 @@ pol_errors_print(const struct pol_errors *errs, FILE *fp)
 
 /* ---- value syntax ----------------------------------------------------- */
 
-/* Decimal digits, at least one, no sign or blanks; *end past the last. */
+/*
+ * Decimal digits, at least one, no sign or blanks; *end past the last.
+ * A number past UINT64_MAX is still read to its end, as UINT64_MAX with
+ * *big set, so that what follows it is checked like after any number.
+ */
 static int
-parse_dec(const char *s, uint64_t *v, const char **end)
+parse_dec(const char *s, uint64_t *v, const char **end, bool *big)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, d;
 
+	*big = false;
 	if (!isdigit((unsigned char)*s))
 		return -1;
 	for (; isdigit((unsigned char)*s); s++) {
-		if (n > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		n = n * 10 + (uint64_t)(*s - '0');
+		d = (uint64_t)(*s - '0');
+		if (*big || n > (UINT64_MAX - d) / 10) {
+			*big = true;
+			n = UINT64_MAX;
+		} else
+			n = n * 10 + d;
 	}
 	*v = n;
 	*end = s;
 	return 0;
 }
 
-/* An integer: decimal, or hex with 0x. */
+/*
+ * An integer: decimal, or hex with 0x.  -1 with errno EINVAL when it is
+ * no number, ERANGE when it is one past UINT64_MAX.
+ */
 static int
 parse_int(const char *s, uint64_t *v)
 {
 	const char *end;
 	uint64_t n = 0;
+	bool big = false;
 	int d;
 
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		s += 2;
-		if (!isxdigit((unsigned char)*s))
+		if (*s == '\0' || s[strspn(s, "0123456789abcdefABCDEF")] !=
+		    '\0') {
+			errno = EINVAL;
 			return -1;
+		}
 		for (; *s != '\0'; s++) {
-			if (!isxdigit((unsigned char)*s) || n > UINT64_MAX >> 4)
-				return -1;
+			if (n > UINT64_MAX >> 4)
+				big = true;
 			d = isdigit((unsigned char)*s) ? *s - '0' :
 			    tolower((unsigned char)*s) - 'a' + 10;
 			n = n << 4 | (uint64_t)d;
 		}
-		*v = n;
-		return 0;
-	}
-	if (parse_dec(s, &n, &end) == -1 || *end != '\0')
+	} else if (parse_dec(s, &n, &end, &big) == -1 || *end != '\0') {
+		errno = EINVAL;
 		return -1;
+	}
+	if (big) {
+		errno = ERANGE;
+		return -1;
+	}
 	*v = n;
 	return 0;
 }
@@ -410,21 +428,29 @@ pol_parse_size(const char *s, uint64_t *bytes)
 {
 	const char *p;
 	uint64_t v, mult;
+	bool big;
 
-	if (parse_dec(s, &v, &p) == -1)
-		return -1;
+	if (parse_dec(s, &v, &p, &big) == -1)
+		goto bad;
 	switch (*p) {
 	case '\0': mult = 1; break;
 	case 'k': case 'K': mult = KIB; p++; break;
 	case 'm': case 'M': mult = MIB; p++; break;
 	case 'g': case 'G': mult = GIB; p++; break;
 	case 't': case 'T': mult = TIB; p++; break;
-	default: return -1;
+	default: goto bad;
 	}
-	if (*p != '\0' || v > UINT64_MAX / mult)
+	if (*p != '\0')
+		goto bad;
+	if (big || v > UINT64_MAX / mult) {
+		errno = ERANGE;
 		return -1;
+	}
 	*bytes = v * mult;
 	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
 }
 
 int
@@ -432,9 +458,10 @@ pol_parse_duration(const char *s, uint64_t *ms)
 {
 	const char *p;
 	uint64_t v, mult;
+	bool big;
 
-	if (parse_dec(s, &v, &p) == -1)
-		return -1;
+	if (parse_dec(s, &v, &p, &big) == -1)
+		goto bad;
 	if (strcmp(p, "ms") == 0)
 		mult = 1;
 	else if (strcmp(p, "s") == 0)
@@ -446,11 +473,16 @@ pol_parse_duration(const char *s, uint64_t *ms)
 	else if (*p == '\0' && v == 0)
 		mult = 1;       /* "0" is 0 in every unit */
 	else
+		goto bad;
+	if (big || v > UINT64_MAX / mult) {
+		errno = ERANGE;
 		return -1;
-	if (v > UINT64_MAX / mult)
-		return -1;
+	}
 	*ms = v * mult;
 	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
 }
 
 int
@@ -588,7 +620,7 @@ parse_addr(const char *s, struct pol_addr *out, char *why, size_t whysz)
 	const char *port, *end, *close, *colon;
 	uint64_t v;
 	size_t hlen;
-	bool bracketed = *s == '[';
+	bool bracketed = *s == '[', big;
 
 	if (bracketed) {
 		if ((close = strchr(s, ']')) == NULL) {
@@ -631,7 +663,7 @@ parse_addr(const char *s, struct pol_addr *out, char *why, size_t whysz)
 		    host);
 		return -1;
 	}
-	if (parse_dec(port, &v, &end) == -1 || *end != '\0' || v < 1 ||
+	if (parse_dec(port, &v, &end, &big) == -1 || *end != '\0' || v < 1 ||
 	    v > 65535) {
 		snprintf(why, whysz, "bad port '%s' (expected 1..65535)", port);
 		return -1;
@@ -865,7 +897,7 @@ parse_value(const struct setting *st, const char *value, void *base,
 	struct pol_addr addr;
 	uint64_t v = 0;
 	size_t i, len, used;
-	bool b;
+	bool b, big = false;
 	int rc = 0;
 
 	if (*value == '\0' && st->type != T_STRING) {
@@ -881,16 +913,22 @@ parse_value(const struct setting *st, const char *value, void *base,
 			    "off)", value);
 		break;
 	case T_INT:
-		if ((rc = parse_int(value, &v)) == -1)
+		rc = parse_int(value, &v);
+		big = rc == -1 && errno == ERANGE;
+		if (rc == -1 && !big)
 			snprintf(why, whysz, "'%s' is not a number", value);
 		break;
 	case T_SIZE:
-		if ((rc = pol_parse_size(value, &v)) == -1)
+		rc = pol_parse_size(value, &v);
+		big = rc == -1 && errno == ERANGE;
+		if (rc == -1 && !big)
 			snprintf(why, whysz, "'%s' is not a size (a number "
 			    "with an optional K, M, G or T suffix)", value);
 		break;
 	case T_DURATION:
-		if ((rc = pol_parse_duration(value, &v)) == -1)
+		rc = pol_parse_duration(value, &v);
+		big = rc == -1 && errno == ERANGE;
+		if (rc == -1 && !big)
 			snprintf(why, whysz, "'%s' is not a duration (a "
 			    "number with ms, s, m or h)", value);
 		break;
@@ -955,10 +993,13 @@ parse_value(const struct setting *st, const char *value, void *base,
 	case T_ADDRLIST:
 		return parse_addrlist(st, value, base, why, whysz);
 	}
-	if (rc == -1)
+	if (rc == -1 && !big)
 		return -1;
+	/* past 2^64 - 1 is above every maximum, and said so alike */
+	if (big)
+		v = UINT64_MAX;
 	if (st->type != T_ENUM && st->type != T_BOOL &&
-	    (v < st->min || v > st->max)) {
+	    (big || v < st->min || v > st->max)) {
 		char lim[32];
 
 		fmt_num(st, v < st->min ? st->min : st->max, lim, sizeof(lim));

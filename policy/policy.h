@@ -221,7 +221,8 @@ const char *pol_log_level_name(enum pol_log_level level);
  * The value syntaxes of the policy file, for other tools: sizes are a
  * number with an optional K, M, G or T suffix (powers of 1024); durations
  * a number with ms, s, m or h (0 needs none); booleans yes/no, true/false,
- * on/off, 1/0.  0 on success, -1 on a malformed value or overflow.
+ * on/off, 1/0.  0 on success; -1 with errno EINVAL on a malformed value,
+ * ERANGE on a well-formed size or duration past 2^64 - 1.
  */
 int pol_parse_size(const char *s, uint64_t *bytes) POL_MUSTCHECK;
 int pol_parse_duration(const char *s, uint64_t *ms) POL_MUSTCHECK;

@@ -478,16 +478,26 @@ test_value_syntax(void)
 		{ "64k", 0, 65536 }, { "1M", 0, 1 << 20 },
 		{ "2G", 0, 2ULL << 30 }, { "1T", 0, 1ULL << 40 },
 		{ "18446744073709551615", 0, UINT64_MAX },
-		{ "18446744073709551616", -1, 0 }, { "16777216T", -1, 0 },
-		{ "", -1, 0 }, { "K", -1, 0 }, { "1KB", -1, 0 },
-		{ "1.5M", -1, 0 }, { "-1", -1, 0 }, { " 1", -1, 0 },
-		{ "1 M", -1, 0 }, { "0x10", -1, 0 },
+		{ "18446744073709551616", -1, ERANGE },
+		{ "16777216T", -1, ERANGE }, { "16777215T", 0, UINT64_MAX -
+		  (1ULL << 40) + 1 }, { "99999999999999999999K", -1, ERANGE },
+		{ "99999999999999999999KB", -1, EINVAL },
+		{ "", -1, EINVAL }, { "K", -1, EINVAL }, { "1KB", -1, EINVAL },
+		{ "1.5M", -1, EINVAL }, { "-1", -1, EINVAL },
+		{ " 1", -1, EINVAL }, { "1 M", -1, EINVAL },
+		{ "0x10", -1, EINVAL },
 	};
 	static const struct { const char *s; int rc; uint64_t v; } durs[] = {
 		{ "0", 0, 0 }, { "0s", 0, 0 }, { "200ms", 0, 200 },
 		{ "5s", 0, 5000 }, { "2m", 0, 120000 }, { "1h", 0, 3600000 },
-		{ "5", -1, 0 }, { "5S", -1, 0 }, { "5sec", -1, 0 },
-		{ "ms", -1, 0 }, { "", -1, 0 }, { "1.5s", -1, 0 },
+		{ "5", -1, EINVAL }, { "5S", -1, EINVAL },
+		{ "5sec", -1, EINVAL }, { "ms", -1, EINVAL },
+		{ "", -1, EINVAL }, { "1.5s", -1, EINVAL },
+		{ "18446744073709551615ms", 0, UINT64_MAX },
+		{ "18446744073709551616ms", -1, ERANGE },
+		{ "5124095576030h", 0, 5124095576030ULL * 3600000 },
+		{ "5124095576031h", -1, ERANGE },
+		{ "99999999999999999999", -1, EINVAL },
 	};
 	static const struct { const char *s; int rc; bool v; } bools[] = {
 		{ "yes", 0, true }, { "On", 0, true }, { "TRUE", 0, true },
@@ -501,15 +511,21 @@ test_value_syntax(void)
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		v = 12345;
+		errno = 0;
 		CU_ASSERT_EQUAL(pol_parse_size(sizes[i].s, &v), sizes[i].rc);
 		if (sizes[i].rc == 0)
 			CU_ASSERT_EQUAL(v, sizes[i].v);
+		if (sizes[i].rc == -1)  /* then v is errno */
+			CU_ASSERT_EQUAL(errno, (int)sizes[i].v);
 	}
 	for (i = 0; i < sizeof(durs) / sizeof(durs[0]); i++) {
 		v = 12345;
+		errno = 0;
 		CU_ASSERT_EQUAL(pol_parse_duration(durs[i].s, &v), durs[i].rc);
 		if (durs[i].rc == 0)
 			CU_ASSERT_EQUAL(v, durs[i].v);
+		if (durs[i].rc == -1)
+			CU_ASSERT_EQUAL(errno, (int)durs[i].v);
 	}
 	for (i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
 		CU_ASSERT_EQUAL(pol_parse_bool(bools[i].s, &b), bools[i].rc);
@@ -539,7 +555,23 @@ test_bad_values(void)
 		{ "coalesce_size = 16M", "'16M' is above the maximum 8M" },
 		{ "coalesce_size = 32K", "'32K' is below the minimum 64K" },
 		{ "coalesce_size = 1MB", "not a size" },
-		{ "coalesce_size = 99999999999999999999", "not a size" },
+		/* past 2^64 - 1: too large, like any value past the
+		 * maximum, not malformed */
+		{ "coalesce_size = 99999999999999999999",
+		  "'99999999999999999999' is above the maximum 8M" },
+		{ "read_cache_memory = 99999999999T",
+		  "'99999999999T' is above the maximum 1T" },
+		{ "coalesce_size = 99999999999999999999Q", "not a size" },
+		{ "idle_timeout = 9999999999999999h",
+		  "'9999999999999999h' is above the maximum 168h" },
+		{ "flush_idle = 99999999999999999999ms",
+		  "above the maximum 1m" },
+		{ "idle_timeout = 99999999999999999999x", "not a duration" },
+		{ "max_connections = 99999999999999999999",
+		  "'99999999999999999999' is above the maximum 1000000" },
+		{ "tproxy_mark = 0x10000000000000000",
+		  "'0x10000000000000000' is above the maximum 0xffffffff" },
+		{ "tproxy_mark = 0x10000000000000000z", "not a number" },
 		{ "queue_limit = 128K", "below the minimum 256K" },
 		{ "max_connecting = -1", "'-1' is not a number" },
 		{ "max_connecting = 1000001", "above the maximum 1000000" },
