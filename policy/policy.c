@@ -1116,11 +1116,11 @@ section_header(struct parser *ps, const char *text, size_t len)
 {
 	struct pol_config *cfg = ps->cfg;
 	struct section sec, *grown;
-	char *h, *close, *rest, *inner, *name, *srv, *sep, sepc;
+	char *h, *close, *rest, *inner, *name, *srv, *sep, sepc, *p, *q;
 	char why[512], canon[POL_HOST_MAX + 1];
 	enum pol_addr_kind kind;
 	size_t i, ncap;
-	bool unclosed = false;
+	bool unclosed = false, inbrackets = false, hostok;
 
 	memset(&sec, 0, sizeof(sec));
 	ps->cur = CUR_IGNORE;
@@ -1128,6 +1128,16 @@ section_header(struct parser *ps, const char *text, size_t len)
 		perr(ps, ps->line, "out of memory");
 		ps->stop = true;
 		return;
+	}
+	/* [//[2001:db8::5]/docs], an IPv6 server in brackets as in a URL
+	 * (or smbclient //[2001:db8::5]/docs): its ']' would end the header.
+	 * Read without the brackets, to say how it is written. */
+	p = h + 1 + strspn(h + 1, " \t");
+	if ((strncmp(p, "//[", 3) == 0 || strncmp(p, "\\\\[", 3) == 0) &&
+	    (q = strchr(p + 3, ']')) != NULL && strchr(q + 1, ']') != NULL) {
+		inbrackets = true;
+		memmove(q, q + 1, strlen(q + 1) + 1);
+		memmove(p + 2, p + 3, strlen(p + 3) + 1);
 	}
 	if ((close = strchr(h, ']')) == NULL) {
 		perr(ps, ps->line, "section header without closing ']'");
@@ -1171,14 +1181,23 @@ section_header(struct parser *ps, const char *text, size_t len)
 		} else {
 			sepc = *sep;
 			*sep = '\0';
-			if (check_host(srv, canon, sizeof(canon), &kind, why,
-			    sizeof(why)) == -1) {
+			hostok = check_host(srv, canon, sizeof(canon), &kind,
+			    why, sizeof(why)) == 0;
+			if (!hostok)
 				perr(ps, ps->line, "bad server in section "
 				    "header: %s", why);
-			} else if (check_share_name(sep + 1, why,
-			    sizeof(why)) == -1) {
+			else if (inbrackets && kind != POL_ADDR_IPV6)
+				perr(ps, ps->line, "bad server in section "
+				    "header: '%s' in brackets is not an IPv6 "
+				    "address", srv);
+			else if (inbrackets)
+				perr(ps, ps->line, "bad server in section "
+				    "header: write the IPv6 address without "
+				    "brackets, as in [%s%c%s]", inner, sepc,
+				    sep + 1);
+			if (check_share_name(sep + 1, why, sizeof(why)) == -1)
 				perr(ps, ps->line, "%s", why);
-			} else {
+			else if (hostok && !inbrackets) {
 				sec.kind = SK_UNC;
 				sec.server = strdup(canon);
 				sec.share = strdup(sep + 1);

@@ -710,6 +710,19 @@ test_bad_sections(void)
 	CU_ASSERT(fails(G3 "[//bad!host/x]\n", 1, 4, "bad server in section "
 	    "header: invalid character '!'"));
 	CU_ASSERT(fails(G3 "[//300.1.1.1/x]\n", 1, 4, "not an IPv4 address"));
+	/* an IPv6 server in brackets, as in a URL: one error that says how
+	 * to write it (two that hid it before), keys under it checked */
+	CU_ASSERT(fails(G3 "[//[2001:db8::5]/docs]\nwrite_behind = off\n", 1,
+	    4, "bad server in section header: write the IPv6 address "
+	    "without brackets, as in [//2001:db8::5/docs]"));
+	CU_ASSERT(fails(G3 "[\\\\[fe80::1%eth0]\\data] ; x\n", 1, 4,
+	    "as in [\\\\fe80::1%eth0\\data]"));
+	CU_ASSERT(fails(G3 "[//[::1]/docs]\nwrite_behind = maybe\n", 2, 5,
+	    "not one of"));
+	CU_ASSERT(fails(G3 "[//[::1]/a:b]\n", 2, 4,
+	    "invalid character ':' in share name 'a:b'"));
+	CU_ASSERT(fails(G3 "[//[nas1]/docs]\n", 1, 4,
+	    "'nas1' in brackets is not an IPv6 address"));
 	CU_ASSERT(fails(G3 "[shares]\nbogus_but_ignored = 1\n", 2, 4,
 	    "unknown section [shares]: expected [global], [share NAME] or "
 	    "[//server/share]"));
