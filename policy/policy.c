@@ -1677,19 +1677,46 @@ overlay(struct pol_share *out, const struct section *sec,
 	}
 }
 
+/*
+ * The server a client named, as the sections hold it: an IP literal in
+ * canonical form, else as given.  An IPv6 literal may come in brackets:
+ * smbclient //[2001:db8::5]/docs sends \\[2001:db8::5]\docs in its tree
+ * connect (Windows writes 2001-db8--5.ipv6-literal.net, a name).
+ */
+static const char *
+server_key(const char *server, char *canon, size_t canonsz)
+{
+	char tmp[POL_HOST_MAX + 1], why[512];
+	enum pol_addr_kind kind;
+	size_t len;
+
+	if (server == NULL)
+		return NULL;
+	len = strlen(server);
+	if (len > 2 && server[0] == '[' && server[len - 1] == ']' &&
+	    len - 2 < sizeof(tmp)) {
+		memcpy(tmp, server + 1, len - 2);
+		tmp[len - 2] = '\0';
+		if (check_host(tmp, canon, canonsz, &kind, why,
+		    sizeof(why)) == 0 && kind == POL_ADDR_IPV6)
+			return canon;
+		return server;
+	}
+	if (check_host(server, canon, canonsz, &kind, why, sizeof(why)) == 0)
+		return canon;
+	return server;
+}
+
 /* pol_share_lookup(), also saying which section supplied each setting. */
 static void
 lookup(const struct pol_config *cfg, const char *server, const char *share,
     struct pol_share *out, const struct section **from)
 {
 	const struct section *sec, *by_share = NULL, *by_unc = NULL;
-	char canon[POL_HOST_MAX + 1], why[512];
-	enum pol_addr_kind kind;
+	char canon[POL_HOST_MAX + 1];
 	size_t i;
 
-	if (server != NULL && check_host(server, canon, sizeof(canon), &kind,
-	    why, sizeof(why)) == 0)
-		server = canon;
+	server = server_key(server, canon, sizeof(canon));
 	for (i = 0; i < cfg->nsect && share != NULL; i++) {
 		sec = &cfg->sect[i];
 		if (sec->dup || strcasecmp(sec->share ? sec->share : "",
@@ -1738,14 +1765,11 @@ lookup_server(const struct pol_config *cfg, const char *server,
     struct pol_server *out, const struct section **from)
 {
 	const struct section *sec;
-	char canon[POL_HOST_MAX + 1], why[512];
-	enum pol_addr_kind kind;
+	char canon[POL_HOST_MAX + 1];
 	uint64_t mask = 0;
 	size_t i;
 
-	if (server != NULL && check_host(server, canon, sizeof(canon), &kind,
-	    why, sizeof(why)) == 0)
-		server = canon;
+	server = server_key(server, canon, sizeof(canon));
 	*out = cfg->server_def;
 	overlay_server(out, cfg->gsect >= 0 ? &cfg->sect[cfg->gsect] : NULL,
 	    from);

@@ -389,6 +389,16 @@ test_case_insensitive(void)
 	CU_ASSERT_EQUAL(s.coalesce_size, 4 << 20);
 	pol_share_lookup(cfg, "fe80::1%eth0", "data", &s);
 	CU_ASSERT_EQUAL(s.coalesce_size, 256 << 10);
+	/* smbclient //[2001:db8::1]/data sends \\[2001:db8::1]\data */
+	pol_share_lookup(cfg, "[2001:DB8::1]", "data", &s);
+	CU_ASSERT_EQUAL(s.coalesce_size, 4 << 20);
+	pol_share_lookup(cfg, "[fe80::1%eth0]", "data", &s);
+	CU_ASSERT_EQUAL(s.coalesce_size, 256 << 10);
+	/* brackets are no part of a name or of an IPv4 address */
+	pol_share_lookup(cfg, "[192.168.1.10]", "data", &s);
+	CU_ASSERT_EQUAL(s.coalesce_size, 1 << 20);
+	pol_share_lookup(cfg, "[2001:db8::1", "data", &s);
+	CU_ASSERT_EQUAL(s.coalesce_size, 1 << 20);
 	pol_free(cfg);
 }
 
@@ -1384,6 +1394,7 @@ test_server_settings(void)
 		{ "203.0.113.9", false, "auto", 4 << 20, 0 },
 		{ "2001:db8::1", true, "reno", 4 << 20, 0 },
 		{ "2001:0db8:0:0::1", true, "reno", 4 << 20, 0 },
+		{ "[2001:db8::1]", true, "reno", 4 << 20, 0 },
 		{ "NAS1.example", true, "system", 4 << 20, 0 },
 	};
 	static const struct { const char *line; const char *needle; } bad[] = {
