@@ -6,6 +6,7 @@
  * policy (stage, commit, discard); keyed.c looks keys up here.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,6 +58,60 @@ secrets_read(const char *path, struct px_secrets **out)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A loader's error err about the file path, printed to f as smbaccel -t
+ * prints the policy's: "PATH:LINE: why", or "PATH: why".  The loaders say
+ * "WHAT PATH: line N: why" (secrets.c) or "WHAT PATH: why" (both).
+ */
+static void
+print_file_error(FILE *f, const char *what, const char *path,
+    const char *err)
+{
+	size_t wl = strlen(what), pl = strlen(path);
+	unsigned line;
+	int n = 0;
+
+	if (strncmp(err, what, wl) == 0 && err[wl] == ' ' &&
+	    strncmp(err + wl + 1, path, pl) == 0 &&
+	    strncmp(err + wl + 1 + pl, ": ", 2) == 0)
+		err += wl + 1 + pl + 2;
+	if (sscanf(err, "line %u: %n", &line, &n) == 1 && n > 0)
+		fprintf(f, "%s:%u: %s\n", path, line, err + n);
+	else
+		fprintf(f, "%s: %s\n", path, err);
+}
+
+int
+px_keyfiles_check(const struct pol_config *cfg, FILE *f)
+{
+	struct px_secrets *sec;
+	struct px_keytab *kt;
+	const char *path = pol_global(cfg)->secrets;
+	char err[512];
+	size_t i;
+	int bad = 0;
+
+	if (*path != '\0') {
+		if ((sec = px_secrets_load(path, err, sizeof(err))) == NULL) {
+			print_file_error(f, "secrets file", path, err);
+			bad++;
+		}
+		px_secrets_free(sec);
+	}
+	for (i = 0; (path = pol_keytab_path(cfg, i)) != NULL; i++) {
+		if (px_crypto_init(err, sizeof(err)) == -1)
+			kt = NULL;
+		else
+			kt = px_keytab_load(path, err, sizeof(err));
+		if (kt == NULL) {
+			print_file_error(f, "keytab", path, err);
+			bad++;
+		}
+		px_keytab_free(kt);
+	}
+	return bad;
 }
 
 static void

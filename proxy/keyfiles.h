@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "policy/policy.h"
@@ -27,6 +28,13 @@ int px_keyfiles_load_keytabs(const struct pol_config *cfg) PX_MUSTCHECK;
 int px_keyfiles_stage(const struct pol_config *cfg) PX_MUSTCHECK;
 void px_keyfiles_commit(const struct pol_config *cfg);
 void px_keyfiles_discard(void);
+/*
+ * smbaccel -t: the secrets file and every keytab cfg names read as a start
+ * reads them, each error printed once to f, as the policy's are:
+ * "PATH:LINE: why" (a line of the secrets file) or "PATH: why".  The
+ * number of files refused; nothing is kept, nothing logged.
+ */
+int px_keyfiles_check(const struct pol_config *cfg, FILE *f) PX_MUSTCHECK;
 /* For `smbaccelctl keytabs`: keytab i in use (NULL past the last), with
  * its path and when it was read (wall clock). */
 const struct px_keytab *px_keyfiles_keytab(size_t i, const char **path,

@@ -76,18 +76,17 @@ main(int argc, char **argv)
 			return 1;
 		}
 		/* against the kernel, and what the daemon reads or resolves
-		 * at start (each refusal logged with its reason) */
+		 * at start (each refusal logged with its reason; an error of
+		 * the secrets file or a keytab printed as FILE[:LINE]: why) */
 		if (px_upstream_check(c, stderr) > 0 ||
-		    px_keyfiles_stage(c) != 0 ||
+		    px_keyfiles_check(c, stderr) > 0 ||
 		    px_listen_check(pol_global(c)) == -1 ||
 		    px_control_check(pol_global(c)->control_socket) == -1) {
 			fprintf(stderr, "%s: refused (reasons above)\n", cfg);
-			px_keyfiles_discard();
 			pol_errors_free(&errs);
 			pol_free(c);
 			return 1;
 		}
-		px_keyfiles_discard();
 		if (verbose)
 			pol_dump(c, stdout);
 		else

@@ -8,7 +8,8 @@
 # metrics` and the stats table) after the bad file, reloads 1, reload_ok
 # 1 and a new policy_loaded_time_seconds after the good one.  Then:
 # SIGUSR1/SIGUSR2 are logged and ignored; -t refuses what the daemon
-# would refuse at start (keytab, secrets, upstream name); a dual-stack
+# would refuse at start (keytab, secrets, upstream name; the errors of
+# the first two as FILE: or FILE:LINE: and the reason); a dual-stack
 # listen line starts; in forward mode, a reload keeps the upstream's
 # address when its unchanged name does not resolve now, and refuses a
 # changed name that does not resolve; a silent nameserver holds a reload
@@ -143,10 +144,16 @@ assert_eq off "$wb" "write_behind of a tree after SIGUSR1/2 (policy unchanged)"
 
 # --- smbaccel -t checks what the daemon reads and resolves at start: a
 # missing keytab, a secrets file others can read, an upstream name that
-# does not resolve (each was "ok" before, then the start failed)
+# does not resolve (each was "ok" before, then the start failed).  An
+# error of the secrets file or a keytab is printed once as the policy's
+# are, FILE:LINE: or FILE: and the reason (it was a log line, with its
+# time and "smbaccel[warn] secrets: secrets file FILE: line 2: ...")
 printf 'alice:x\n' > "$T/secrets.open"; chmod 644 "$T/secrets.open"
-for bad in "keytab = $T/no-such.keytab|no-such.keytab" \
-    "secrets = $T/secrets.open|mode 0644" "upstream = no-such-host.invalid:445|does not resolve"; do
+printf '%s\n' "# users" "alice:nthash:1234" > "$T/secrets.line2"; chmod 600 "$T/secrets.line2"
+for bad in "keytab = $T/no-such.keytab|^$T/no-such.keytab: No such file or directory$" \
+    "secrets = $T/secrets.open|^$T/secrets.open: mode 0644 gives access" \
+    "secrets = $T/secrets.line2|^$T/secrets.line2:2: nthash must be 32 hex digits, found 4 characters$" \
+    "upstream = no-such-host.invalid:445|does not resolve"; do
 	case $bad in
 	upstream*) PROXY_UPSTREAM=no-such-host.invalid:445 PROXY_SHARE_SECTION=no write_proxy_conf "$T/refused.conf" ;;
 	*) PROXY_SHARE_SECTION=no write_proxy_conf "$T/refused.conf" "${bad%%|*}" ;;
@@ -156,6 +163,12 @@ for bad in "keytab = $T/no-such.keytab|no-such.keytab" \
 	fi
 	echo "$out" | grep -q -- "${bad#*|}" || fail "-t '${bad%%|*}': no reason '${bad#*|}' in: $out"
 	echo "$out" | grep -q 'refused' || fail "-t '${bad%%|*}': no 'refused' in: $out"
+	case $bad in
+	secrets*|keytab*)
+		f=${bad%%|*}; f=${f#* = }
+		assert_eq 1 "$(echo "$out" | grep -c -F -- "$f")" "-t lines naming $f"
+		! echo "$out" | grep -q 'smbaccel\[' || fail "-t '${bad%%|*}': a log line: $out" ;;
+	esac
 	info "-t refuses '${bad%%|*}': $(echo "$out" | head -n 1)"
 done
 
