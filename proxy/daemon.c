@@ -25,6 +25,7 @@
 #include "proxy/keyed.h"
 #include "proxy/keyfiles.h"
 #include "proxy/listener.h"
+#include "proxy/side.h"
 #include "proxy/tproxy.h"
 
 static ev_signal sig_term, sig_int, sig_hup, sig_usr1, sig_usr2;
@@ -167,6 +168,7 @@ status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)w;
 	(void)revents;
 	notify_status();
+	px_side_trim_idle(px_now_ms());
 }
 
 /* systemd's watchdog (WatchdogSec=): a sign of life from the event loop

@@ -8,6 +8,7 @@
  * nothing above it.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -383,6 +384,36 @@ px_side_set_lowat(struct px_side *s)
 		return;
 	}
 	s->lowat = want;
+}
+
+/* s's empty buffers given back */
+static void
+trim(struct px_side *s)
+{
+	px_buf_shrink(&s->in, 0);
+	px_buf_shrink(&s->out, 0);
+	if (s->in.cap == 0)
+		s->rd_want = READ_FIRST;
+}
+
+void
+px_side_trim_idle(double now_ms)
+{
+	struct px_conn *c;
+
+	for (c = px_rt.conns; c; c = c->next) {
+		struct px_link *l = px_link_of(c);
+
+		if (c->state == PX_CONN_CLOSED ||
+		    now_ms - l->last_ms < PX_IDLE_TRIM_MS)
+			continue;
+		trim(&l->cli);
+		trim(&l->srv);
+	}
+	/* large buffers come from the heap once malloc has seen some freed
+	 * (its mmap threshold rises), and freed heap memory stays with the
+	 * process: hand it back (a walk of the free chunks, every 5 s) */
+	(void)malloc_trim(0);
 }
 
 void

@@ -165,5 +165,15 @@ bool px_side_implausible(const struct px_side *s, const uint8_t *p,
     size_t have);
 /* The client's SO_RCVLOWAT for the frame at the head of its input. */
 void px_side_set_lowat(struct px_side *s);
+/*
+ * The buffers an emptied connection keeps between messages (an input
+ * buffer that held a large frame, an output queue that held up to 4 MiB)
+ * save copying while data streams, not while it sits idle: the empty ones
+ * of every connection quiet for PX_IDLE_TRIM_MS are given back, its reads
+ * start small again, and the heap's free memory goes back to the system
+ * (malloc_trim; daemon.c's status timer, every 5 s).
+ */
+#define PX_IDLE_TRIM_MS 5000.0
+void px_side_trim_idle(double now_ms);
 
 #endif
