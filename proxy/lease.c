@@ -324,6 +324,29 @@ key_taken(struct px_conn *c, const uint8_t key[16])
 	return taken;
 }
 
+/* An open of the lease with this key (arg) that caches writes or is in a
+ * break. */
+static void
+w_open(struct px_conn *x, struct px_open *o, void *arg)
+{
+	(void)x;
+	if ((o->pl.state & SMB2_LEASE_WRITE) || o->pl.breaking)
+		*(bool *)arg = true;
+}
+
+/* Do opens of this client hold key with read caching only?  Such a lease
+ * may be on a file another client renamed away from the name without
+ * smbaccel seeing it (the key would be refused), and a new open loses
+ * nothing with a key of its own: read caching is shared, and no break
+ * needs acknowledging. */
+static bool
+key_read_only(struct px_conn *c, const uint8_t key[16])
+{
+	bool w = false;
+
+	return each_open(c, PX_PL_LEASE, key, NULL, w_open, &w) > 0 && !w;
+}
+
 /* An open of this client of `name` in share under another letter case,
  * holding smbaccel's lease with write caching or in a break of it. */
 static const struct px_open *
@@ -351,8 +374,11 @@ case_variant(struct px_conn *c, const char *share, const char *name)
  * The key for a new open of `name`: lease_key's, unless an open of
  * smbaccel's lease with that key belongs to a file renamed away from the
  * name (the lease goes with its file: the server refuses the key for
- * another file, STATUS_INVALID_PARAMETER, MS-SMB2 3.3.5.9.8).  Then the
- * next of a chain of keys derived from it, up to 8.
+ * another file, STATUS_INVALID_PARAMETER, MS-SMB2 3.3.5.9.8), or the
+ * opens holding it cache reads only (key_read_only: a rename smbaccel did
+ * not see is not told by anything, and a CREATE that would succeed
+ * directly must not fail for smbaccel's lease).  Then the next of a chain
+ * of keys derived from it that no such open holds, up to 8.
  *
  * And when no open holds that key but one of the client's opens of the
  * name under another letter case holds smbaccel's lease with W (or in a
@@ -377,7 +403,7 @@ open_key(struct px_conn *c, const struct px_tree *t, const char *name,
 
 	if (lease_key(c, t, name, key) == -1)
 		return -1;
-	for (i = 0; key_taken(c, key); i++) {
+	for (i = 0; key_taken(c, key) || key_read_only(c, key); i++) {
 		if (i == 7)
 			return -1;
 		parts[0] = key; lens[0] = 16;
