@@ -30,8 +30,6 @@ bool px_large_mtu(const struct px_conn *c);
 /* The ids a request (or the answer that copies its header) takes whose
  * CreditCharge field says field: 1 without LARGE_MTU or for a 0. */
 uint16_t px_emit_charge(const struct px_conn *c, uint16_t field);
-/* ... of the answer msg smbaccel made (its header copies the request's). */
-uint16_t px_emit_msg_charge(const struct px_conn *c, const uint8_t *msg);
 /* The share name of o's tree, for log lines. */
 const char *px_tree_share(struct px_conn *c, const struct px_open *o);
 /* Do a and b relay to the same server (address and port)?  Opens of one

@@ -547,8 +547,8 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	uint16_t grant;
 	int rc;
 
-	if (c->delayed == NULL && co_synth_grant(&c->led.cr,
-	    px_emit_msg_charge(c, msg), credit_request, &grant)) {
+	if (c->delayed == NULL && co_synth_grant(&c->led.cr, px_emit_charge(c,
+	    px_get_u16(msg + 6)), credit_request, &grant)) {
 		rc = px_emit_synth(c, msg, len, credit_request, grant,
 		    &c->cur_prot);
 		free(msg);
