@@ -77,15 +77,6 @@ struct co_credits {
 	uint64_t client_async;
 	uint64_t ask;           /* asked by absorbed requests, not yet granted
 	                         * nor asked of the server (co_proxy_ask) */
-	uint64_t owed;          /* what answers to absorbed requests granted
-	                         * less than the server would have: paid on
-	                         * later ones as the bank allows */
-	uint64_t max_charge;    /* the largest CreditCharge the client used */
-	uint64_t sure;          /* one past the highest id the client surely
-	                         * may use: C counts every grant, but a client
-	                         * may drop what it did not ask for (go-smb2
-	                         * keeps at most 128) */
-	uint64_t peak;          /* the most credits the client surely held */
 };
 
 void co_credits_init(struct co_credits *c);
@@ -94,48 +85,26 @@ static inline uint64_t co_bank(const struct co_credits *c)
 	return c->S - c->C;
 }
 
-/* A client request of charge ids from mid on (charge 1 without
- * LARGE_MTU) was sent: client_next, client_outstanding, max_charge, and
- * sure (a client using an id proves it had it). */
-void co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge);
-
-/*
- * The client got an answer granting g to a request that asked for
- * requested (0 counts as 1), from the server or from smbaccel: sure grows
- * by what it surely keeps: what it asked for, and beyond that as much as
- * brings it back to the most it has held before (peak).  (C, which counts
- * all of g, is the caller's.)
- */
-void co_client_granted(struct co_credits *c, uint16_t requested, uint16_t g);
-
 /*
  * How many credits a synthesized response to an absorbed request may
- * grant.  charge is the request's CreditCharge (at least 1), requested its
- * CreditRequest.  Grants what the server would (smbd: the charge plus
- * CreditRequest - 1, so that a client asking no more than it spends keeps
- * its window), and what earlier answers owe (owed) as far as that brings
- * the client back to the most it has held (peak), capped by the bank.
+ * grant.  requested is the request's CreditRequest, charge its charge.
+ * Grants what the client asked for (at least 1), capped by the bank.
  *
- * Returns false when the response must wait: it is the last answer the
- * client awaits, and granting what the bank holds would leave the client
- * surely holding fewer credits than it needs to go on: than the largest
- * charge it has used (at least 1; DESIGN.md section 3 rule 3), or, if
- * less, than it would hold directly.  The caller keeps the response and
- * triggers a flush; the absorbed request itself must already be counted
- * in client_outstanding.
+ * Returns false when the response must wait: granting what the bank holds
+ * would leave the client with zero credits and nothing else in flight
+ * (DESIGN.md section 3 rule 3).  The caller keeps the response and triggers
+ * a flush; the absorbed request itself must already be counted in
+ * client_outstanding.
  */
-bool co_synth_grant(const struct co_credits *c, uint16_t charge,
-    uint16_t requested, uint16_t *grant) CO_MUSTCHECK;
+bool co_synth_grant(const struct co_credits *c, uint16_t requested,
+    uint16_t *grant) CO_MUSTCHECK;
 
 /*
- * A synthesized response granted g credits to a request of that charge
- * that asked for requested: C grows by g, sure as co_client_granted;
- * what it granted short of the server's grant is owed to the client and
- * remembered in ask (each at most CO_ASK_MAX), for co_proxy_ask; what it
- * granted beyond pays owed.
+ * A synthesized response granted g credits to a request that asked for
+ * requested (0 counts as 1): C grows by g, and what the client asked
+ * beyond g is remembered in ask (at most CO_ASK_MAX), for co_proxy_ask.
  */
-void co_synth_granted(struct co_credits *c, uint16_t charge,
-    uint16_t requested, uint16_t g);
+void co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g);
 #define CO_ASK_MAX 8192
 #define CO_ASK_STEP 512
 /*

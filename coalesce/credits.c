@@ -189,80 +189,18 @@ co_credits_init(struct co_credits *c)
 	memset(c, 0, sizeof(*c));
 	c->S = 1;
 	c->C = 1;
-	c->sure = 1;
 }
 
 void
-co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge)
+co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g)
 {
-	if (mid + charge > c->client_next)
-		c->client_next = mid + charge;
-	if (c->sure < c->client_next)
-		c->sure = c->client_next;
-	if (charge > c->max_charge)
-		c->max_charge = charge;
-	c->client_outstanding++;
-}
+	uint64_t want = requested ? requested : 1;
 
-/* The credits the client surely holds: not spent, of those it surely has. */
-static uint64_t
-sure_held(const struct co_credits *c)
-{
-	return c->sure > c->client_next ? c->sure - c->client_next : 0;
-}
-
-/* Of g granted to a request that asked for requested, what a client that
- * surely holds have keeps for sure (co_client_granted). */
-static uint64_t
-kept(const struct co_credits *c, uint64_t have, uint16_t requested,
-    uint64_t g)
-{
-	uint64_t asked = requested ? requested : 1;
-	uint64_t keep = g < asked ? g : asked, room;
-
-	if (g > keep && c->peak > have + keep) {
-		room = c->peak - (have + keep);
-		keep += g - keep < room ? g - keep : room;
-	}
-	return keep;
-}
-
-void
-co_client_granted(struct co_credits *c, uint16_t requested, uint16_t g)
-{
-	uint64_t have = sure_held(c), keep = kept(c, have, requested, g);
-
-	c->sure += keep;
-	if (have + keep > c->peak)
-		c->peak = have + keep;
-}
-
-/* What the server grants a request of charge asking requested (smbd). */
-static uint64_t
-server_grant(uint16_t charge, uint16_t requested)
-{
-	return (uint64_t)(charge ? charge : 1) + (requested ? requested : 1) -
-	    1;
-}
-
-void
-co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
-    uint16_t g)
-{
-	uint64_t want = server_grant(charge, requested), paid;
-
-	co_client_granted(c, requested, g);
 	c->C += g;
 	if (want > g) {
 		c->ask += want - g;
 		if (c->ask > CO_ASK_MAX)
 			c->ask = CO_ASK_MAX;
-		c->owed += want - g;
-		if (c->owed > CO_ASK_MAX)
-			c->owed = CO_ASK_MAX;
-	} else {
-		paid = g - want < c->owed ? g - want : c->owed;
-		c->owed -= paid;
 	}
 }
 
@@ -284,34 +222,22 @@ co_awaited(const struct co_credits *c)
 }
 
 bool
-co_synth_grant(const struct co_credits *c, uint16_t charge,
-    uint16_t requested, uint16_t *grant)
+co_synth_grant(const struct co_credits *c, uint16_t requested,
+    uint16_t *grant)
 {
-	uint64_t base = server_grant(charge, requested);
-	uint64_t want = base + c->owed;
+	uint64_t want = requested ? requested : 1;
 	uint64_t bank = c->S - c->C;
-	uint64_t have = sure_held(c), g, need, direct;
+	uint64_t g = want < bank ? want : bank;
+	uint64_t avail;
 
-	/* what is owed only as far as the most the client held: a client
-	 * may drop credits it did not ask for, and smbaccel would count on
-	 * them (go-smb2 keeps at most 128) */
-	if (want > base && have + want > c->peak)
-		want = c->peak > have + base ? c->peak - have : base;
-	g = want < bank ? want : bank;
-	if (g > UINT16_MAX)
-		g = UINT16_MAX;
 	*grant = (uint16_t)g;
+	/* credits the client will hold after this response */
+	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;
 	/* this response is one of client_outstanding; the others will bring
 	 * grants of their own, but for those gone async */
-	if (co_awaited(c) > 1)
-		return true;
-	/* credits the client will surely hold after this response, and
-	 * would directly: enough for its largest request */
-	direct = have + kept(c, have, requested, base);
-	need = c->max_charge > 1 ? c->max_charge : 1;
-	if (need > direct)
-		need = direct > 1 ? direct : 1;
-	return have + kept(c, have, requested, g) >= need;
+	if (avail == 0 && co_awaited(c) <= 1)
+		return false;
+	return true;
 }
 
 uint16_t

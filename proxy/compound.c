@@ -617,7 +617,6 @@ px_cmp_answer(struct px_conn *c, const struct smb2_hdr *h,
 	m = co_compound_split(&c->led.cr, h->credit, r->bank_due);
 	r->bank_due -= m;
 	c->led.cr.C -= m;
-	c->led.cr.sure = c->led.cr.sure > m ? c->led.cr.sure - m : 0;
 	if ((msg = answer_copy(h, e, (uint16_t)(h->credit - m), &len)) == NULL)
 		return -1;
 	if (interim) {

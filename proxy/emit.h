@@ -27,9 +27,6 @@ enum px_absorb {
 int px_relay_fail(struct px_conn *c, enum px_close_reason r);
 /* Dialect 2.1+ with LARGE_MTU: multi-credit requests. */
 bool px_large_mtu(const struct px_conn *c);
-/* The ids a request (or the answer that copies its header) takes whose
- * CreditCharge field says field: 1 without LARGE_MTU or for a 0. */
-uint16_t px_emit_charge(const struct px_conn *c, uint16_t field);
 /* The share name of o's tree, for log lines. */
 const char *px_tree_share(struct px_conn *c, const struct px_open *o);
 /* Do a and b relay to the same server (address and port)?  Opens of one
@@ -68,8 +65,7 @@ struct px_pending *px_emit_pending(struct px_conn *c, uint64_t mid,
 struct px_pending *px_emit_read(struct px_conn *c, struct px_open *o,
     uint64_t lo, uint16_t charge, uint64_t off, uint32_t len);
 /* Send a synthesized response with grant g (it answers one absorbed
- * request of the client, which asked for requested: co_synth_granted;
- * its charge is read from msg's header). */
+ * request of the client, which asked for requested: co_synth_granted). */
 int px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len,
     uint16_t requested, uint16_t g, const struct px_prot *prot) PX_MUSTCHECK;
 /* Queue a synthesized response until the bank can pay for it; -1 OOM

@@ -723,7 +723,6 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 		return NULL;
 	p->command = h->command;
 	p->charge = (uint16_t)charge;
-	p->credit_req = h->credit;
 	p->origin = PX_ORIGIN_CLIENT;
 	p->in_compound = in_compound;
 	p->related = (h->flags & SMB2_FLAGS_RELATED_OPERATIONS) != 0;
@@ -732,7 +731,9 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	px_ledger_req_ids(l, h, &p->session_id, &p->tree_id);
 	l->chain_session_id = p->session_id;
 	l->chain_tree_id = p->tree_id;
-	co_client_sent(&l->cr, h->message_id, charge);
+	if (h->message_id + charge > l->cr.client_next)
+		l->cr.client_next = h->message_id + charge;
+	l->cr.client_outstanding++;
 
 	if (px_smb2_req_file_id(e, h->command, &p->fid) == 0) {
 		struct px_open *o;
@@ -1125,11 +1126,8 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 	p = px_pending_find(l, h->message_id);
 	/* grants: S always; C only when the response goes to the client */
 	l->cr.S += h->credit;
-	if (p == NULL || p->origin == PX_ORIGIN_CLIENT) {
-		co_client_granted(&l->cr, p ? p->credit_req : h->credit,
-		    h->credit);
+	if (p == NULL || p->origin == PX_ORIGIN_CLIENT)
 		l->cr.C += h->credit;
-	}
 	/* the server's window as the client sees it: what it may still use */
 	if (l->cr.S > l->cr.client_next && l->cr.S - l->cr.client_next > l->window)
 		l->window = l->cr.S - l->cr.client_next;

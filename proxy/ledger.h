@@ -124,7 +124,6 @@ struct px_pending {
 	uint64_t mid;
 	uint16_t command;
 	uint16_t charge;
-	uint16_t credit_req;        /* the request's CreditRequest */
 	enum px_origin origin;
 	bool in_compound;
 	uint16_t with_cmd;          /* in_compound WRITE: the client's request

@@ -547,8 +547,8 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	uint16_t grant;
 	int rc;
 
-	if (c->delayed == NULL && co_synth_grant(&c->led.cr, px_emit_charge(c,
-	    px_get_u16(msg + 6)), credit_request, &grant)) {
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
 		rc = px_emit_synth(c, msg, len, credit_request, grant,
 		    &c->cur_prot);
 		free(msg);
@@ -568,10 +568,6 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 		 * reserve, and the held answer would wait for ever */
 		if (c->proxy_inflight == 0)
 			px_emit_release_reserve(c);
-		/* no id to spend at all: nothing will refill the bank, the
-		 * answer goes with what there is */
-		if (c->proxy_inflight == 0)
-			px_emit_send_delayed(c);
 	}
 	return 0;
 }
@@ -593,8 +589,8 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	if (n == 0)
 		return -1;
 	/* built on the stack; copied only if it has to wait (px_wb_answer) */
-	if (c->delayed == NULL && co_synth_grant(&c->led.cr, px_emit_charge(c,
-	    rq->credit_charge), rq->credit, &grant))
+	if (c->delayed == NULL &&
+	    co_synth_grant(&c->led.cr, rq->credit, &grant))
 		return px_emit_synth(c, msg, n, rq->credit, grant,
 		    &c->cur_prot);
 	if ((copy = malloc(n)) == NULL)
@@ -608,11 +604,14 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 static bool
 absorb_ids(struct px_conn *c, const struct smb2_hdr *h)
 {
-	uint64_t charge = px_emit_charge(c, h->credit_charge);
+	uint64_t charge = px_large_mtu(c) && h->credit_charge ?
+	    h->credit_charge : 1;
 
 	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1)
 		return false;
-	co_client_sent(&c->led.cr, h->message_id, charge);
+	if (h->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + charge;
+	c->led.cr.client_outstanding++;
 	return true;
 }
 
@@ -650,7 +649,9 @@ px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
 
 	if ((rsp = px_emit_read_rsp(rq, 0, st, data, n, &rlen)) == NULL)
 		return -1;
-	co_client_sent(&c->led.cr, rq->message_id, charge);
+	if (rq->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = rq->message_id + charge;
+	c->led.cr.client_outstanding++;
 	px_stats.requests[SMB2_READ]++;
 	return px_wb_answer(c, rq->credit, rsp, rlen);
 }
@@ -714,10 +715,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	size_t lim;
 	bool direct;
 
-	/* data anywhere but right after the fixed part: smbd refuses it
-	 * (INVALID_PARAMETER), so it is the server's to answer */
-	if (px_smb2_write_req_decode(e, &w) == -1 ||
-	    w.data_offset != SMB2_HDR_LEN + 48)
+	if (px_smb2_write_req_decode(e, &w) == -1)
 		return PX_AB_FORWARD;
 	/* a server gone (closed, reset, a failed write, or spent by a
 	 * client that left inside a cut-through frame): what would be
@@ -861,7 +859,9 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	if (!direct && o->wb.len == w.length)
 		px_relay_ops->arm_timer(c);
 	wb_account(c, (int64_t)w.length);
-	co_client_sent(&c->led.cr, h->message_id, charge);
+	if (h->message_id + charge > c->led.cr.client_next)
+		c->led.cr.client_next = h->message_id + charge;
+	c->led.cr.client_outstanding++;
 	c->absorbed++;
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;

@@ -204,29 +204,18 @@ test_bank_grants(void)
 	co_credits_init(&c);
 	CU_ASSERT_EQUAL(co_bank(&c), 0);
 	/* client holds 100 credits, used 10, one absorbed request pending */
-	c.S = c.C = c.sure = 101;
-	c.peak = 100;
+	c.S = c.C = 101;
 	c.client_next = 11;
 	c.client_outstanding = 1;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 5, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 5, &g));
 	CU_ASSERT_EQUAL(g, 0);                /* bank empty: grant nothing */
 	c.S = 111;                            /* a flush brought 10 */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 5, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 5, &g));
 	CU_ASSERT_EQUAL(g, 5);                /* what the client asked */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 50, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 50, &g));
 	CU_ASSERT_EQUAL(g, 10);               /* capped by the bank */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 0, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 0, &g));
 	CU_ASSERT_EQUAL(g, 1);                /* CreditRequest 0 counts as 1 */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 0, 0, &g));
-	CU_ASSERT_EQUAL(g, 1);                /* and so does a charge of 0 */
-	/* what the server grants: the charge plus CreditRequest - 1 (a
-	 * 128 KiB write asking 1 spends 2 and gets 2 back) */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 2, 1, &g));
-	CU_ASSERT_EQUAL(g, 2);
-	CU_ASSERT_TRUE(co_synth_grant(&c, 4, 3, &g));
-	CU_ASSERT_EQUAL(g, 6);
-	CU_ASSERT_TRUE(co_synth_grant(&c, 16, 0, &g));
-	CU_ASSERT_EQUAL(g, 10);               /* capped by the bank */
 }
 
 static void
@@ -238,167 +227,29 @@ test_zero_credit_rule(void)
 	co_credits_init(&c);
 	/* the client used every id it had; this absorbed request is its
 	 * only one in flight; the bank is empty: the response must wait */
-	c.S = c.C = c.sure = 51;
+	c.S = c.C = 51;
 	c.client_next = 51;
 	c.client_outstanding = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, &g));
 	/* another request of the client is in flight: its answer will grant */
 	c.client_outstanding = 2;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
 	/* ... unless the server answered it STATUS_PENDING (a CHANGE_NOTIFY
 	 * may never complete): the response must wait */
 	c.client_async = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, &g));
 	c.client_async = 0;
 	/* one credit in the bank is enough */
 	c.client_outstanding = 1;
 	c.S = 52;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
 	CU_ASSERT_EQUAL(g, 1);
 	/* the client still holds a credit: granting zero is fine */
-	c.S = c.C = c.sure = 51;
+	c.S = c.C = 51;
 	c.client_next = 50;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
-}
-
-/*
- * The last answer a client awaits must leave it credits for a request as
- * large as the largest it has sent, else it could send nothing more (a
- * 1 MiB WRITE needs 16); found by a client that pipelined 1 MiB writes
- * asking 1 each, and was left with 9 credits, nothing in flight.
- */
-static void
-test_largest_charge_rule(void)
-{
-	struct co_credits c;
-	uint16_t g;
-
-	co_credits_init(&c);
-	c.S = c.C = 101;
-	co_client_sent(&c, 1, 16);
-	CU_ASSERT_EQUAL(c.max_charge, 16);
-	CU_ASSERT_EQUAL(c.client_next, 17);
-	CU_ASSERT_EQUAL(c.client_outstanding, 1);
-	co_client_sent(&c, 17, 4);
-	CU_ASSERT_EQUAL(c.max_charge, 16);
-	/* 9 left after this answer, bank empty: wait */
-	c.client_next = 92;
-	c.sure = 101;
-	c.client_outstanding = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 16, 1, &g));
-	/* with another answer to come it may go with 0 */
-	c.client_outstanding = 2;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 16, 1, &g));
-	CU_ASSERT_EQUAL(g, 0);
-	/* the bank holds 7: 16 after it */
-	c.client_outstanding = 1;
-	c.S = 108;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 16, 1, &g));
-	CU_ASSERT_EQUAL(g, 7);
-	/* a client that would hold fewer directly needs no more than that:
-	 * it holds 2, its answer gives 4 back, its charge was 16 */
-	co_credits_init(&c);
-	c.S = c.C = c.sure = 11;
-	c.client_next = 9;
-	c.max_charge = 16;
-	c.client_outstanding = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 4, 1, &g));   /* 2 < 2 + 4 */
-	c.S = 15;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 4, 1, &g));
-	CU_ASSERT_EQUAL(g, 4);
-}
-
-/*
- * What an answer granted short of the server's grant is owed to the
- * client and paid by later answers as the bank allows: a client asking
- * exactly its charge kept losing a credit on every answer granted 0,
- * from 221 credits down to 1 (its 256 KiB READ could never be sent).
- */
-static void
-test_owed_paid(void)
-{
-	struct co_credits c;
-	uint16_t g;
-
-	co_credits_init(&c);
-	c.S = c.C = c.sure = 101;
-	c.peak = 100;
-	c.client_next = 50;
-	c.client_outstanding = 3;
-	/* three answers granted 0 */
-	for (int i = 0; i < 3; i++) {
-		CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
-		CU_ASSERT_EQUAL(g, 0);
-		co_synth_granted(&c, 1, 1, g);
-	}
-	CU_ASSERT_EQUAL(c.owed, 3);
-	CU_ASSERT_EQUAL(c.ask, 3);
-	/* the bank got 10: the next answer pays its own and the 3 owed */
-	c.S += 10;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
-	CU_ASSERT_EQUAL(g, 4);
-	co_synth_granted(&c, 1, 1, g);
-	CU_ASSERT_EQUAL(c.owed, 0);
-	CU_ASSERT_EQUAL(c.ask, 3);            /* asked of the server already */
-	CU_ASSERT_EQUAL(co_bank(&c), 6);
-	/* paid in part when the bank is short */
-	c.owed = 20;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 2, 1, &g));
-	CU_ASSERT_EQUAL(g, 6);
-	co_synth_granted(&c, 2, 1, g);
-	CU_ASSERT_EQUAL(c.owed, 16);
-	CU_ASSERT_EQUAL(co_bank(&c), 0);
-	/* and never above CO_ASK_MAX */
-	for (int i = 0; i < 20; i++)
-		co_synth_granted(&c, 1000, 1, 0);
-	CU_ASSERT_EQUAL(c.owed, CO_ASK_MAX);
-}
-
-/*
- * A client may drop credits it did not ask for (go-smb2 keeps at most 128,
- * and asks again itself for what it was not given): smbaccel counts only
- * what the client surely keeps (sure), and pays what is owed only up to
- * the most the client held.  Paying go-smb2 all it was owed at once (527
- * credits) left it at 128 while smbaccel counted 533, and its writes then
- * stopped with no credit and nothing in flight.
- */
-static void
-test_sure_credits(void)
-{
-	struct co_credits c;
-	uint16_t g;
-
-	co_credits_init(&c);
-	c.S = 1000;
-	c.C = c.sure = 200;
-	c.client_next = 100;
-	c.peak = 100;                         /* it holds its most: 100 */
-	c.owed = 50;
-	c.client_outstanding = 2;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
-	CU_ASSERT_EQUAL(g, 1);                /* nothing owed is paid */
-	/* a grant beyond what it asked counts only up to its peak */
-	co_client_granted(&c, 1, 10);
-	CU_ASSERT_EQUAL(c.sure, 201);
-	CU_ASSERT_EQUAL(c.peak, 101);
-	c.client_next = 110;                  /* it spent 10: holds 91 */
-	co_client_granted(&c, 1, 10);
-	CU_ASSERT_EQUAL(c.sure, 211);         /* all 10: back to 101 */
-	/* 3 below its peak: owed paid up to it */
-	c.client_next = 113;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
-	CU_ASSERT_EQUAL(g, 3);
-	/* a client that uses an id shows it had it */
-	co_client_sent(&c, 300, 4);
-	CU_ASSERT_EQUAL(c.sure, 304);
-	CU_ASSERT_EQUAL(c.client_next, 304);
-	/* the last answer it awaits: counted on what it surely holds (0
-	 * here), not on C */
-	c.client_outstanding = 1;
-	c.C = c.S;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
 }
 
 /*
@@ -416,14 +267,14 @@ test_proxy_ask(void)
 
 	co_credits_init(&c);
 	/* granted all it asked: nothing to ask */
-	co_synth_granted(&c, 1, 4, 4);
+	co_synth_granted(&c, 4, 4);
 	CU_ASSERT_EQUAL(c.C, 5);
 	CU_ASSERT_EQUAL(c.ask, 0);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
 	/* asked 127, got 1 (the bank held 1): 126 to ask; a request of 0
 	 * counts as 1 */
-	co_synth_granted(&c, 1, 127, 1);
-	co_synth_granted(&c, 1, 0, 0);
+	co_synth_granted(&c, 127, 1);
+	co_synth_granted(&c, 0, 0);
 	CU_ASSERT_EQUAL(c.C, 6);
 	CU_ASSERT_EQUAL(c.ask, 127);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 128);
@@ -431,13 +282,13 @@ test_proxy_ask(void)
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
 	/* at most CO_ASK_STEP per request, CO_ASK_MAX in all */
 	for (int i = 0; i < 100; i++)
-		co_synth_granted(&c, 1, 200, 0);
+		co_synth_granted(&c, 200, 0);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1 + CO_ASK_STEP);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
 	/* more granted than asked (a delayed answer given what there was)
 	 * takes nothing back */
-	co_synth_granted(&c, 1, 1, 3);
+	co_synth_granted(&c, 1, 3);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
 }
 
@@ -1039,9 +890,6 @@ ut_register_coalesce(void)
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
 	CU_add_test(s, "compound grant split", test_compound_split);
 	CU_add_test(s, "credits asked for absorbed requests", test_proxy_ask);
-	CU_add_test(s, "answers leave the largest charge", test_largest_charge_rule);
-	CU_add_test(s, "credits owed are paid", test_owed_paid);
-	CU_add_test(s, "credits the client surely holds", test_sure_credits);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "extent merge under", test_extent_merge_under);
