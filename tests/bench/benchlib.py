@@ -314,7 +314,11 @@ def cmd_report(args):
     # MB/s; with an even count the lower one), its data verdict the worst
     # of its runs, and as its ratio against direct the median of the
     # ratios of each run against the direct run of the same repetition
-    # (made seconds apart, under the same load).
+    # (made seconds apart, under the same load).  A run whose data was
+    # not ok (MISMATCH, SIZE, ERROR) counts in the verdict only: its
+    # speed enters no median and no ratio.  When no run of a
+    # configuration was ok, its MB/s is the median of them all (flagged)
+    # and its ratio "-": a ratio needs an ok run on both sides.
     runs = {}
     for o in res:
         runs.setdefault((o["link"], o["workload"], o["config"]), {})[o.get("rep") or "1"] = o
@@ -323,7 +327,8 @@ def cmd_report(args):
         """MB/s of x over MB/s of y, run by run (same repetition)."""
         a, b = runs.get((link, wl, x), {}), runs.get((link, wl, y), {})
         return [ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) for k in sorted(a, key=int)
-                if k in b and ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) is not None]
+                if k in b and a[k]["data"] == "ok" and b[k]["data"] == "ok" and
+                ratio(num(a[k]["mbps"]), num(b[k]["mbps"])) is not None]
 
     def median(xs):
         xs = sorted(x for x in xs if x is not None)
@@ -332,7 +337,8 @@ def cmd_report(args):
     by = {}
     for key, rk in runs.items():
         rs = list(rk.values())
-        ok = [o for o in rs if num(o["mbps"]) is not None]
+        timed = [o for o in rs if num(o["mbps"]) is not None]
+        ok = [o for o in timed if o["data"] == "ok"] or timed
         srt = sorted(ok, key=lambda o: num(o["mbps"])) or rs
         m = dict(srt[(len(srt) - 1) // 2])
         bad = [o["data"] for o in rs if o["data"] != "ok"]
