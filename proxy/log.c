@@ -28,6 +28,7 @@ static int log_level = PX_LOG_INFO;
 static bool log_stderr = true;
 static int log_journal = -1;     /* stderr is journald's stream; -1: not
                                   * looked at yet */
+static const char *log_prefix;   /* smbaccel -t: "FILE: why", no time */
 
 static size_t safe_len(const char *s);
 
@@ -55,6 +56,14 @@ log_init(int level, bool to_stderr)
 	log_journal = -1;
 	if (!to_stderr)
 		openlog("smbaccel", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+}
+
+/* smbaccel -t: each line on stderr is "PREFIX: why", as the policy's
+ * errors are, instead of a time and a level (NULL: back to those). */
+void
+log_set_prefix(const char *prefix)
+{
+	log_prefix = prefix;
 }
 
 void
@@ -99,7 +108,10 @@ vlog(int level, int errnum, const char *fmt, va_list ap)
 	 * one line, and shows them escaped */
 	if (safe_len(msg) != strlen(msg))
 		out = px_str_safe(msg, safe, sizeof(safe));
-	if (log_stderr && log_to_journal())
+	if (log_stderr && log_prefix != NULL)
+		fprintf(stderr, "%s%s: %s\n", log_to_journal() ? sd[level] : "",
+		    log_prefix, out);
+	else if (log_stderr && log_to_journal())
 		fprintf(stderr, "%s%s\n", sd[level], out);
 	else if (log_stderr) {
 		struct timespec ts;

@@ -76,12 +76,17 @@ main(int argc, char **argv)
 			return 1;
 		}
 		/* against the kernel, and what the daemon reads or resolves
-		 * at start (each refusal logged with its reason; an error of
-		 * the secrets file or a keytab printed as FILE[:LINE]: why) */
-		if (px_upstream_check(c, stderr) > 0 ||
-		    px_keyfiles_check(c, stderr) > 0 ||
-		    px_listen_check(pol_global(c)) == -1 ||
-		    px_control_check(pol_global(c)->control_socket) == -1) {
+		 * at start, every check whatever the others found: each
+		 * refusal as FILE: why (the checks' log lines too), an error
+		 * of the secrets file or a keytab as FILE[:LINE]: why */
+		int bad = 0;
+
+		log_set_prefix(cfg);
+		bad += px_upstream_check(c, stderr) > 0;
+		bad += px_keyfiles_check(c, stderr) > 0;
+		bad += px_listen_check(pol_global(c)) == -1;
+		bad += px_control_check(pol_global(c)->control_socket) == -1;
+		if (bad > 0) {
 			fprintf(stderr, "%s: refused (reasons above)\n", cfg);
 			pol_errors_free(&errs);
 			pol_free(c);

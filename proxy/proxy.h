@@ -39,6 +39,7 @@ enum px_log_level { PX_LOG_ERROR = 0, PX_LOG_WARN, PX_LOG_INFO, PX_LOG_DEBUG };
 
 void log_init(int level, bool to_stderr);
 void log_set_level(int level);
+void log_set_prefix(const char *prefix);
 int log_get_level(void);
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

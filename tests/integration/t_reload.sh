@@ -171,6 +171,25 @@ for bad in "keytab = $T/no-such.keytab|^$T/no-such.keytab: No such file or direc
 	esac
 	info "-t refuses '${bad%%|*}': $(echo "$out" | head -n 1)"
 done
+# ... and all three at once: -t names every one (it stopped at the first
+# of the upstream, listen and control_socket checks), each line FILE: why
+# like the policy's errors, no log line with its time and level
+echo precious > "$T/notasocket.t"
+PROXY_UPSTREAM=no-such-host.invalid:445 PROXY_SHARE_SECTION=no write_proxy_conf "$T/refused3.conf" \
+    "keytab = $T/no-such.keytab"
+sed -i "s#^control_socket = .*#control_socket = $T/notasocket.t#" "$T/refused3.conf"
+if out=$(timeout 60 "$SMBACCEL" -t -c "$T/refused3.conf" 2>&1); then
+	fail "-t accepts three errors: $out"
+fi
+for why in "^$T/no-such.keytab: No such file or directory$" \
+    "^$T/refused3.conf: upstream no-such-host.invalid:445 does not resolve$" \
+    "^$T/refused3.conf: control_socket $T/notasocket.t exists and is not a socket$" \
+    "^$T/refused3.conf: refused (reasons above)$"; do
+	echo "$out" | grep -q -- "$why" || fail "-t with three errors: no line '$why' in: $out"
+done
+! echo "$out" | grep -q 'smbaccel\[' || fail "-t with three errors: a log line: $out"
+assert_eq precious "$(cat "$T/notasocket.t")" "the file named by control_socket after -t"
+info "-t names all three errors: $(echo "$out" | tr '\n' '|')"
 
 # --- listen on 0.0.0.0:P and [::]:P together (the dual-stack line the
 # manual shows): two listeners, the IPv6 one IPv6-only (before: the
