@@ -1077,19 +1077,29 @@ on_close(struct px_ledger *l, const struct smb2_hdr *h, struct px_pending *p,
 	struct smb2_fileid fid = p->fid;
 	struct px_open *o;
 
-	(void)h;
 	if (px_fileid_is_related(&fid) && last_create_fid)
 		fid = *last_create_fid;
-	/* the handle is gone after any answer but a transport-level one */
-	if ((o = px_open_find(l, &fid)) != NULL) {
-		if (o->wb.len || o->wb_inflight)
-			LEDGER_ERR(l, "conn=%llu ledger=inconsistent CLOSE of "
-			    "file=%s with %zu buffered bytes",
-			    (unsigned long long)l->conn_id, o->name ? o->name : "",
-			    o->wb.len);
-		open_unlink(l, o);
-		px_open_free(o);
+	if ((o = px_open_find(l, &fid)) == NULL)
+		return;
+	/* A CLOSE that names the open from another session or tree and
+	 * fails was refused before the server looked for the open (a tree
+	 * or session that does not exist, MS-SMB2 3.3.5.2.9 and 3.3.5.2.11;
+	 * another session's, 3.3.5.10): the handle is still open and the
+	 * client may go on using it.  Forgotten, its WRITEs went by unseen
+	 * and another open's read-ahead of the file served what they
+	 * overwrote (t_ra_close_failed).  Any other answer: the handle is
+	 * gone (smbd frees it also when closing it fails). */
+	if (h->status != NT_STATUS_SUCCESS &&
+	    (o->session_id != p->session_id || o->tree_id != p->tree_id)) {
+		o->closed = false;      /* px_wb_on_close marked it */
+		return;
 	}
+	if (o->wb.len || o->wb_inflight)
+		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CLOSE of file=%s "
+		    "with %zu buffered bytes", (unsigned long long)l->conn_id,
+		    o->name ? o->name : "", o->wb.len);
+	open_unlink(l, o);
+	px_open_free(o);
 }
 
 static void

@@ -418,17 +418,30 @@ test_tree_open_lifecycle(void)
 	px_pending_free(p);
 	CU_ASSERT_EQUAL(l.nopens, 1);
 
+	/* a CLOSE naming it from a tree that does not exist fails and
+	 * leaves it open (the server never looked for it) */
+	h = rq(SMB2_CLOSE, 9, 1, 1);
+	h.tree_id = 99;
+	n = fid_body(body, 24, 77);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CLOSE, 9, 1, NT_STATUS_NETWORK_NAME_DELETED);
+	h.tree_id = 99;
+	p = server_rsp(&l, &h, err_body, sizeof(err_body), NULL);
+	px_pending_free(p);
+	CU_ASSERT_PTR_EQUAL(px_open_find(&l, &fid), o);
+	CU_ASSERT_EQUAL(l.nopens, 1);
+
 	/* CLOSE removes the open */
 	old = o;
 	old_serial = o->serial;
 	CU_ASSERT_NOT_EQUAL(old_serial, 0);
 	CU_ASSERT_PTR_EQUAL(px_open_alive(&l, old, old_serial), old);
-	h = rq(SMB2_CLOSE, 9, 1, 1);
+	h = rq(SMB2_CLOSE, 11, 1, 1);
 	n = fid_body(body, 24, 77);
 	client_req(&l, &h, body, n);
 	memset(body, 0, 60);
 	px_put_u16(body, 60);
-	h = rs(SMB2_CLOSE, 9, 1, 0);
+	h = rs(SMB2_CLOSE, 11, 1, 0);
 	p = server_rsp(&l, &h, body, 60, NULL);
 	px_pending_free(p);
 	CU_ASSERT_PTR_NULL(px_open_find(&l, &fid));
