@@ -43,7 +43,6 @@ static void wake_waiters(void);
 static void conn_free(struct px_conn *c) __attribute__((noinline));
 static void conn_enter(struct px_conn *c);
 static void conn_leave(struct px_conn *c);
-static bool draining_peer(const struct px_conn *c);
 static void conn_start_connect(struct px_conn *c);
 static void conn_open(struct px_conn *c);
 static void opening_done(struct px_conn *c);
@@ -388,7 +387,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		    &conn_lines_rate, more, sizeof(more)));
 	}
 
-	if (draining_peer(c)) {
+	if (px_side_draining_peer(c)) {
 		CONN_INFO(c, "conn=%llu waits for the drain of this client's "
 		    "previous connection", (unsigned long long)c->id);
 		conn_set_state(c, PX_CONN_WAITING);
@@ -398,24 +397,6 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		return;
 	}
 	conn_open(c);
-}
-
-/*
- * A client reconnecting at once (a durable reopen) must not overtake the
- * drain of its previous connection (DESIGN.md section 4): same client
- * address, same server, a connection still writing buffered data.
- */
-static bool
-draining_peer(const struct px_conn *c)
-{
-	const struct px_conn *x;
-
-	for (x = px_rt.conns; x; x = x->next)
-		if (x != c && x->state == PX_CONN_DRAINING &&
-		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) == 0 &&
-		    px_same_host(&x->peer_addr, &c->peer_addr))
-			return true;
-	return false;
 }
 
 static void
@@ -499,7 +480,7 @@ wake_waiters(void)
 	for (c = px_rt.conns; c; c = next) {
 		next = c->next;
 		if (c->state == PX_CONN_WAITING && !px_conn_queued(c) &&
-		    !draining_peer(c)) {
+		    !px_side_draining_peer(c)) {
 			CONN_INFO(c, "conn=%llu previous connection drained, "
 			    "connecting", (unsigned long long)c->id);
 			conn_open(c);
@@ -819,10 +800,12 @@ connect_deadline(struct px_conn *c)
 		    "connecting anyway", (unsigned long long)c->id, ms,
 		    glob()->max_connecting, a);
 		queue_remove(c);
-	} else
+	} else {
 		PX_WARN_RATED(&anyway_rate, "conn=%llu previous connection of "
 		    "this client still draining after %u ms; connecting "
 		    "anyway", (unsigned long long)c->id, ms);
+		px_side_overtake_drains(c, conn_kick);
+	}
 	conn_start_connect(c);
 }
 

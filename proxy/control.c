@@ -239,6 +239,8 @@ static const struct {
 	    "Client connections whose machine stopped answering (keepalive)"),
 	C("servers_timed_out", servers_timed_out,
 	    "Server connections whose server or path stopped answering (keepalive)"),
+	C("client_requests_dropped", client_requests_dropped,
+	    "Unhandled requests of a gone client dropped as it reconnected"),
 	C("reopen_waits", reopen_waits,
 	    "Durable reconnects that waited for the previous connection's close"),
 	C("interface_queries_hidden", interface_queries_hidden,

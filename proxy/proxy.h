@@ -325,6 +325,10 @@ struct px_stats {
 	                                 * (client_keepalive, conn.c) */
 	uint64_t servers_timed_out;     /* server sockets that timed out
 	                                 * (upstream_keepalive) */
+	uint64_t client_requests_dropped; /* frames a vanished client sent
+	                                   * and smbaccel had not handled,
+	                                   * dropped when its reconnect went
+	                                   * ahead of the drain (side.c) */
 	uint64_t reopen_waits;          /* durable reconnects that waited for
 	                                 * the close of the client's previous
 	                                 * connection (coherence.c) */

@@ -4,8 +4,10 @@
  * (backpressure: a side is read only while its peer's output queue is
  * under queue_limit, relayd relay_read, and the client also only while
  * its own is); and the framing questions about one end's input (a frame
- * that can never be valid, SO_RCVLOWAT).  Used by conn.c only; it calls
- * nothing above it.
+ * that can never be valid, SO_RCVLOWAT); and a client's previous
+ * connection that a reconnect waits for, or goes ahead of.  Used by
+ * conn.c only; it calls nothing above it but the relay's kick of a drain
+ * it cut short (conn.c's, passed in).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -557,6 +559,94 @@ px_side_lost(struct px_side *s)
 	s->rd_eof = true;
 	if (s == &s->link->cli)
 		s->rd_reset = true;
+}
+
+/* ---- a client's previous connection ------------------------------------------ */
+
+static bool
+drains_for(const struct px_conn *x, const struct px_conn *c)
+{
+	return x != c && x->state == PX_CONN_DRAINING &&
+	    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) == 0 &&
+	    px_same_host(&x->peer_addr, &c->peer_addr);
+}
+
+/*
+ * A client reconnecting at once (a durable reopen) must not overtake the
+ * drain of its previous connection (DESIGN.md section 4): same client
+ * address, same server, a connection still writing buffered data.
+ */
+bool
+px_side_draining_peer(const struct px_conn *c)
+{
+	const struct px_conn *x;
+
+	for (x = px_rt.conns; x; x = x->next)
+		if (drains_for(x, c))
+			return true;
+	return false;
+}
+
+/*
+ * Drop what x's client sent and smbaccel had not handled: frames stalled
+ * behind a flush, the memory budget or the client's output queue, never
+ * answered.  Returns how many frames (a compound is one).
+ */
+static size_t
+drop_unhandled(struct px_conn *x, const struct px_conn *by)
+{
+	struct px_side *s = &px_link_of(x)->cli;
+	size_t len = px_buf_len(&s->in), off = 0, n = 0, flen;
+	uint8_t type;
+
+	while (off < len && px_frame_parse(s->in.data + s->in.head + off,
+	    len - off, FRAME_MAX, &flen, &type) == PX_FRAME_OK) {
+		if (type != PX_NBSS_KEEPALIVE)
+			n++;
+		off += flen;
+	}
+	px_buf_consume(&s->in, len);
+	x->stall = PX_STALL_NONE;
+	px_stats.client_requests_dropped += n;
+	log_warnx("conn=%llu this client's reconnect (conn=%llu) goes ahead of "
+	    "the drain: %zu request frame(s), %zu bytes, that the client sent "
+	    "and smbaccel had not handled (never answered) dropped; what "
+	    "smbaccel acknowledged is still written first",
+	    (unsigned long long)x->id, (unsigned long long)by->id, n, len);
+	return n;
+}
+
+/*
+ * c, a new connection of a client, goes ahead of the drain of the
+ * client's previous connections after connect_timeout (conn.c).  Their
+ * requests that smbaccel had not handled yet, handled by the drain now,
+ * could reach the server after what c writes: a WRITE the client never
+ * saw answered landing over newer data the server acknowledged to c.
+ * Directly the server would have handled them before the reconnect.
+ * Their outcome is unknown to the client (never answered), so they are
+ * dropped; what smbaccel acknowledged is still written, and c's
+ * requests on the same files wait for it (the coherence rule of
+ * coherence.c).  A WRITE being cut through (stream_left) has already
+ * ended its server connection (conn.c srv_spend).  Each drain is kicked (conn.c's kick), so that it
+ * closes if it was waiting for nothing else; the list is walked again
+ * after each kick, which may close connections.
+ */
+void
+px_side_overtake_drains(struct px_conn *c, void (*kick)(struct px_conn *))
+{
+	struct px_conn *x;
+
+again:
+	for (x = px_rt.conns; x; x = x->next) {
+		struct px_side *s = &px_link_of(x)->cli;
+
+		if (!drains_for(x, c) || px_buf_len(&s->in) == 0 ||
+		    s->stream_left > 0)
+			continue;
+		(void)drop_unhandled(x, c);
+		kick(x);
+		goto again;
+	}
 }
 
 void

@@ -127,6 +127,14 @@ void px_server_timed_out(struct px_conn *c);
 #define PX_KA_WHY "stopped answering TCP (keepalive probes or retransmissions)"
 /* s is gone: what it would have got is dropped, its reads are over. */
 void px_side_lost(struct px_side *s);
+/* Is a previous connection of c's client (same client address, same
+ * server) still draining?  c waits for it (DESIGN.md section 4). */
+bool px_side_draining_peer(const struct px_conn *c);
+/* c goes ahead of those drains (connect_timeout): what their clients
+ * sent and smbaccel had not handled is dropped (logged, counted), and
+ * each drain is kicked. */
+void px_side_overtake_drains(struct px_conn *c,
+    void (*kick)(struct px_conn *));
 /* Read from s's socket into s->in: bytes read; 0 at EOF or on an error
  * (rd_eof, rd_reset for an error; reading stopped); -1 nothing yet; -2
  * out of memory. */
