@@ -771,9 +771,10 @@ conn_arm_timer(struct px_conn *c)
 /*
  * connect_timeout has passed for a connection that is waiting or
  * connecting (a connect found completed is completed).  Both waits are
- * bounded: a drain that does not end (server
- * gone silent) must not lock its client out, and a server that answers
- * nobody must not hold the max_connecting queue; those connect anyway.
+ * bounded: a drain that does not end (server gone silent) must not lock
+ * its client out, and a server that answers nobody must not hold the
+ * max_connecting queue; those connect anyway.  The client requests a
+ * drain they overtake has not handled are dropped (side.c).
  */
 static void
 connect_deadline(struct px_conn *c)
@@ -800,12 +801,11 @@ connect_deadline(struct px_conn *c)
 		    "connecting anyway", (unsigned long long)c->id, ms,
 		    glob()->max_connecting, a);
 		queue_remove(c);
-	} else {
+	} else
 		PX_WARN_RATED(&anyway_rate, "conn=%llu previous connection of "
 		    "this client still draining after %u ms; connecting "
 		    "anyway", (unsigned long long)c->id, ms);
-		px_side_overtake_drains(c, conn_kick);
-	}
+	px_side_overtake_drains(c, conn_kick);
 	conn_start_connect(c);
 }
 
