@@ -77,6 +77,18 @@ struct co_credits {
 	uint64_t client_async;
 	uint64_t ask;           /* asked by absorbed requests, not yet granted
 	                         * nor asked of the server (co_proxy_ask) */
+	/* what answers to absorbed requests granted short of their target
+	 * (co_synth_grant), for clients that do not ask for it again: */
+	uint64_t owed;          /* payable on later synthesized answers */
+	uint64_t owed_wait;     /* not yet: the client has not shown it saw
+	                         * the shortfall and did not ask it again */
+	uint64_t owed_after;    /* C after the latest short answer: a request
+	                         * with ids CO_OWED_MARGIN past it was sent
+	                         * after the client read that answer */
+	bool shorted;           /* an answer was short of its target */
+	bool own_window;        /* since then a request asked more than its
+	                         * charge: the client asks its shortfalls
+	                         * again itself; nothing is owed, for good */
 };
 
 void co_credits_init(struct co_credits *c);
@@ -86,9 +98,33 @@ static inline uint64_t co_bank(const struct co_credits *c)
 }
 
 /*
+ * A client request of charge ids (1 without LARGE_MTU, or for 0) from mid
+ * on, asking requested credits, was forwarded or absorbed: client_next and
+ * client_outstanding grow.  After an answer smbaccel made was short of its
+ * target, a request asking more than its charge marks the client as one
+ * that asks its shortfalls again (go-smb2 adds them to its next request,
+ * and keeps at most 128 credits, dropping the rest): what is owed is
+ * dropped and never kept again, or the client would be paid twice.  A
+ * request asking no more, with ids past owed_after (and CO_OWED_MARGIN),
+ * shows the client read the short answer and did not ask again (go-smb2
+ * sends its requests in id order, and the first it makes after reading
+ * asks the shortfall again): owed_wait becomes payable.
+ */
+void co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
+    uint16_t requested);
+/* go-smb2 counts credits, not ids, and sends its NEGOTIATE, SESSION_SETUPs
+ * and TREE_CONNECT without spending one: it may use a few ids it was not
+ * yet granted.  The proof above asks this many more. */
+#define CO_OWED_MARGIN 16
+
+/*
  * How many credits a synthesized response to an absorbed request may
- * grant.  requested is the request's CreditRequest, charge its charge.
- * Grants what the client asked for (at least 1), capped by the bank.
+ * grant.  charge is the ids the request took (at least 1), requested its
+ * CreditRequest.  The target is max(requested, charge, 1): what the
+ * request spent is replaced, more only if asked (smbd grants charge +
+ * requested - 1; a client asking no more than its charge keeps its window
+ * so).  Plus what earlier answers owe (owed), unless the client manages
+ * its own window.  Capped by the bank.
  *
  * Returns false when the response must wait: granting what the bank holds
  * would leave the client with zero credits and nothing else in flight
@@ -96,15 +132,19 @@ static inline uint64_t co_bank(const struct co_credits *c)
  * a flush; the absorbed request itself must already be counted in
  * client_outstanding.
  */
-bool co_synth_grant(const struct co_credits *c, uint16_t requested,
-    uint16_t *grant) CO_MUSTCHECK;
+bool co_synth_grant(const struct co_credits *c, uint16_t charge,
+    uint16_t requested, uint16_t *grant) CO_MUSTCHECK;
 
 /*
- * A synthesized response granted g credits to a request that asked for
- * requested (0 counts as 1): C grows by g, and what the client asked
- * beyond g is remembered in ask (at most CO_ASK_MAX), for co_proxy_ask.
+ * A synthesized response granted g credits to a request of that charge
+ * that asked for requested (0 counts as 1): C grows by g; what the client
+ * asked beyond g is remembered in ask (at most CO_ASK_MAX), for
+ * co_proxy_ask; what g falls short of the target is owed (owed_wait, at
+ * most CO_ASK_MAX with owed) unless own_window; what it grants beyond the
+ * target pays owed.
  */
-void co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g);
+void co_synth_granted(struct co_credits *c, uint16_t charge,
+    uint16_t requested, uint16_t g);
 #define CO_ASK_MAX 8192
 #define CO_ASK_STEP 512
 /*

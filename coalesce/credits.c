@@ -191,16 +191,65 @@ co_credits_init(struct co_credits *c)
 	c->C = 1;
 }
 
+/* The grant an answer to a request of that charge asking requested aims
+ * at: what it spent, more only if asked. */
+static uint64_t
+synth_target(uint16_t charge, uint16_t requested)
+{
+	uint64_t t = charge > requested ? charge : requested;
+
+	return t ? t : 1;
+}
+
 void
-co_synth_granted(struct co_credits *c, uint16_t requested, uint16_t g)
+co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
+    uint16_t requested)
+{
+	uint64_t spent = charge ? charge : 1;
+
+	if (mid + spent > c->client_next)
+		c->client_next = mid + spent;
+	c->client_outstanding++;
+	if (c->own_window || !c->shorted)
+		return;
+	if (requested > spent) {
+		/* asks again itself (or always asks more): paying what is
+		 * owed too would pay twice */
+		c->own_window = true;
+		c->owed = 0;
+		c->owed_wait = 0;
+	} else if (c->owed_wait &&
+	    mid + spent > c->owed_after + CO_OWED_MARGIN) {
+		c->owed += c->owed_wait;
+		c->owed_wait = 0;
+	}
+}
+
+void
+co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
+    uint16_t g)
 {
 	uint64_t want = requested ? requested : 1;
+	uint64_t target = synth_target(charge, requested), paid;
 
 	c->C += g;
 	if (want > g) {
 		c->ask += want - g;
 		if (c->ask > CO_ASK_MAX)
 			c->ask = CO_ASK_MAX;
+	}
+	if (g > target) {
+		paid = g - target < c->owed ? g - target : c->owed;
+		c->owed -= paid;
+	} else if (g < target) {
+		c->shorted = true;
+		if (c->own_window)
+			return;
+		c->owed_wait += target - g;
+		if (c->owed + c->owed_wait > CO_ASK_MAX)
+			c->owed_wait = c->owed < CO_ASK_MAX ?
+			    CO_ASK_MAX - c->owed : 0;
+		c->owed_after = c->C;
 	}
 }
 
@@ -222,14 +271,18 @@ co_awaited(const struct co_credits *c)
 }
 
 bool
-co_synth_grant(const struct co_credits *c, uint16_t requested,
-    uint16_t *grant)
+co_synth_grant(const struct co_credits *c, uint16_t charge,
+    uint16_t requested, uint16_t *grant)
 {
-	uint64_t want = requested ? requested : 1;
+	uint64_t want = synth_target(charge, requested);
 	uint64_t bank = c->S - c->C;
-	uint64_t g = want < bank ? want : bank;
-	uint64_t avail;
+	uint64_t g, avail;
 
+	if (!c->own_window)
+		want += c->owed;
+	g = want < bank ? want : bank;
+	if (g > UINT16_MAX)
+		g = UINT16_MAX;
 	*grant = (uint16_t)g;
 	/* credits the client will hold after this response */
 	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;

@@ -34,6 +34,18 @@ px_large_mtu(const struct px_conn *c)
 	    (c->led.capabilities & SMB2_GLOBAL_CAP_LARGE_MTU);
 }
 
+uint16_t
+px_emit_charge(const struct px_conn *c, uint16_t field)
+{
+	return px_large_mtu(c) && field ? field : 1;
+}
+
+uint16_t
+px_emit_msg_charge(const struct px_conn *c, const uint8_t *msg)
+{
+	return px_emit_charge(c, px_get_u16(msg + 6));  /* CreditCharge */
+}
+
 const char *
 px_tree_share(struct px_conn *c, const struct px_open *o)
 {
@@ -540,7 +552,7 @@ px_emit_synth(struct px_conn *c, uint8_t *msg, size_t len, uint16_t requested,
     uint16_t g, const struct px_prot *prot)
 {
 	px_put_u16(msg + 14, g);          /* CreditResponse (MS-SMB2 2.2.1) */
-	co_synth_granted(&c->led.cr, requested, g);
+	co_synth_granted(&c->led.cr, px_emit_msg_charge(c, msg), requested, g);
 	if (c->led.cr.client_outstanding)
 		c->led.cr.client_outstanding--;
 	return px_emit_protected(c, PX_CLIENT, prot, msg, len);
@@ -574,7 +586,8 @@ px_emit_send_delayed(struct px_conn *c)
 	uint16_t grant;
 
 	while ((d = c->delayed) != NULL) {
-		if (!co_synth_grant(&c->led.cr, d->credit_request, &grant) &&
+		if (!co_synth_grant(&c->led.cr, px_emit_msg_charge(c, d->msg),
+		    d->credit_request, &grant) &&
 		    c->proxy_inflight > 0)
 			return; /* more grants are on their way */
 		/* with nothing in flight nothing will refill the bank: grant

@@ -27,6 +27,12 @@ enum px_absorb {
 int px_relay_fail(struct px_conn *c, enum px_close_reason r);
 /* Dialect 2.1+ with LARGE_MTU: multi-credit requests. */
 bool px_large_mtu(const struct px_conn *c);
+/* The ids a request whose CreditCharge field says field takes: 1 without
+ * LARGE_MTU or for a 0. */
+uint16_t px_emit_charge(const struct px_conn *c, uint16_t field);
+/* ... of the request the answer msg smbaccel made answers (its header
+ * copies the request's CreditCharge). */
+uint16_t px_emit_msg_charge(const struct px_conn *c, const uint8_t *msg);
 /* The share name of o's tree, for log lines. */
 const char *px_tree_share(struct px_conn *c, const struct px_open *o);
 /* Do a and b relay to the same server (address and port)?  Opens of one

@@ -731,9 +731,7 @@ px_ledger_client_request(struct px_ledger *l, const struct smb2_hdr *h,
 	px_ledger_req_ids(l, h, &p->session_id, &p->tree_id);
 	l->chain_session_id = p->session_id;
 	l->chain_tree_id = p->tree_id;
-	if (h->message_id + charge > l->cr.client_next)
-		l->cr.client_next = h->message_id + charge;
-	l->cr.client_outstanding++;
+	co_client_sent(&l->cr, h->message_id, charge, h->credit);
 
 	if (px_smb2_req_file_id(e, h->command, &p->fid) == 0) {
 		struct px_open *o;

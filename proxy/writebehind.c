@@ -547,8 +547,8 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 	uint16_t grant;
 	int rc;
 
-	if (c->delayed == NULL &&
-	    co_synth_grant(&c->led.cr, credit_request, &grant)) {
+	if (c->delayed == NULL && co_synth_grant(&c->led.cr,
+	    px_emit_msg_charge(c, msg), credit_request, &grant)) {
 		rc = px_emit_synth(c, msg, len, credit_request, grant,
 		    &c->cur_prot);
 		free(msg);
@@ -589,8 +589,8 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 	if (n == 0)
 		return -1;
 	/* built on the stack; copied only if it has to wait (px_wb_answer) */
-	if (c->delayed == NULL &&
-	    co_synth_grant(&c->led.cr, rq->credit, &grant))
+	if (c->delayed == NULL && co_synth_grant(&c->led.cr,
+	    px_emit_msg_charge(c, msg), rq->credit, &grant))
 		return px_emit_synth(c, msg, n, rq->credit, grant,
 		    &c->cur_prot);
 	if ((copy = malloc(n)) == NULL)
@@ -604,14 +604,11 @@ px_wb_answer_status(struct px_conn *c, const struct smb2_hdr *rq,
 static bool
 absorb_ids(struct px_conn *c, const struct smb2_hdr *h)
 {
-	uint64_t charge = px_large_mtu(c) && h->credit_charge ?
-	    h->credit_charge : 1;
+	uint64_t charge = px_emit_charge(c, h->credit_charge);
 
 	if (co_pool_add(&c->led.pool, h->message_id, charge) == -1)
 		return false;
-	if (h->message_id + charge > c->led.cr.client_next)
-		c->led.cr.client_next = h->message_id + charge;
-	c->led.cr.client_outstanding++;
+	co_client_sent(&c->led.cr, h->message_id, charge, h->credit);
 	return true;
 }
 
@@ -649,9 +646,7 @@ px_wb_answer_read(struct px_conn *c, const struct smb2_hdr *rq,
 
 	if ((rsp = px_emit_read_rsp(rq, 0, st, data, n, &rlen)) == NULL)
 		return -1;
-	if (rq->message_id + charge > c->led.cr.client_next)
-		c->led.cr.client_next = rq->message_id + charge;
-	c->led.cr.client_outstanding++;
+	co_client_sent(&c->led.cr, rq->message_id, charge, rq->credit);
 	px_stats.requests[SMB2_READ]++;
 	return px_wb_answer(c, rq->credit, rsp, rlen);
 }
@@ -859,9 +854,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	if (!direct && o->wb.len == w.length)
 		px_relay_ops->arm_timer(c);
 	wb_account(c, (int64_t)w.length);
-	if (h->message_id + charge > c->led.cr.client_next)
-		c->led.cr.client_next = h->message_id + charge;
-	c->led.cr.client_outstanding++;
+	co_client_sent(&c->led.cr, h->message_id, charge, h->credit);
 	c->absorbed++;
 	px_stats.writes_absorbed++;
 	px_stats.bytes_absorbed += w.length;

@@ -207,14 +207,14 @@ test_bank_grants(void)
 	c.S = c.C = 101;
 	c.client_next = 11;
 	c.client_outstanding = 1;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 5, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 5, &g));
 	CU_ASSERT_EQUAL(g, 0);                /* bank empty: grant nothing */
 	c.S = 111;                            /* a flush brought 10 */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 5, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 5, &g));
 	CU_ASSERT_EQUAL(g, 5);                /* what the client asked */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 50, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 50, &g));
 	CU_ASSERT_EQUAL(g, 10);               /* capped by the bank */
-	CU_ASSERT_TRUE(co_synth_grant(&c, 0, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 0, &g));
 	CU_ASSERT_EQUAL(g, 1);                /* CreditRequest 0 counts as 1 */
 }
 
@@ -230,25 +230,25 @@ test_zero_credit_rule(void)
 	c.S = c.C = 51;
 	c.client_next = 51;
 	c.client_outstanding = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 1, &g));
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
 	/* another request of the client is in flight: its answer will grant */
 	c.client_outstanding = 2;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
 	/* ... unless the server answered it STATUS_PENDING (a CHANGE_NOTIFY
 	 * may never complete): the response must wait */
 	c.client_async = 1;
-	CU_ASSERT_FALSE(co_synth_grant(&c, 1, &g));
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
 	c.client_async = 0;
 	/* one credit in the bank is enough */
 	c.client_outstanding = 1;
 	c.S = 52;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	CU_ASSERT_EQUAL(g, 1);
 	/* the client still holds a credit: granting zero is fine */
 	c.S = c.C = 51;
 	c.client_next = 50;
-	CU_ASSERT_TRUE(co_synth_grant(&c, 1, &g));
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
 }
 
@@ -267,14 +267,14 @@ test_proxy_ask(void)
 
 	co_credits_init(&c);
 	/* granted all it asked: nothing to ask */
-	co_synth_granted(&c, 4, 4);
+	co_synth_granted(&c, 1, 4, 4);
 	CU_ASSERT_EQUAL(c.C, 5);
 	CU_ASSERT_EQUAL(c.ask, 0);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
 	/* asked 127, got 1 (the bank held 1): 126 to ask; a request of 0
 	 * counts as 1 */
-	co_synth_granted(&c, 127, 1);
-	co_synth_granted(&c, 0, 0);
+	co_synth_granted(&c, 1, 127, 1);
+	co_synth_granted(&c, 1, 0, 0);
 	CU_ASSERT_EQUAL(c.C, 6);
 	CU_ASSERT_EQUAL(c.ask, 127);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 128);
@@ -282,14 +282,172 @@ test_proxy_ask(void)
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1);
 	/* at most CO_ASK_STEP per request, CO_ASK_MAX in all */
 	for (int i = 0; i < 100; i++)
-		co_synth_granted(&c, 200, 0);
+		co_synth_granted(&c, 1, 200, 0);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX);
 	CU_ASSERT_EQUAL(co_proxy_ask(&c), 1 + CO_ASK_STEP);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
 	/* more granted than asked (a delayed answer given what there was)
 	 * takes nothing back */
-	co_synth_granted(&c, 1, 3);
+	co_synth_granted(&c, 1, 1, 3);
 	CU_ASSERT_EQUAL(c.ask, CO_ASK_MAX - CO_ASK_STEP);
+}
+
+/*
+ * An answer smbaccel makes replaces at least what its request spent, as
+ * smbd's would (its charge plus CreditRequest - 1): 1 MiB writes (charge
+ * 16) asking 1 were granted 1 each, and the client stopped at the
+ * fourteenth.  Never more than asked otherwise.
+ */
+static void
+test_synth_target(void)
+{
+	struct co_credits c;
+	uint16_t g;
+
+	co_credits_init(&c);
+	c.S = 301;
+	c.C = 101;
+	c.client_next = 11;
+	c.client_outstanding = 1;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 16, 1, &g));
+	CU_ASSERT_EQUAL(g, 16);               /* the charge, not 1 */
+	CU_ASSERT_TRUE(co_synth_grant(&c, 4, 8, &g));
+	CU_ASSERT_EQUAL(g, 8);                /* what it asked */
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 0, &g));
+	CU_ASSERT_EQUAL(g, 1);
+	c.S = 110;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 16, 1, &g));
+	CU_ASSERT_EQUAL(g, 9);                /* the bank's */
+	/* what it granted of its target is no shortfall */
+	co_synth_granted(&c, 16, 1, 9);
+	CU_ASSERT_EQUAL(c.owed_wait, 7);
+	CU_ASSERT_EQUAL(c.ask, 0);            /* it asked 1 and had it */
+	CU_ASSERT_EQUAL(c.C, 110);
+}
+
+/* n requests of charge ch asking rq each, sent back to back. */
+static void
+send_n(struct co_credits *c, int n, uint16_t ch, uint16_t rq)
+{
+	for (int i = 0; i < n; i++)
+		co_client_sent(c, c->client_next, ch, rq);
+}
+
+/*
+ * A client that asks no more credits than its requests spend keeps its
+ * window directly; through smbaccel an answer granted short (the bank was
+ * empty) left it a credit less for good: pipelining 4 KiB writes asking
+ * 1, a raw client went from 221 credits to 1.  What is short is owed and
+ * paid on later answers, once a request the client sent after reading
+ * the short answer (its ids lie past what it had then) did not ask it
+ * again.
+ */
+static void
+test_owed_exact(void)
+{
+	struct co_credits c;
+	uint16_t g;
+
+	co_credits_init(&c);
+	/* it built a window of 64 (asking more than it spends is how: that
+	 * is before any short answer and marks nothing) */
+	c.S = c.C = 65;
+	co_client_sent(&c, 1, 1, 64);
+	c.client_outstanding = 0;
+	CU_ASSERT_FALSE(c.own_window);
+	/* 8 writes in flight, the bank empty: the first answers grant 0 */
+	send_n(&c, 8, 1, 1);
+	CU_ASSERT_EQUAL(c.client_next, 10);
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 0);
+	co_synth_granted(&c, 1, 1, g);
+	c.client_outstanding--;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	co_synth_granted(&c, 1, 1, g);
+	c.client_outstanding--;
+	CU_ASSERT_EQUAL(c.owed_wait, 2);
+	CU_ASSERT_EQUAL(c.owed, 0);
+	CU_ASSERT_EQUAL(c.owed_after, 65);
+	/* a flush brought 10: owed is not paid yet, the client has not
+	 * shown whether it asks again */
+	c.S += 10;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 1);
+	co_synth_granted(&c, 1, 1, g);
+	c.client_outstanding--;
+	/* a request with ids it had before the short answers proves
+	 * nothing */
+	co_client_sent(&c, 10, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 0);
+	/* one that uses ids granted since does, by a margin (go-smb2 may
+	 * run a few ids ahead of its grants) */
+	c.client_next = 65 + CO_OWED_MARGIN;
+	co_client_sent(&c, 64 + CO_OWED_MARGIN, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 0);
+	co_client_sent(&c, 65 + CO_OWED_MARGIN, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 2);
+	CU_ASSERT_EQUAL(c.owed_wait, 0);
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 3);                /* 1 and the 2 owed */
+	co_synth_granted(&c, 1, 1, g);
+	CU_ASSERT_EQUAL(c.owed, 0);
+	CU_ASSERT_FALSE(c.own_window);
+	/* at most CO_ASK_MAX owed */
+	for (int i = 0; i < 600; i++)
+		co_synth_granted(&c, 16, 1, 0);
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait, CO_ASK_MAX);
+}
+
+/*
+ * A client that asks its shortfalls again itself (go-smb2 adds them to
+ * its next request's CreditRequest, and keeps at most 128 credits,
+ * dropping any surplus) must not be paid them twice: smbaccel would count
+ * credits the client dropped, and its zero-credit rule would leave the
+ * client with none and nothing in flight (a hang, t_goclient -j 16).  The
+ * first request after a short answer that asks more than its charge marks
+ * the connection for good: nothing owed, ever.
+ */
+static void
+test_owed_own_window(void)
+{
+	struct co_credits c;
+	uint16_t g;
+
+	co_credits_init(&c);
+	c.S = c.C = 129;                      /* session setup asked 127 */
+	co_client_sent(&c, 1, 1, 127);
+	c.client_outstanding = 0;
+	send_n(&c, 16, 1, 1);
+	co_synth_granted(&c, 1, 1, 0);        /* short: owed 1, waiting */
+	c.client_outstanding--;
+	CU_ASSERT_EQUAL(c.owed_wait, 1);
+	/* sent before it read the answer: asks its charge, proves nothing */
+	send_n(&c, 1, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 0);
+	/* then asks the shortfall again: marked, owed dropped */
+	send_n(&c, 1, 1, 2);
+	CU_ASSERT_TRUE(c.own_window);
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait, 0);
+	/* later: a request proving it read, a short answer: nothing owed,
+	 * and answers grant what was asked only */
+	c.S += 5;
+	co_client_sent(&c, 200, 1, 1);
+	co_synth_granted(&c, 1, 1, 0);
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait, 0);
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 2, &g));
+	CU_ASSERT_EQUAL(g, 2);
+	/* a client that always asks more (Samba's, impacket's 127) is
+	 * marked at its first request after the first short answer, sent
+	 * before it read it or not */
+	co_credits_init(&c);
+	c.S = c.C = 129;
+	send_n(&c, 4, 1, 127);
+	CU_ASSERT_FALSE(c.own_window);
+	co_synth_granted(&c, 1, 127, 0);
+	CU_ASSERT_EQUAL(c.owed_wait, 127);
+	send_n(&c, 1, 1, 127);
+	CU_ASSERT_TRUE(c.own_window);
+	CU_ASSERT_EQUAL(c.owed_wait, 0);
 }
 
 /*
@@ -890,6 +1048,10 @@ ut_register_coalesce(void)
 	CU_add_test(s, "zero-credit rule", test_zero_credit_rule);
 	CU_add_test(s, "compound grant split", test_compound_split);
 	CU_add_test(s, "credits asked for absorbed requests", test_proxy_ask);
+	CU_add_test(s, "answers replace the charge", test_synth_target);
+	CU_add_test(s, "owed to a client asking its charge", test_owed_exact);
+	CU_add_test(s, "nothing owed to a client asking again",
+	    test_owed_own_window);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "extent merge under", test_extent_merge_under);
