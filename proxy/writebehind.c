@@ -710,7 +710,11 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	size_t lim;
 	bool direct;
 
-	if (px_smb2_write_req_decode(e, &w) == -1)
+	/* data anywhere but right after the fixed part (0x70), or channel
+	 * info beside it: smbd refuses the first INVALID_PARAMETER, and
+	 * neither is what a client sends; the server's to answer */
+	if (px_smb2_write_req_decode(e, &w) == -1 ||
+	    w.data_offset != SMB2_HDR_LEN + 48 || w.channel_info_len != 0)
 		return PX_AB_FORWARD;
 	/* a server gone (closed, reset, a failed write, or spent by a
 	 * client that left inside a cut-through frame): what would be
