@@ -128,7 +128,8 @@ void co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
  *
  * Returns false when the response must wait: granting what the bank holds
  * would leave the client with zero credits and nothing else in flight
- * (DESIGN.md section 3 rule 3).  The caller keeps the response and triggers
+ * (DESIGN.md section 3 rule 3), or, for a multi-credit request, with fewer
+ * than its charge.  The caller keeps the response and triggers
  * a flush; the absorbed request itself must already be counted in
  * client_outstanding.
  */

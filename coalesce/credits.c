@@ -287,8 +287,11 @@ co_synth_grant(const struct co_credits *c, uint16_t charge,
 	/* credits the client will hold after this response */
 	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;
 	/* this response is one of client_outstanding; the others will bring
-	 * grants of their own, but for those gone async */
-	if (avail == 0 && co_awaited(c) <= 1)
+	 * grants of their own, but for those gone async.  The last one must
+	 * leave the client a credit, and as many as the request spent: a
+	 * client sending 128 KiB writes (charge 2) one at a time was left
+	 * with 1 by a short answer, and could send nothing more */
+	if (avail < (charge ? charge : 1) && co_awaited(c) <= 1)
 		return false;
 	return true;
 }

@@ -250,6 +250,17 @@ test_zero_credit_rule(void)
 	c.client_next = 50;
 	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	CU_ASSERT_EQUAL(g, 0);
+	/* ... unless this last answer is to a multi-credit request: it must
+	 * leave the client its charge (a client sending 128 KiB writes one
+	 * at a time was left with 1 credit, and could send nothing) */
+	CU_ASSERT_FALSE(co_synth_grant(&c, 2, 1, &g));
+	c.S = 52;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 2, 1, &g));
+	CU_ASSERT_EQUAL(g, 1);
+	c.client_outstanding = 2;             /* not the last: fine */
+	c.S = 51;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 2, 1, &g));
+	CU_ASSERT_EQUAL(g, 0);
 }
 
 /*
