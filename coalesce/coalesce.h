@@ -82,9 +82,14 @@ struct co_credits {
 	uint64_t owed;          /* payable on later synthesized answers */
 	uint64_t owed_wait;     /* not yet: the client has not shown it saw
 	                         * the shortfall and did not ask it again */
-	uint64_t owed_after;    /* C after the latest short answer: a request
-	                         * with ids CO_OWED_MARGIN past it was sent
-	                         * after the client read that answer */
+	uint64_t owed_after;    /* C after the latest short answer counted in
+	                         * owed_wait: a request with ids CO_OWED_MARGIN
+	                         * past it was sent after the client read
+	                         * that answer */
+	uint64_t owed_next;     /* shortfalls after those, waiting for their
+	                         * own proof (owed_next_after), so that new
+	                         * ones do not hold back the older */
+	uint64_t owed_next_after;
 	bool shorted;           /* an answer was short of its target */
 	bool own_window;        /* since then a request asked more than its
 	                         * charge: the client asks its shortfalls
@@ -108,7 +113,8 @@ static inline uint64_t co_bank(const struct co_credits *c)
  * request asking no more, with ids past owed_after (and CO_OWED_MARGIN),
  * shows the client read the short answer and did not ask again (go-smb2
  * sends its requests in id order, and the first it makes after reading
- * asks the shortfall again): owed_wait becomes payable.
+ * asks the shortfall again): owed_wait becomes payable, and owed_next,
+ * the shortfalls after it, waits for its own proof.
  */
 void co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
     uint16_t requested);

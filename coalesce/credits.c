@@ -218,10 +218,14 @@ co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
 		c->own_window = true;
 		c->owed = 0;
 		c->owed_wait = 0;
-	} else if (c->owed_wait &&
-	    mid + spent > c->owed_after + CO_OWED_MARGIN) {
+		c->owed_next = 0;
+		return;
+	}
+	while (c->owed_wait && mid + spent > c->owed_after + CO_OWED_MARGIN) {
 		c->owed += c->owed_wait;
-		c->owed_wait = 0;
+		c->owed_wait = c->owed_next;
+		c->owed_after = c->owed_next_after;
+		c->owed_next = 0;
 	}
 }
 
@@ -230,7 +234,8 @@ co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
     uint16_t g)
 {
 	uint64_t want = requested ? requested : 1;
-	uint64_t target = synth_target(charge, requested), paid;
+	uint64_t target = synth_target(charge, requested), paid, owing;
+	uint64_t short_by;
 
 	c->C += g;
 	if (want > g) {
@@ -245,11 +250,19 @@ co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
 		c->shorted = true;
 		if (c->own_window)
 			return;
-		c->owed_wait += target - g;
-		if (c->owed + c->owed_wait > CO_ASK_MAX)
-			c->owed_wait = c->owed < CO_ASK_MAX ?
-			    CO_ASK_MAX - c->owed : 0;
-		c->owed_after = c->C;
+		owing = c->owed + c->owed_wait + c->owed_next;
+		short_by = target - g;
+		if (owing + short_by > CO_ASK_MAX)
+			short_by = owing < CO_ASK_MAX ? CO_ASK_MAX - owing : 0;
+		if (short_by == 0)
+			return;
+		if (c->owed_wait == 0) {
+			c->owed_wait = short_by;
+			c->owed_after = c->C;
+		} else {
+			c->owed_next += short_by;
+			c->owed_next_after = c->C;
+		}
 	}
 }
 

@@ -376,7 +376,7 @@ test_owed_exact(void)
 	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	co_synth_granted(&c, 1, 1, g);
 	c.client_outstanding--;
-	CU_ASSERT_EQUAL(c.owed_wait, 2);
+	CU_ASSERT_EQUAL(c.owed_wait + c.owed_next, 2);
 	CU_ASSERT_EQUAL(c.owed, 0);
 	CU_ASSERT_EQUAL(c.owed_after, 65);
 	/* a flush brought 10: owed is not paid yet, the client has not
@@ -397,7 +397,7 @@ test_owed_exact(void)
 	CU_ASSERT_EQUAL(c.owed, 0);
 	co_client_sent(&c, 65 + CO_OWED_MARGIN, 1, 1);
 	CU_ASSERT_EQUAL(c.owed, 2);
-	CU_ASSERT_EQUAL(c.owed_wait, 0);
+	CU_ASSERT_EQUAL(c.owed_wait + c.owed_next, 0);
 	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
 	CU_ASSERT_EQUAL(g, 3);                /* 1 and the 2 owed */
 	co_synth_granted(&c, 1, 1, g);
@@ -406,7 +406,27 @@ test_owed_exact(void)
 	/* at most CO_ASK_MAX owed */
 	for (int i = 0; i < 600; i++)
 		co_synth_granted(&c, 16, 1, 0);
-	CU_ASSERT_EQUAL(c.owed + c.owed_wait, CO_ASK_MAX);
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait + c.owed_next, CO_ASK_MAX);
+
+	/* shortfalls that keep coming do not hold back the older ones: each
+	 * is payable once its own proof comes */
+	co_credits_init(&c);
+	c.S = c.C = 65;
+	co_client_sent(&c, 1, 1, 64);
+	co_synth_granted(&c, 1, 1, 0);        /* short at C 65 */
+	c.C += 40;                            /* forwarded answers granted */
+	co_synth_granted(&c, 4, 4, 1);        /* short by 3 at C 106 */
+	co_synth_granted(&c, 1, 1, 0);        /* short at C 106 */
+	CU_ASSERT_EQUAL(c.owed_wait, 1);
+	CU_ASSERT_EQUAL(c.owed_next, 4);
+	co_client_sent(&c, 65 + CO_OWED_MARGIN, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 1);
+	CU_ASSERT_EQUAL(c.owed_wait, 4);
+	CU_ASSERT_EQUAL(c.owed_next, 0);
+	CU_ASSERT_EQUAL(c.owed_after, 106);
+	co_client_sent(&c, 106 + CO_OWED_MARGIN, 1, 1);
+	CU_ASSERT_EQUAL(c.owed, 5);
+	CU_ASSERT_EQUAL(c.owed_wait, 0);
 }
 
 /*
@@ -438,7 +458,7 @@ test_owed_own_window(void)
 	/* then asks the shortfall again: marked, owed dropped */
 	send_n(&c, 1, 1, 2);
 	CU_ASSERT_TRUE(c.own_window);
-	CU_ASSERT_EQUAL(c.owed + c.owed_wait, 0);
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait + c.owed_next, 0);
 	/* later: a request proving it read, a short answer: nothing owed,
 	 * and answers grant what was asked only */
 	c.S += 5;
