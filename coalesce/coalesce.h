@@ -82,10 +82,10 @@ struct co_credits {
 	uint64_t owed;          /* payable on later synthesized answers */
 	uint64_t owed_wait;     /* not yet: the client has not shown it saw
 	                         * the shortfall and did not ask it again */
-	uint64_t owed_after;    /* C after the latest short answer counted in
-	                         * owed_wait: a request with ids CO_OWED_MARGIN
-	                         * past it was sent after the client read
-	                         * that answer */
+	uint64_t owed_after;    /* C after the short answer owed_wait counts:
+	                         * a request with ids CO_OWED_MARGIN past it
+	                         * was sent after the client read that
+	                         * answer */
 	uint64_t owed_next;     /* shortfalls after those, waiting for their
 	                         * own proof (owed_next_after), so that new
 	                         * ones do not hold back the older */
@@ -146,9 +146,9 @@ bool co_synth_grant(const struct co_credits *c, uint16_t charge,
  * A synthesized response granted g credits to a request of that charge
  * that asked for requested (0 counts as 1): C grows by g; what the client
  * asked beyond g is remembered in ask (at most CO_ASK_MAX), for
- * co_proxy_ask; what g falls short of the target is owed (owed_wait, at
- * most CO_ASK_MAX with owed) unless own_window; what it grants beyond the
- * target pays owed.
+ * co_proxy_ask; what g falls short of the target is owed (owed_wait if
+ * nothing waits yet, else owed_next; at most CO_ASK_MAX in all) unless
+ * own_window; what it grants beyond the target pays owed.
  */
 void co_synth_granted(struct co_credits *c, uint16_t charge,
     uint16_t requested, uint16_t g);
