@@ -16,8 +16,7 @@ require_smbaccel "CANCEL of a READ waiting for read-ahead"
 export WB_SMB_TIMEOUT=20
 
 start_smbd
-mk() { head -c 262144 /dev/zero | tr "\0" A > "$SHARE_DIR/$1"; chmod 666 "$SHARE_DIR/$1"; }
-mk cancel-direct
+share_file_a cancel-direct
 out=$(timeout 60 "$PY" "$TESTS_DIR/ra_cancel.py" "$SMBD_PORT" cancel-direct 2>&1) ||
     fail "ra_cancel.py fails directly against smbd: $out"
 info "direct: $(echo $out)"
@@ -26,7 +25,7 @@ RELAY_PORT=$(free_port) || fail "no free port"
 bg "$PY" "$TESTS_DIR/slowfetch.py" "$RELAY_PORT" "$SMBD_PORT" 2 2>>"$T/slowfetch.log"
 wait_port "$RELAY_PORT" 10 || fail "slowfetch.py is not accepting"
 PROXY_UPSTREAM=127.0.0.1:$RELAY_PORT PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = off" "read_ahead = always" > /dev/null
-mk cancel-proxy
+share_file_a cancel-proxy
 w0=$(stat_get ra_waits)
 out=$(timeout 60 "$PY" "$TESTS_DIR/ra_cancel.py" "$PROXY_PORT" cancel-proxy 2>&1)
 rc=$?
@@ -44,7 +43,7 @@ R2=$(free_port) || fail "no free port"
 bg "$PY" "$TESTS_DIR/slowfetch.py" "$R2" "$SMBD_PORT" never 2>>"$T/slowfetch2.log"
 wait_port "$R2" 10 || fail "slowfetch.py never is not accepting"
 PROXY_UPSTREAM=127.0.0.1:$R2 PROXY_SHARE_SECTION=no start_proxy "server_timeout = 3s" "[share share]" "write_behind = off" "read_ahead = always" > /dev/null
-mk cancel-never
+share_file_a cancel-never
 t0=$(now)
 out=$(timeout 60 "$PY" "$TESTS_DIR/ra_cancel.py" "$PROXY_PORT" cancel-never 2>&1)
 rc=$?

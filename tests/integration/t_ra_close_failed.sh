@@ -15,9 +15,8 @@ require_smbaccel "read-ahead after a failed CLOSE"
 export WB_SMB_TIMEOUT=20
 
 start_smbd
-mk() { head -c 262144 /dev/zero | tr "\0" A > "$SHARE_DIR/$1"; chmod 666 "$SHARE_DIR/$1"; }
 for m in tree session; do
-	mk "cf-direct-$m"
+	share_file_a "cf-direct-$m"
 	out=$(timeout 60 "$PY" "$TESTS_DIR/ra_closefail.py" "$SMBD_PORT" "cf-direct-$m" $m 2>&1) ||
 	    fail "ra_closefail.py $m fails directly against smbd: $out"
 	info "direct: $(echo $out)"
@@ -25,7 +24,7 @@ done
 for wb in off always; do
 	PROXY_SHARE_SECTION=no start_proxy "" "[share share]" "write_behind = $wb" "read_ahead = always" > /dev/null
 	for m in tree session; do
-		mk "cf-$wb-$m"
+		share_file_a "cf-$wb-$m"
 		h0=$(stat_get ra_hits)
 		out=$(timeout 60 "$PY" "$TESTS_DIR/ra_closefail.py" "$PROXY_PORT" "cf-$wb-$m" $m 2>&1)
 		rc=$?

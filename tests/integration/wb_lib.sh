@@ -84,6 +84,10 @@ problems_end() {
 	[ -z "$WB_PROBLEMS" ] || fail "problems:$WB_PROBLEMS"
 }
 
+# share_file_a NAME: a 256 KiB file of b"A" on the share, writable by all
+# (what the read-ahead tests read, and overwrite through another handle)
+share_file_a() { head -c 262144 /dev/zero | tr "\0" A > "$SHARE_DIR/$1"; chmod 666 "$SHARE_DIR/$1"; }
+
 # stats_snap NAME: save `smbaccelctl stats --json` as $T/NAME.stats.json.
 stats_snap() { ctl stats --json > "$T/$1.stats.json" 2>/dev/null || echo '{}' > "$T/$1.stats.json"; }
 
