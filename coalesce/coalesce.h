@@ -90,6 +90,11 @@ struct co_credits {
 	                         * own proof (owed_next_after), so that new
 	                         * ones do not hold back the older */
 	uint64_t owed_next_after;
+	uint64_t unproven;      /* of owed_wait and owed_next, paid on a last
+	                         * awaited answer before their proof */
+	uint64_t doubt;         /* credits of C the client may have dropped:
+	                         * paid unproven to one that then asked them
+	                         * again (go-smb2 drops above 128) */
 	bool shorted;           /* an answer was short of its target */
 	bool own_window;        /* since then a request asked more than its
 	                         * charge: the client asks its shortfalls
@@ -130,14 +135,21 @@ void co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
  * request spent is replaced, more only if asked (smbd grants charge +
  * requested - 1; a client asking no more than its charge keeps its window
  * so).  Plus what earlier answers owe (owed), unless the client manages
- * its own window.  Capped by the bank.
+ * its own window; the last answer the client awaits also pays what waits
+ * for its proof (owed_wait, owed_next): a client with nothing else in
+ * flight sends no request that could prove it, and one asking exactly its
+ * charge was left with 1 or 2 credits and could not send a 256 KiB READ
+ * (charge 4).  Capped by the bank.  The credits the client will hold
+ * count without doubt (credits it may have dropped).
  *
  * Returns false when the response must wait: granting what the bank holds
  * would leave the client with zero credits and nothing else in flight
  * (DESIGN.md section 3 rule 3), or, for a multi-credit request, with fewer
- * than its charge.  The caller keeps the response and triggers
- * a flush; the absorbed request itself must already be counted in
- * client_outstanding.
+ * than its charge; or the last answer cannot pay all that is owed.  The
+ * caller keeps the response and triggers a flush (the answers refill the
+ * bank), and sends it with what the bank holds once none of smbaccel's
+ * requests is in flight; the absorbed request itself must already be
+ * counted in client_outstanding.
  */
 bool co_synth_grant(const struct co_credits *c, uint16_t charge,
     uint16_t requested, uint16_t *grant) CO_MUSTCHECK;

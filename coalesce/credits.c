@@ -214,19 +214,28 @@ co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
 		return;
 	if (requested > spent) {
 		/* asks again itself (or always asks more): paying what is
-		 * owed too would pay twice */
+		 * owed too would pay twice; what a last answer paid before
+		 * the proof may have been paid twice, and dropped by a
+		 * client that keeps no more than a cap */
 		c->own_window = true;
 		c->owed = 0;
 		c->owed_wait = 0;
 		c->owed_next = 0;
-		return;
+		c->doubt += c->unproven;
+		c->unproven = 0;
+		goto used;
 	}
 	while (c->owed_wait && mid + spent > c->owed_after + CO_OWED_MARGIN) {
 		c->owed += c->owed_wait;
 		c->owed_wait = c->owed_next;
 		c->owed_after = c->owed_next_after;
 		c->owed_next = 0;
+		c->unproven = 0;        /* it does not ask again: paid once */
 	}
+used:
+	/* ids it used it held: no more in doubt than it has not used */
+	if (c->doubt > (c->C > c->client_next ? c->C - c->client_next : 0))
+		c->doubt = c->C > c->client_next ? c->C - c->client_next : 0;
 }
 
 void
@@ -235,7 +244,7 @@ co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
 {
 	uint64_t want = requested ? requested : 1;
 	uint64_t target = synth_target(charge, requested), paid, owing;
-	uint64_t short_by;
+	uint64_t short_by, extra;
 
 	c->C += g;
 	if (want > g) {
@@ -244,8 +253,24 @@ co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
 			c->ask = CO_ASK_MAX;
 	}
 	if (g > target) {
-		paid = g - target < c->owed ? g - target : c->owed;
+		/* what is owed first, then (a last answer) what waited for
+		 * its proof, oldest first */
+		extra = g - target;
+		paid = extra < c->owed ? extra : c->owed;
 		c->owed -= paid;
+		extra -= paid;
+		paid = extra < c->owed_wait ? extra : c->owed_wait;
+		c->owed_wait -= paid;
+		c->unproven += paid;
+		extra -= paid;
+		if (c->owed_wait == 0 && c->owed_next) {
+			c->owed_wait = c->owed_next;
+			c->owed_after = c->owed_next_after;
+			c->owed_next = 0;
+		}
+		paid = extra < c->owed_wait ? extra : c->owed_wait;
+		c->owed_wait -= paid;
+		c->unproven += paid;
 	} else if (g < target) {
 		c->shorted = true;
 		if (c->own_window)
@@ -289,22 +314,28 @@ co_synth_grant(const struct co_credits *c, uint16_t charge,
 {
 	uint64_t want = synth_target(charge, requested);
 	uint64_t bank = c->S - c->C;
-	uint64_t g, avail;
+	uint64_t g, avail, owe = 0;
+	bool last = co_awaited(c) <= 1;
 
 	if (!c->own_window)
-		want += c->owed;
+		owe = c->owed + (last ? c->owed_wait + c->owed_next : 0);
+	want += owe;
 	g = want < bank ? want : bank;
 	if (g > UINT16_MAX)
 		g = UINT16_MAX;
 	*grant = (uint16_t)g;
-	/* credits the client will hold after this response */
+	/* credits the client will hold after this response, less those it
+	 * may have dropped */
 	avail = c->C + g > c->client_next ? c->C + g - c->client_next : 0;
+	avail = avail > c->doubt ? avail - c->doubt : 0;
+	if (last && owe > 0 && g < want)
+		return false;   /* the answers to smbaccel's requests pay it */
 	/* this response is one of client_outstanding; the others will bring
 	 * grants of their own, but for those gone async.  The last one must
 	 * leave the client a credit, and as many as the request spent: a
 	 * client sending 128 KiB writes (charge 2) one at a time was left
 	 * with 1 by a short answer, and could send nothing more */
-	if (avail < (charge ? charge : 1) && co_awaited(c) <= 1)
+	if (avail < (charge ? charge : 1) && last)
 		return false;
 	return true;
 }

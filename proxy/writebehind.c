@@ -568,6 +568,10 @@ px_wb_answer(struct px_conn *c, uint16_t credit_request, uint8_t *msg,
 		 * reserve, and the held answer would wait for ever */
 		if (c->proxy_inflight == 0)
 			px_emit_release_reserve(c);
+		/* still nothing to refill the bank (held for what is owed,
+		 * with nothing to flush): sent with what the bank holds */
+		if (c->proxy_inflight == 0)
+			px_emit_send_delayed(c);
 	}
 	return 0;
 }

@@ -482,6 +482,77 @@ test_owed_own_window(void)
 }
 
 /*
+ * The last answer a client awaits pays also what waits for its proof: a
+ * client with nothing else in flight sends nothing that could prove it,
+ * and t_credits' raw client, after 1,500 pipelined 4 KiB writes asking 1,
+ * was left with 1 or 2 credits for its 256 KiB READ (charge 4) in about
+ * one run in five.  While the bank cannot pay it all, that answer waits
+ * (for the answers to smbaccel's requests).  Paid so to a client that
+ * then asks it again (go-smb2 drops credits above 128), it is in doubt:
+ * the zero-credit rule does not count it.
+ */
+static void
+test_owed_last_answer(void)
+{
+	struct co_credits c;
+	uint16_t g;
+
+	co_credits_init(&c);
+	c.S = c.C = 65;
+	send_n(&c, 64, 1, 1);                 /* 64 pipelined, asking 1 */
+	co_synth_granted(&c, 1, 1, 0);        /* short: waits for proof */
+	c.client_outstanding--;
+	co_synth_granted(&c, 1, 1, 0);
+	c.client_outstanding--;
+	CU_ASSERT_EQUAL(c.owed, 0);
+	CU_ASSERT_EQUAL(c.owed_wait + c.owed_next, 2);
+	c.client_outstanding = 1;             /* the last one awaited */
+	c.S = c.C + 2;                        /* the bank holds 2 */
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));  /* 3 due: waits */
+	CU_ASSERT_EQUAL(g, 2);
+	c.S = c.C + 5;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 3);                /* its 1 and the 2 unproven */
+	co_synth_granted(&c, 1, 1, g);
+	c.client_outstanding--;
+	CU_ASSERT_EQUAL(c.owed + c.owed_wait + c.owed_next, 0);
+	CU_ASSERT_EQUAL(c.unproven, 2);
+	/* not the last: what waits for proof is not paid */
+	co_credits_init(&c);
+	c.S = c.C = 65;
+	send_n(&c, 64, 1, 1);
+	co_synth_granted(&c, 1, 1, 0);
+	c.client_outstanding--;
+	c.S = c.C + 10;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 1);
+	/* a proof that it does not ask again: nothing in doubt */
+	co_credits_init(&c);
+	c.S = c.C = 65;
+	send_n(&c, 64, 1, 1);
+	co_synth_granted(&c, 1, 1, 0);
+	c.client_outstanding = 1;
+	c.S = c.C + 4;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	co_synth_granted(&c, 1, 1, g);        /* paid 1 unproven */
+	c.client_outstanding = 0;
+	CU_ASSERT_EQUAL(c.unproven, 1);
+	co_client_sent(&c, c.client_next, 1, 2);   /* asks it again */
+	CU_ASSERT_TRUE(c.own_window);
+	CU_ASSERT_EQUAL(c.unproven, 0);
+	CU_ASSERT_EQUAL(c.doubt, 1);
+	/* the last answer must leave it a credit not counting the doubt:
+	 * with the client at 1 in smbaccel's count, granting 0 waits */
+	c.S = c.C;
+	c.C = c.client_next + 1;
+	c.S = c.C;
+	CU_ASSERT_FALSE(co_synth_grant(&c, 1, 1, &g));
+	c.S = c.C + 1;
+	CU_ASSERT_TRUE(co_synth_grant(&c, 1, 1, &g));
+	CU_ASSERT_EQUAL(g, 1);
+}
+
+/*
  * The grant of a CLOSE sent with its flush (smbd puts the whole
  * compound's grant on the last answer): the bank takes back what its
  * WRITEs would have been granted alone, the client keeps the rest and
@@ -1083,6 +1154,8 @@ ut_register_coalesce(void)
 	CU_add_test(s, "owed to a client asking its charge", test_owed_exact);
 	CU_add_test(s, "nothing owed to a client asking again",
 	    test_owed_own_window);
+	CU_add_test(s, "the last answer pays what waits for proof",
+	    test_owed_last_answer);
 	CU_add_test(s, "extent append/take", test_extent);
 	CU_add_test(s, "extent growth", test_extent_grow);
 	CU_add_test(s, "extent merge under", test_extent_merge_under);
