@@ -201,11 +201,21 @@ synth_target(uint16_t charge, uint16_t requested)
 	return t ? t : 1;
 }
 
+/* The shortfalls after owed_wait's (owed_next) become the ones waiting
+ * for their proof. */
+static void
+owed_advance(struct co_credits *c)
+{
+	c->owed_wait = c->owed_next;
+	c->owed_after = c->owed_next_after;
+	c->owed_next = 0;
+}
+
 void
 co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
     uint16_t requested)
 {
-	uint64_t spent = charge ? charge : 1;
+	uint64_t spent = charge ? charge : 1, left;
 
 	if (mid + spent > c->client_next)
 		c->client_next = mid + spent;
@@ -227,15 +237,14 @@ co_client_sent(struct co_credits *c, uint64_t mid, uint64_t charge,
 	}
 	while (c->owed_wait && mid + spent > c->owed_after + CO_OWED_MARGIN) {
 		c->owed += c->owed_wait;
-		c->owed_wait = c->owed_next;
-		c->owed_after = c->owed_next_after;
-		c->owed_next = 0;
+		owed_advance(c);
 		c->unproven = 0;        /* it does not ask again: paid once */
 	}
 used:
 	/* ids it used it held: no more in doubt than it has not used */
-	if (c->doubt > (c->C > c->client_next ? c->C - c->client_next : 0))
-		c->doubt = c->C > c->client_next ? c->C - c->client_next : 0;
+	left = c->C > c->client_next ? c->C - c->client_next : 0;
+	if (c->doubt > left)
+		c->doubt = left;
 }
 
 void
@@ -259,18 +268,14 @@ co_synth_granted(struct co_credits *c, uint16_t charge, uint16_t requested,
 		paid = extra < c->owed ? extra : c->owed;
 		c->owed -= paid;
 		extra -= paid;
-		paid = extra < c->owed_wait ? extra : c->owed_wait;
-		c->owed_wait -= paid;
-		c->unproven += paid;
-		extra -= paid;
-		if (c->owed_wait == 0 && c->owed_next) {
-			c->owed_wait = c->owed_next;
-			c->owed_after = c->owed_next_after;
-			c->owed_next = 0;
+		while (extra > 0 && c->owed_wait > 0) {
+			paid = extra < c->owed_wait ? extra : c->owed_wait;
+			c->owed_wait -= paid;
+			c->unproven += paid;
+			extra -= paid;
+			if (c->owed_wait == 0)
+				owed_advance(c);
 		}
-		paid = extra < c->owed_wait ? extra : c->owed_wait;
-		c->owed_wait -= paid;
-		c->unproven += paid;
 	} else if (g < target) {
 		c->shorted = true;
 		if (c->own_window)
