@@ -590,9 +590,9 @@ px_side_draining_peer(const struct px_conn *c)
 /*
  * Drop what x's client sent and smbaccel had not handled: frames stalled
  * behind a flush, the memory budget or the client's output queue, never
- * answered.  Returns how many frames (a compound is one).
+ * answered; counted (a compound is one frame) and logged.
  */
-static size_t
+static void
 drop_unhandled(struct px_conn *x, const struct px_conn *by)
 {
 	struct px_side *s = &px_link_of(x)->cli;
@@ -613,7 +613,6 @@ drop_unhandled(struct px_conn *x, const struct px_conn *by)
 	    "and smbaccel had not handled (never answered) dropped; what "
 	    "smbaccel acknowledged is still written first",
 	    (unsigned long long)x->id, (unsigned long long)by->id, n, len);
-	return n;
 }
 
 /*
@@ -643,7 +642,7 @@ again:
 		if (!drains_for(x, c) || px_buf_len(&s->in) == 0 ||
 		    s->stream_left > 0)
 			continue;
-		(void)drop_unhandled(x, c);
+		drop_unhandled(x, c);
 		kick(x);
 		goto again;
 	}
