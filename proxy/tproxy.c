@@ -352,6 +352,52 @@ done:
 	return rc;
 }
 
+/*
+ * Rules tagged as ours (proto 177) that this smbaccel neither added nor
+ * adopted: left by one that was killed before it could remove them and
+ * ran with another tproxy_mark or tproxy_table, or belonging to another
+ * instance that runs now.  They are not ours to remove (the other
+ * instance would lose its interception), and harmless while their mark
+ * is set by no firewall rule, but they outlive every restart: each is
+ * named once at setup, with the commands that remove it.  Rules only:
+ * reading the routes would dump a router's whole table.
+ */
+static void
+warn_foreign(struct nl_sock *sk, int family, uint32_t mark, uint32_t table)
+{
+	struct nl_cache *cache = NULL;
+	struct nl_object *o;
+	const char *f = fam_flag(family);
+
+	if (rtnl_rule_alloc_cache(sk, family, &cache) < 0)
+		return;
+	for (o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+		struct rtnl_rule *x = (struct rtnl_rule *)o;
+		uint32_t t = rtnl_rule_get_table(x), m = rtnl_rule_get_mark(x);
+		char tn[16], flush[64] = "";
+
+		if (rtnl_rule_get_family(x) != family || !has_tag(x) ||
+		    (m == mark && (rule_equiv(x, family, mark, "lo",
+		    RT_TABLE_MAIN) || rule_equiv(x, family, mark, NULL, table))))
+			continue;
+		if (t == RT_TABLE_MAIN)
+			snprintf(tn, sizeof(tn), "main");
+		else {
+			snprintf(tn, sizeof(tn), "%u", t);
+			snprintf(flush, sizeof(flush), "; ip %s route flush "
+			    "table %u proto %u", f, t, PX_TPROXY_PROTO);
+		}
+		log_warnx("tproxy: rule pref %u fwmark %#x lookup %s proto %u "
+		    "was installed by another smbaccel (another tproxy_mark or "
+		    "tproxy_table, killed before it could remove it, or "
+		    "running now); left as it is.  If no smbaccel uses fwmark "
+		    "%#x, remove it: ip %s rule del pref %u fwmark %#x lookup "
+		    "%s%s", rtnl_rule_get_prio(x), m, tn, PX_TPROXY_PROTO, m, f,
+		    rtnl_rule_get_prio(x), m, tn, flush);
+	}
+	nl_cache_free(cache);
+}
+
 /* The local route needs lo up (IPv6 refuses it otherwise: ENETDOWN). */
 static bool
 lo_is_up(void)
@@ -457,6 +503,7 @@ px_tproxy_setup(uint32_t mark, uint32_t table)
 			nl_socket_free(sk);
 			return -1;
 		}
+		warn_foreign(sk, f, mark, table);
 	}
 	nl_socket_free(sk);
 	log_info("tproxy: policy routing in place (fwmark %#x -> table %u)",

@@ -29,7 +29,11 @@
 #     leftover routing and removes it at stop;
 #  7. deploy/nftables.conf as shipped: intercepted while smbaccel runs;
 #     after SIGKILL new connections go straight to the server (nft tproxy
-#     fails open by itself); after a restart they are intercepted again.
+#     fails open by itself); after a restart they are intercepted again;
+#  8. after a SIGKILL, a start with another tproxy_mark and tproxy_table
+#     names each of the dead one's rules once (per family), with the
+#     commands that remove them, and leaves them; running those commands
+#     leaves no routing tagged 177.
 . "$(dirname "$0")/lib.sh"
 . "$TESTS_DIR/netns.sh"
 
@@ -278,4 +282,35 @@ else
 	stop_proxy
 	assert_routing_gone "SIGTERM after adoption"
 fi
+
+# ---- 8. leftovers of another mark and table
+info "8. SIGKILL, then a start with another tproxy_mark and tproxy_table"
+ns_start_proxy tproxy "tproxy_mark = $MARK" "tproxy_table = $TABLE"
+ns_kill_proxy
+from=$(wc -l < "$PROXY_LOG")
+ns_start_proxy tproxy "tproxy_mark = 0x2" "tproxy_table = 101"
+tail -n +"$((from + 1))" "$PROXY_LOG" | grep "was installed by another smbaccel" > "$T/foreign.log" || true
+cat "$T/foreign.log"
+for f in -4 -6; do
+	for want in "pref 32000 fwmark 0x1 lookup main" "pref 32001 fwmark 0x1 lookup $TABLE"; do
+		grep -q -- "$want proto 177 .*ip $f rule del $want" "$T/foreign.log" ||
+		    { routing_state; fail "no warning naming the leftover ip $f rule '$want' with its removal"; }
+	done
+	grep -q -- "ip $f rule del pref 32001 fwmark 0x1 lookup $TABLE; ip $f route flush table $TABLE proto 177" "$T/foreign.log" ||
+	    fail "the ip $f warning does not say how to flush table $TABLE's leftover route"
+done
+assert_eq 0 "$(head -n "$from" "$PROXY_LOG" | grep -c "installed by another smbaccel")" \
+    "leftover warnings in sections 1-7 (none of their rules was another instance's)"
+n=$(grep -c . "$T/foreign.log")
+assert_eq 4 "$n" "leftover rules named (two per family; none of the running instance's own)"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status after SIGTERM"
+left=$(ns_tagged_routing "$NS_ROUTER")
+echo "$left" | grep -q "fwmark 0x2" && fail "the stopped instance left its own fwmark 0x2 routing"
+echo "$left" | grep -q "fwmark 0x1 lookup $TABLE" || fail "another instance's rules were removed (only named)"
+# the commands the warnings give remove them all
+sed 's/.*remove it: //' "$T/foreign.log" | tr ';' '\n' | while read -r cmd; do
+	[ -n "$cmd" ] && nsx "$NS_ROUTER" $cmd
+done
+assert_routing_gone "the commands of the warnings run"
 info "PASS"
