@@ -135,6 +135,8 @@ static const struct setting settings[] = {
 	  GLOB(read_cache_memory), .def = "256M", .min = MIB, .max = TIB },
 	{ .name = "read_cache_dir", .type = T_STRING, GLOB(read_cache_dir),
 	  .flags = F_ABSPATH, .def = "", .min = 0, .max = POL_PATH_MAX - 32 },
+	{ .name = "state_dir", .type = T_STRING, GLOB(state_dir),
+	  .flags = F_ABSPATH, .def = "", .min = 0, .max = POL_PATH_MAX - 32 },
 	{ .name = "read_cache_disk", .type = T_SIZE, GLOB(read_cache_disk),
 	  .def = "1G", .min = MIB, .max = 64 * TIB },
 	{ .name = "secrets", .type = T_STRING, GLOB(secrets),

@@ -86,6 +86,8 @@ struct pol_global {
 	uint64_t read_ahead_memory;
 	uint64_t read_cache_memory;       /* document cache, in memory */
 	char read_cache_dir[POL_PATH_MAX + 1]; /* its store; "" = none */
+	char state_dir[POL_PATH_MAX + 1];  /* lost-open records kept across
+	                                    * a restart; "" = none */
 	uint64_t read_cache_disk;         /* ... bounded to this */
 	char secrets[POL_PATH_MAX + 1];   /* "" when none */
 	enum pol_log_level log_level;

@@ -13,13 +13,19 @@
  * multichannel sessions (bind_wait); and a client's durable reconnect
  * against its previous connection: it waits for that one's close
  * (reopen_wait) and gets the error of the data lost with it
- * (lost_keep, lost_reopened).  Only clients that bypass this smbaccel can
+ * (lost_keep, lost_reopened), also after a restart of smbaccel
+ * (state_dir: px_coh_lost_save, px_coh_lost_load).  Only clients that bypass this smbaccel can
  * see stale data.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 #include <netinet/in.h>
 
 #include "proxy/coherence.h"
@@ -701,6 +707,184 @@ lost_reopened(struct px_conn *c, struct px_open *o)
 		    (unsigned long long)l->bytes, (unsigned long long)l->conn_id,
 		    o->failed_status);
 	}
+}
+
+/*
+ * The records outlive a restart through state_dir.  A flush that fails
+ * while smbaccel stops (SIGTERM's drain: a server gone or full) loses
+ * data that was acknowledged, and the client, whose connection the stop
+ * ended, reconnects its durable handles to the next smbaccel: without
+ * the records it would go on as if its writes had landed.  At exit the
+ * records still current are written to STATE_DIR/lost-opens (0600,
+ * through a temporary file and a rename), at start they are read back
+ * and the file removed, so a record is used once.  One line a record:
+ *   SERVER PERSISTENT-ID CONN BYTES STATUS LOST-AT
+ * (hexadecimal id and status, LOST-AT in ms since the epoch; '#' starts a
+ * comment).  A line that does not parse is logged and skipped.
+ */
+#define LOST_FILE     "lost-opens"
+
+static double
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void
+px_coh_lost_save(const char *dir)
+{
+	double now = px_now_ms(), wall = wall_ms();
+	unsigned int i, n = 0;
+	int dfd, fd;
+	FILE *f;
+
+	for (i = 0; i < LOST_MAX; i++)
+		if (lost_opens[i].at != 0 &&
+		    now - lost_opens[i].at <= LOST_KEEP_MS)
+			n++;
+	if (dir[0] == '\0') {
+		if (n > 0)
+			log_warnx("%u durable open(s) that lost acknowledged "
+			    "data are forgotten at exit (no state_dir): their "
+			    "reconnects to the next smbaccel will not get the "
+			    "error", n);
+		return;
+	}
+	if ((dfd = px_private_dir(dir, "state_dir", "records of lost data "
+	    "not kept")) == -1)
+		return;
+	if (n == 0) {
+		(void)unlinkat(dfd, LOST_FILE, 0);
+		close(dfd);
+		return;
+	}
+	if ((fd = openat(dfd, LOST_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
+	    (f = fdopen(fd, "w")) == NULL) {
+		log_warn("state_dir: cannot write %s/%s.tmp", dir, LOST_FILE);
+		if (fd != -1)
+			close(fd);
+		close(dfd);
+		return;
+	}
+	fprintf(f, "# smbaccel: durable opens that lost acknowledged data\n"
+	    "# server persistent-id conn bytes status lost-at(ms)\n");
+	for (i = 0; i < LOST_MAX; i++) {
+		const struct lost_open *l = &lost_opens[i];
+
+		if (l->at != 0 && now - l->at <= LOST_KEEP_MS)
+			fprintf(f, "%s 0x%" PRIx64 " %" PRIu64 " %" PRIu64
+			    " 0x%08" PRIx32 " %.0f\n", l->server, l->persistent,
+			    l->conn_id, l->bytes, l->status,
+			    wall - (now - l->at));
+	}
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 ||
+	    renameat(dfd, LOST_FILE ".tmp", dfd, LOST_FILE) != 0)
+		log_warn("state_dir: cannot write %s/%s", dir, LOST_FILE);
+	else
+		log_info("state_dir: %u record(s) of durable opens that lost "
+		    "acknowledged data kept in %s/%s for their reconnects",
+		    n, dir, LOST_FILE);
+	close(dfd);
+}
+
+/* One line of the file into l; NULL, or why it is refused. */
+static const char *
+lost_parse(const char *line, double wall, struct lost_open *l)
+{
+	char server[sizeof(l->server) + 1];
+	unsigned long long id, conn, bytes;
+	unsigned int status;
+	double at;
+	int end = 0;
+
+	if (sscanf(line, "%64s %llx %llu %llu %x %lf %n", server, &id, &conn,
+	    &bytes, &status, &at, &end) != 6 || line[end] != '\0')
+		return "not SERVER ID CONN BYTES STATUS LOST-AT";
+	if (strlen(server) >= sizeof(l->server))
+		return "server name too long";
+	if (status == 0)
+		return "status 0 is not an error";
+	if (!(at > 0) || at > wall + 60e3)
+		return "lost-at is not a time up to now";
+	if (wall - at > LOST_KEEP_MS)
+		return NULL;    /* past its keep: dropped silently */
+	snprintf(l->server, sizeof(l->server), "%s", server);
+	l->persistent = id;
+	l->conn_id = conn;
+	l->bytes = bytes;
+	l->status = status;
+	l->at = px_now_ms() - (wall - at > 0 ? wall - at : 0);
+	return NULL;
+}
+
+void
+px_coh_lost_load(const char *dir)
+{
+	char path[POL_PATH_MAX + 32], line[256];
+	double wall = wall_ms();
+	unsigned int n = 0, no = 0;
+	int dfd, fd;
+	FILE *f;
+
+	if (dir[0] == '\0' || (dfd = px_private_dir(dir, "state_dir",
+	    "records of lost data not kept")) == -1)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", dir, LOST_FILE);
+	if ((fd = openat(dfd, LOST_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==
+	    -1 || (f = fdopen(fd, "r")) == NULL) {
+		if (errno != ENOENT)
+			log_warn("state_dir: cannot read %s", path);
+		if (fd != -1)
+			close(fd);
+		close(dfd);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		struct lost_open *l = &lost_opens[lost_next];
+		size_t len = strlen(line);
+		const char *why;
+
+		no++;
+		if (len > 0 && line[len - 1] != '\n' && !feof(f)) {
+			int ch;
+
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+			log_warnx("%s:%u: line too long; ignored", path, no);
+			continue;
+		}
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[strspn(line, " \t")] == '\0')
+			continue;
+		if (n == LOST_MAX) {
+			log_warnx("%s:%u: more than %u records; the rest "
+			    "ignored", path, no, LOST_MAX);
+			break;
+		}
+		l->at = 0;
+		if ((why = lost_parse(line, wall, l)) != NULL) {
+			log_warnx("%s:%u: %s; ignored", path, no, why);
+			continue;
+		}
+		if (l->at == 0)
+			continue;
+		lost_next = (lost_next + 1) % LOST_MAX;
+		n++;
+		log_warnx("server=%s file id 0x%llx lost %llu acknowledged "
+		    "bytes (error 0x%08x) before the restart: a reconnect of it "
+		    "gets the error", l->server,
+		    (unsigned long long)l->persistent,
+		    (unsigned long long)l->bytes, l->status);
+	}
+	fclose(f);
+	if (unlinkat(dfd, LOST_FILE, 0) == -1)
+		log_warn("state_dir: cannot remove %s (its records would be "
+		    "read again at the next start)", path);
+	close(dfd);
 }
 
 void

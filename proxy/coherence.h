@@ -37,6 +37,10 @@ void px_coh_kick_waiters(struct px_conn *c);
  * an error not yet reported) are kept for their reconnect, which then
  * gets the error (px_coh_opened).  Before writebehind.c lets go. */
 void px_coh_closing(struct px_conn *c);
+/* Those records across a restart: written to state_dir at exit (none:
+ * a warning if any), read back and the file removed at start. */
+void px_coh_lost_save(const char *dir);
+void px_coh_lost_load(const char *dir);
 /* When a durable reconnect stops waiting for the close of the client's
  * previous connection (px_coh_must_wait); 0: none waits. */
 double px_coh_timer(const struct px_conn *c);

@@ -18,6 +18,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "proxy/coherence.h"
 #include "proxy/conn.h"
 #include "proxy/control.h"
 #include "proxy/daemon.h"
@@ -355,6 +356,8 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		px_control_stop();
 		return 1;
 	}
+	/* once nothing can refuse the start: the file is removed as read */
+	px_coh_lost_load(g->state_dir);
 	ev_signal_init(&sig_term, stop_cb, SIGTERM);
 	ev_signal_init(&sig_int, stop_cb, SIGINT);
 	ev_signal_init(&sig_hup, hup_cb, SIGHUP);
@@ -389,6 +392,7 @@ px_daemon_run(const char *cfg_path, bool foreground)
 		    (unsigned long long)lost);
 		rc = PX_EXIT_LOST;
 	}
+	px_coh_lost_save(pol_global(px_rt.cfg)->state_dir);
 	px_control_stop();
 	px_tproxy_teardown();
 	px_dc_stop();

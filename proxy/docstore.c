@@ -465,63 +465,6 @@ on_drop(void *arg, struct co_dc_entry *e, bool evicted)
 	}
 }
 
-/*
- * Open directory dir for the store, creating it (0700) if missing: not
- * through a symbolic link, and only if it is owned by root or by the user
- * smbaccel runs as and nobody else may write in it (another user could
- * otherwise put files of their own, or links, where smbaccel reads and
- * writes copies of the files of every client).  The descriptor, or -1
- * (logged).
- */
-static int
-open_dir(const char *dir)
-{
-	struct stat st;
-	int dfd;
-
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		log_warn("document store: cannot create %s: no store", dir);
-		return -1;
-	}
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
-		log_warn("document store: cannot open %s (it must be a "
-		    "directory, not a symbolic link): no store", dir);
-		return -1;
-	}
-	if (fstat(dfd, &st) == -1) {
-		log_warn("document store: cannot stat %s: no store", dir);
-		close(dfd);
-		return -1;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid()) {
-		log_warnx("document store: %s is owned by uid %u, not by root: "
-		    "no store (chown root %s)", dir, (unsigned int)st.st_uid,
-		    dir);
-		close(dfd);
-		return -1;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		log_warnx("document store: %s is writable by its group or by "
-		    "others (mode %04o): no store (chmod go-w %s)", dir,
-		    (unsigned int)(st.st_mode & 07777), dir);
-		close(dfd);
-		return -1;
-	}
-	/* a store it cannot write to (a read-only mount: the unit's
-	 * ProtectSystem=strict outside /var/cache/smbaccel) is said once
-	 * here, not at every copy */
-	(void)unlinkat(dfd, ".probe", AT_REMOVEDIR);    /* one left by a crash */
-	if (faccessat(dfd, ".", W_OK, AT_EACCESS) == -1 ||
-	    mkdirat(dfd, ".probe", 0700) == -1 || unlinkat(dfd, ".probe",
-	    AT_REMOVEDIR) == -1) {
-		log_warn("document store: cannot write in %s: no store", dir);
-		close(dfd);
-		return -1;
-	}
-	return dfd;
-}
-
 int
 px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 {
@@ -539,7 +482,7 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 		log_warnx("document store: path too long: no store");
 		return -1;
 	}
-	if ((dfd = open_dir(dir)) == -1)
+	if ((dfd = px_private_dir(dir, "document store", "no store")) == -1)
 		return -1;
 	if ((rfd = dup(dfd)) == -1 || (d = fdopendir(rfd)) == NULL) {
 		log_warn("document store: cannot read %s: no store", dir);

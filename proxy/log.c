@@ -7,9 +7,11 @@
  * of a time and a level: journald keeps the time itself, and the priority
  * is what `journalctl -p warning` selects on and what journald rate-limits
  * by.  Also the two helpers every engine file uses for its lines: the
- * monotonic clock in ms and address formatting.
+ * monotonic clock in ms and address formatting; and the check of a
+ * directory smbaccel keeps files in (px_private_dir).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,4 +344,60 @@ px_same_host(const struct sockaddr_storage *a,
 		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
 		    &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
 	return false;
+}
+
+/*
+ * Open directory dir, creating it (0700) if missing: not through a
+ * symbolic link, and only if it is owned by root or by the user smbaccel
+ * runs as and nobody else may write in it (another user could otherwise
+ * put files of their own, or links, where smbaccel reads and writes).
+ * One that cannot be written (a read-only mount: the unit's
+ * ProtectSystem=strict outside its own directories) is said once here,
+ * not at every write.  The descriptor, or -1, logged as "WHAT: ...: ELSE"
+ * (what is then done without it).
+ */
+int
+px_private_dir(const char *dir, const char *what, const char *otherwise)
+{
+	struct stat st;
+	int dfd;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		log_warn("%s: cannot create %s: %s", what, dir, otherwise);
+		return -1;
+	}
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		log_warn("%s: cannot open %s (it must be a directory, not a "
+		    "symbolic link): %s", what, dir, otherwise);
+		return -1;
+	}
+	if (fstat(dfd, &st) == -1) {
+		log_warn("%s: cannot stat %s: %s", what, dir, otherwise);
+		close(dfd);
+		return -1;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		log_warnx("%s: %s is owned by uid %u, not by root: %s (chown "
+		    "root %s)", what, dir, (unsigned int)st.st_uid, otherwise,
+		    dir);
+		close(dfd);
+		return -1;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		log_warnx("%s: %s is writable by its group or by others (mode "
+		    "%04o): %s (chmod go-w %s)", what, dir,
+		    (unsigned int)(st.st_mode & 07777), otherwise, dir);
+		close(dfd);
+		return -1;
+	}
+	(void)unlinkat(dfd, ".probe", AT_REMOVEDIR);    /* one left by a crash */
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) == -1 ||
+	    mkdirat(dfd, ".probe", 0700) == -1 || unlinkat(dfd, ".probe",
+	    AT_REMOVEDIR) == -1) {
+		log_warn("%s: cannot write in %s: %s", what, dir, otherwise);
+		close(dfd);
+		return -1;
+	}
+	return dfd;
 }

@@ -42,11 +42,12 @@ sleeps until killed; --back reconnects that FileId on a new connection
 (tried 3 times, 0.5 s apart), writes the next N KiB and closes, printing
 "reconnect STATUS", "tries N" and "sha256 HEX" of the 2N KiB.
 
-durable_reopen.py --lost1 PORT NAME N
+durable_reopen.py --lost1 PORT NAME N [hold]
 durable_reopen.py --lost2 PORT NAME FILEID
 A client that loses its connection after N writes of 1 KiB to NAME (on
 [dur], batch oplock, durable handle): --lost1 writes them, prints
-"fileid HEX" and drops the connection; --lost2 reconnects that FileId on
+"fileid HEX" and drops the connection (with hold: keeps it, sleeping
+until killed); --lost2 reconnects that FileId on
 a new connection, writes 1 KiB at offset 0 and closes, printing
 "reconnect STATUS", "write STATUS" and "close STATUS"."""
 import os
@@ -203,7 +204,9 @@ if sys.argv[1] == "--lost1":
     fid, res = open_durable(c1, name)
     for i in range(n):
         c1.write(fid, i * 1024, bytes([i & 0xFF]) * 1024)
-    print("fileid", fid.hex())
+    print("fileid", fid.hex(), flush=True)
+    if sys.argv[5:] == ["hold"]:
+        time.sleep(600)     # the connection stays; the test kills this
     c1.drop()
     sys.exit(0)
 if sys.argv[1] == "--lost2":

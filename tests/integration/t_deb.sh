@@ -111,8 +111,12 @@ assert_eq "etc/smbaccel/smbaccel.conf" "$left" "files left after dpkg -r (only t
 # what the daemon's document cache leaves (read_cache_dir)
 mkdir -p "$R/var/cache/smbaccel/ab" && echo "a copy of a file" > "$R/var/cache/smbaccel/ab/cd" ||
     fail "cannot make a document cache store in the private root"
+# and its records of lost data (state_dir)
+mkdir -p "$R/var/lib/smbaccel" && echo "# records" > "$R/var/lib/smbaccel/lost-opens" ||
+    fail "cannot make a state directory in the private root"
 dpk -P smbaccel > "$T/dpkg-p.log" 2>&1 || { cat "$T/dpkg-p.log"; fail "dpkg -P failed"; }
 [ -e "$R/var/cache/smbaccel" ] && fail "dpkg -P left the document cache's store $R/var/cache/smbaccel"
+[ -e "$R/var/lib/smbaccel" ] && fail "dpkg -P left the state directory $R/var/lib/smbaccel"
 left=$(cd "$R" && find . -type f ! -path './var/lib/dpkg/*' | sed 's|^\./||' | sort)
 assert_eq "" "$left" "files left after dpkg -P"
 info "PASS"

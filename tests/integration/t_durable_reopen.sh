@@ -44,7 +44,13 @@
 #    the space freed, the client reconnects its durable handle: the
 #    reconnect succeeds, its first WRITE gets DISK_FULL (the error of
 #    what was lost; before, the client never heard of it), the CLOSE
-#    succeeds, lost_reconnected 1, logged.
+#    succeeds, lost_reconnected 1, logged;
+#  restart: the same with the client still connected, the data lost in
+#    the drain of a SIGTERM (exit status 3); the record goes to
+#    state_dir/lost-opens (0600) at exit and the next smbaccel reads it
+#    (and removes the file): the reconnect to it gets the error on its
+#    first WRITE; a record file with bad lines: each named with its line
+#    number, an expired record dropped, the good one used.
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "durable reconnects"
 DR=$TESTS_DIR/durable_reopen.py
@@ -127,14 +133,69 @@ while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n
 grep -q "file=lost.dat durable open closed with [0-9]* acknowledged bytes not written (error 0xc000007f)" "$PROXY_LOG" ||
     fail "lost: no log line for the data the old open lost: $(grep lost.dat "$PROXY_LOG" | tail -n 3)"
 rm -f "$DUR_DIR/filler"
-timeout 60 "$PY" "$DR" --lost2 "$PROXY_PORT" lost.dat "$fid" > "$T/lost2.out" 2> "$T/lost2.err" ||
-    { cat "$T/lost2.err" >&2; fail "lost: durable_reopen.py --lost2 failed"; }
-info "lost: $(grep -h . "$T/lost1.out" "$T/lost2.out" | tr '\n' ' ')"
-assert_eq "reconnect SUCCESS write 0xc000007f close SUCCESS" "$(tr '\n' ' ' < "$T/lost2.out" | sed 's/ $//')" \
-    "lost: the reconnected open's answers"
-assert_eq 1 "$(stat_get lost_reconnected)" "lost: lost_reconnected"
+# reported LABEL NAME FID: the reconnect of FID gets the error of what
+# was lost at its first WRITE, counted
+reported() {
+	timeout 60 "$PY" "$DR" --lost2 "$PROXY_PORT" "$2" "$3" > "$T/${1}2.out" 2> "$T/${1}2.err" ||
+	    { cat "$T/${1}2.err" >&2; fail "$1: durable_reopen.py --lost2 failed"; }
+	info "$1: $(grep -h . "$T/${1}1.out" "$T/${1}2.out" | tr '\n' ' ')"
+	assert_eq "reconnect SUCCESS write 0xc000007f close SUCCESS" "$(tr '\n' ' ' < "$T/${1}2.out" | sed 's/ $//')" \
+	    "$1: the reconnected open's answers"
+	assert_eq 1 "$(stat_get lost_reconnected)" "$1: lost_reconnected"
+}
+reported lost lost.dat "$fid"
 grep -q "file=lost.dat durable reconnect of the open that lost" "$PROXY_LOG" ||
     fail "lost: no log line for the error carried to the reconnect"
 stop_proxy
 assert_eq 0 "$PROXY_RC" "smbaccel exit status"
+
+# restart: the same, but the data is lost in the drain of a SIGTERM with
+# the client still connected, and the reconnect goes to the next
+# smbaccel, which has the record from state_dir
+STATE=$T/state
+restart_proxy() {
+	PROXY_SHARE_SECTION=no start_proxy "state_dir = $STATE" "[share dur]" \
+	    "write_behind = always" "flush_idle = 30s" "flush_max_age = 60s"
+}
+restart_proxy
+head -c $(( (avail - 64) * 1024 )) /dev/zero > "$DUR_DIR/filler" 2>/dev/null; sync
+timeout 120 "$PY" "$DR" --lost1 "$PROXY_PORT" restart.dat 256 hold > "$T/restart1.out" 2> "$T/restart1.err" &
+holder=$!
+n=200
+while ! grep -q fileid "$T/restart1.out" && [ $n -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
+fid=$(awk '$1 == "fileid" { print $2 }' "$T/restart1.out")
+[ -n "$fid" ] || { cat "$T/restart1.err" >&2; fail "restart: durable_reopen.py --lost1 hold printed no fileid"; }
+stop_proxy
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+assert_eq 3 "$PROXY_RC" "restart: exit status of a stop that lost acknowledged data"
+grep -q "file=restart.dat durable open closed with [0-9]* acknowledged bytes not written (error 0xc000007f)" "$PROXY_LOG" ||
+    fail "restart: no log line for the data lost in the drain"
+grep -q "state_dir: 1 record(s) of durable opens that lost acknowledged data kept in $STATE/lost-opens" "$PROXY_LOG" ||
+    fail "restart: the record was not written at exit"
+assert_eq 600 "$(stat -c %a "$STATE/lost-opens")" "restart: mode of the record file"
+rm -f "$DUR_DIR/filler"
+restart_proxy
+grep -q "server=127.0.0.1:$SMBD_PORT file id 0x[0-9a-f]* lost [0-9]* acknowledged bytes (error 0xc000007f) before the restart" "$PROXY_LOG" ||
+    fail "restart: the record was not read at start"
+[ ! -e "$STATE/lost-opens" ] || fail "restart: the record file is still there after it was read"
+reported restart restart.dat "$fid"
+stop_proxy
+assert_eq 0 "$PROXY_RC" "smbaccel exit status"
+
+# a record file that does not parse: each bad line named, the good one
+# used, the start not refused
+now=$(date +%s%3N)
+printf '# comment\nnonsense\n127.0.0.1:1 0x1 2 3 0x0 %s\n127.0.0.1:1 0x1 2 3 0xc000007f %s\n127.0.0.1:1 0x2 2 3 0xc000007f 1\n127.0.0.1:1 0x3 2 3 0xc000007f %s\n' \
+    "$now" "$((now + 3600000))" "$now" > "$STATE/lost-opens"
+chmod 600 "$STATE/lost-opens"
+restart_proxy
+for w in "lost-opens:2: not SERVER ID CONN BYTES STATUS LOST-AT; ignored" \
+    "lost-opens:3: status 0 is not an error; ignored" \
+    "lost-opens:4: lost-at is not a time up to now; ignored"; do
+	log_has "$w" || fail "bad record file: no line '$w'"
+done
+log_has "server=127.0.0.1:1 file id 0x2 " && fail "bad record file: a record older than its keep was used"
+log_has "server=127.0.0.1:1 file id 0x3 lost 3 acknowledged bytes" ||
+    fail "bad record file: the good record was not used"
+stop_proxy
 info "PASS"

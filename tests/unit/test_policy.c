@@ -149,6 +149,7 @@ expect_global_defaults(const struct pol_global *g)
 	CU_ASSERT_EQUAL(g->read_ahead_memory, 256ULL * 1024 * 1024);
 	CU_ASSERT_EQUAL(g->read_cache_memory, 256ULL * 1024 * 1024);
 	CU_ASSERT_STRING_EQUAL(g->read_cache_dir, "");
+	CU_ASSERT_STRING_EQUAL(g->state_dir, "");
 	CU_ASSERT_EQUAL(g->read_cache_disk, 1024ULL * 1024 * 1024);
 	CU_ASSERT_STRING_EQUAL(g->secrets, "");
 	CU_ASSERT_EQUAL(g->log_level, POL_LOG_INFO);
@@ -190,6 +191,18 @@ test_minimal(void)
 	pol_free(cfg);
 }
 
+/* The defaults, but for the one setting the shipped file sets on purpose
+ * beside the required ones: state_dir, the unit's StateDirectory. */
+static void
+expect_shipped_globals(const struct pol_global *g)
+{
+	struct pol_global gg = *g;
+
+	CU_ASSERT_STRING_EQUAL(gg.state_dir, "/var/lib/smbaccel");
+	gg.state_dir[0] = '\0';
+	expect_global_defaults(&gg);
+}
+
 /*
  * The shipped file loads, and so does the file with every "#name = value"
  * and "#[section]" line uncommented: its commented values are the real
@@ -208,7 +221,7 @@ test_deploy_file(void)
 	if (cfg == NULL)
 		pol_errors_print(&errs, stderr);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-	expect_global_defaults(pol_global(cfg));
+	expect_shipped_globals(pol_global(cfg));
 	pol_share_lookup(cfg, "nas1", "backup", &s);
 	expect_defaults(&s);
 	pol_free(cfg);
@@ -244,7 +257,7 @@ test_deploy_file(void)
 	*o = '\0';
 	cfg = load_ok(out);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
-	expect_global_defaults(pol_global(cfg));
+	expect_shipped_globals(pol_global(cfg));
 	pol_share_lookup(cfg, "nas2", "other", &s);
 	expect_defaults(&s);
 	pol_share_lookup(cfg, "nas2", "backup", &s);
@@ -619,6 +632,7 @@ test_bad_values(void)
 		{ "read_cache_file_max = 4K", "below the minimum 64K" },
 		{ "read_cache_memory = 512K", "below the minimum 1M" },
 		{ "read_cache_dir = var/cache/smbaccel", "not an absolute path" },
+		{ "state_dir = var/lib/smbaccel", "not an absolute path" },
 		{ "read_cache_disk = 65T", "above the maximum 64T" },
 		{ "proxy_lease = maybe",
 		  "bad value for 'proxy_lease': 'maybe' is not a boolean (on "
