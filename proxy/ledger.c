@@ -1079,16 +1079,26 @@ on_close(struct px_ledger *l, const struct smb2_hdr *h, struct px_pending *p,
 		fid = *last_create_fid;
 	if ((o = px_open_find(l, &fid)) == NULL)
 		return;
-	/* A CLOSE that names the open from another session or tree and
-	 * fails was refused before the server looked for the open (a tree
-	 * or session that does not exist, MS-SMB2 3.3.5.2.9 and 3.3.5.2.11;
-	 * another session's, 3.3.5.10): the handle is still open and the
-	 * client may go on using it.  Forgotten, its WRITEs went by unseen
-	 * and another open's read-ahead of the file served what they
-	 * overwrote (t_ra_close_failed).  Any other answer: the handle is
-	 * gone (smbd frees it also when closing it fails). */
+	/* A CLOSE the server refused before it looked for the open leaves
+	 * the handle open, and the client may go on using it.  Forgotten,
+	 * its WRITEs went by unseen and another open's read-ahead of the
+	 * file served what they overwrote (t_ra_close_failed).  Refused so:
+	 * a failed CLOSE naming the open from another session or tree (one
+	 * that does not exist, MS-SMB2 3.3.5.2.9 and 3.3.5.2.11; another
+	 * session's, 3.3.5.10), and one from its own whose signature is bad
+	 * (ACCESS_DENIED, 3.3.5.2.4) or whose header is refused
+	 * (INVALID_PARAMETER: a flag the dialect does not define), as smbd
+	 * answers them.  Any other answer: the handle is gone (smbd frees it
+	 * also when closing it fails; FILE_CLOSED: there was none).  Not
+	 * told apart: an ACCESS_DENIED or INVALID_PARAMETER of the close
+	 * itself (smbd's unlink of a delete-on-close file refused), whose
+	 * open is then kept here until it is closed again or the
+	 * connection ends.  An expired session's CLOSE is carried out
+	 * (3.3.5.2.9): NETWORK_SESSION_EXPIRED is not a refusal. */
 	if (h->status != NT_STATUS_SUCCESS &&
-	    (o->session_id != p->session_id || o->tree_id != p->tree_id)) {
+	    (o->session_id != p->session_id || o->tree_id != p->tree_id ||
+	    h->status == NT_STATUS_ACCESS_DENIED ||
+	    h->status == NT_STATUS_INVALID_PARAMETER)) {
 		o->closed = false;      /* px_wb_on_close marked it */
 		return;
 	}

@@ -219,9 +219,10 @@ class Client(object):
         return self.limit - self.next_id
 
     def send(self, cmd, body, charge=None, credreq=None, tid=None, sid=None,
-             flags=0, mid=None):
+             flags=0, mid=None, bad_signature=False):
         """Send one request; returns its MessageId.  Waits for credits if
-        none are available and responses are outstanding."""
+        none are available and responses are outstanding.  bad_signature:
+        signed, then one bit of the signature flipped."""
         if charge is None:
             charge = 0 if self.dialect == s3.SMB2_DIALECT_002 else 1
         need = max(charge, 1)
@@ -236,7 +237,10 @@ class Client(object):
         hdr = HDR.pack(b"\xfeSMB", 64, charge, 0, cmd, credreq, flags, 0, m, 0xFEFF,
                        self.tid if tid is None else tid,
                        self.sid if sid is None else sid, b"\0" * 16)
-        self.nb.send_packet(self.sign_msg(hdr + body))
+        msg = bytearray(self.sign_msg(hdr + body))
+        if bad_signature:
+            msg[63] ^= 0x01
+        self.nb.send_packet(bytes(msg))
         if mid is None:
             self.next_id += need
         if cmd != CANCEL:

@@ -353,6 +353,7 @@ test_tree_open_lifecycle(void)
 	uint64_t old_serial;
 	uint8_t body[512];
 	size_t n;
+	int i;
 
 	struct pol_config *cfg = pol_load_string("[global]\nlisten = 127.0.0.1:1\n"
 	    "upstream = 127.0.0.1:2\n[share other]\nwrite_behind = always\n",
@@ -431,6 +432,23 @@ test_tree_open_lifecycle(void)
 	CU_ASSERT_PTR_EQUAL(px_open_find(&l, &fid), o);
 	CU_ASSERT_EQUAL(l.nopens, 1);
 
+	/* so do CLOSEs from its own session and tree that the server
+	 * refuses before it looks for it: a bad signature, a header flag
+	 * it does not allow; the mark px_wb_on_close set is undone */
+	for (i = 0; i < 2; i++) {
+		h = rq(SMB2_CLOSE, 10, 1, 1);
+		n = fid_body(body, 24, 77);
+		client_req(&l, &h, body, n);
+		o->closed = true;
+		h = rs(SMB2_CLOSE, 10, 1, i ? NT_STATUS_INVALID_PARAMETER :
+		    NT_STATUS_ACCESS_DENIED);
+		p = server_rsp(&l, &h, err_body, sizeof(err_body), NULL);
+		px_pending_free(p);
+		CU_ASSERT_PTR_EQUAL_FATAL(px_open_find(&l, &fid), o);
+		CU_ASSERT_FALSE(o->closed);
+	}
+	CU_ASSERT_EQUAL(l.nopens, 1);
+
 	/* CLOSE removes the open */
 	old = o;
 	old_serial = o->serial;
@@ -479,6 +497,14 @@ test_tree_open_lifecycle(void)
 		pend.u.io.open_serial = o->serial;
 		CU_ASSERT_PTR_EQUAL(px_pending_open(&l, &pend), o);
 	}
+	/* a CLOSE from its own session and tree failed otherwise: gone
+	 * (FILE_CLOSED: the server found no such handle) */
+	h = rq(SMB2_CLOSE, 21, 1, 1);
+	n = fid_body(body, 24, 78);
+	client_req(&l, &h, body, n);
+	h = rs(SMB2_CLOSE, 21, 1, NT_STATUS_FILE_CLOSED);
+	px_pending_free(server_rsp(&l, &h, err_body, sizeof(err_body), NULL));
+	CU_ASSERT_EQUAL(l.nopens, 0);
 
 	/* TREE_DISCONNECT drops the tree */
 	h = rq(SMB2_TREE_DISCONNECT, 10, 1, 1);
