@@ -387,6 +387,7 @@ px_conn_new(int cfd, const struct sockaddr_storage *peer,
 		    &conn_lines_rate, more, sizeof(more)));
 	}
 
+	px_side_find_gone(c, conn_kick);
 	if (px_side_draining_peer(c)) {
 		CONN_INFO(c, "conn=%llu waits for the drain of this client's "
 		    "previous connection", (unsigned long long)c->id);

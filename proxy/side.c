@@ -14,6 +14,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -25,33 +26,49 @@
 
 /* ---- watchers ------------------------------------------------------------ */
 
-static bool
-may_read(const struct px_side *s)
+/* never hold more than one maximal frame plus a read chunk */
+#define IN_MAX (FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
+
+/*
+ * Why smbaccel does not read s although it could (backpressure, a stall,
+ * the bound of its input), or NULL.
+ */
+static const char *
+read_held(const struct px_side *s)
 {
 	const struct px_link *l = s->link;
 	const struct px_conn *c = &l->c;
+
+	if (px_buf_len(&s->peer->out) >= pol_global(px_rt.cfg)->queue_limit)
+		return "the server's queue is full (queue_limit)";
+	/* a client that does not read its answers: smbaccel answers many
+	 * of its requests itself, and would queue those answers unbounded */
+	if (s == &l->cli && px_side_out_full(s))
+		return "it did not read its answers (queue_limit)";
+	/* shutting down: no new client requests, only the drain */
+	if (s == &l->cli && px_rt.stopping)
+		return "smbaccel is stopping";
+	/* a stalled client frame blocks further client input */
+	if (s == &l->cli && c->stall != PX_STALL_NONE)
+		return c->stall == PX_STALL_MEMORY ? "a request of it waited for "
+		    "the write-behind memory budget" : "a request of it waited "
+		    "for a flush, a read-ahead or an earlier answer";
+	if (px_buf_len(&s->in) >= IN_MAX)
+		return "its input buffer is full";
+	return NULL;
+}
+
+static bool
+may_read(const struct px_side *s)
+{
+	const struct px_conn *c = &s->link->c;
 
 	if (s->fd == -1 || s->rd_eof)
 		return false;
 	if (c->state == PX_CONN_CONNECTING || c->state == PX_CONN_WAITING ||
 	    c->state == PX_CONN_CLOSED)
 		return false;
-	if (px_buf_len(&s->peer->out) >= pol_global(px_rt.cfg)->queue_limit)
-		return false;
-	/* a client that does not read its answers: smbaccel answers many
-	 * of its requests itself, and would queue those answers unbounded */
-	if (s == &l->cli && px_side_out_full(s))
-		return false;
-	/* shutting down: no new client requests, only the drain */
-	if (s == &l->cli && px_rt.stopping)
-		return false;
-	/* a stalled client frame blocks further client input */
-	if (s == &l->cli && c->stall != PX_STALL_NONE)
-		return false;
-	/* never hold more than one maximal frame plus a read chunk */
-	if (px_buf_len(&s->in) >= FRAME_MAX + PX_NBSS_HDR + READ_CHUNK)
-		return false;
-	return true;
+	return read_held(s) == NULL;
 }
 
 bool
@@ -585,6 +602,75 @@ px_side_draining_peer(const struct px_conn *c)
 		if (drains_for(x, c))
 			return true;
 	return false;
+}
+
+/*
+ * Has the client of x closed or reset its connection (a zero-timeout poll:
+ * POLLRDHUP is its FIN, POLLHUP or POLLERR a reset)?  What it sent before
+ * stays readable in both cases.
+ */
+static bool
+hung_up(const struct px_side *s)
+{
+	struct pollfd p = { .fd = s->fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) == 1 &&
+	    (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/*
+ * A client whose input smbaccel was not reading (read_held) when it went
+ * has left no trace but in the kernel: smbaccel would see its EOF only
+ * once the stall cleared, and the connection would then handle the
+ * requests it holds, after what the client's reconnect c wrote meanwhile.
+ * Each such previous connection of c's client (same host, same server,
+ * relaying, its client socket not read) is asked: one whose client has
+ * hung up is read (within its input bound: what the kernel holds beyond
+ * it is dropped, logged) to its end, and kicked (conn.c's kick), so that
+ * it finds its client gone and drains; c then waits for that drain as for
+ * any other (px_side_draining_peer).  A live connection of the same
+ * client (clients hold several to one server) has not hung up and is
+ * left alone.  The list is walked again after each kick, which may close
+ * connections.
+ */
+void
+px_side_find_gone(const struct px_conn *c, void (*kick)(struct px_conn *))
+{
+	struct px_conn *x;
+	struct px_side *s;
+	const char *why;
+	int left;
+	char a[64];
+
+again:
+	for (x = px_rt.conns; x; x = x->next) {
+		s = &px_link_of(x)->cli;
+		if (x == c || x->state != PX_CONN_RELAY || s->fd == -1 ||
+		    s->rd_eof || ev_is_active(&s->rio) ||
+		    (why = read_held(s)) == NULL ||
+		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) ||
+		    !px_same_host(&x->peer_addr, &c->peer_addr) || !hung_up(s))
+			continue;
+		log_warnx("conn=%llu client %s went while smbaccel was not "
+		    "reading it (%s): found at its reconnect (conn=%llu), "
+		    "reading what it sent and draining",
+		    (unsigned long long)x->id, px_addr_str(&x->peer_addr, a,
+		    sizeof(a)), why, (unsigned long long)c->id);
+		while (!s->rd_eof && px_buf_len(&s->in) < IN_MAX &&
+		    px_side_read(s) > 0)
+			;
+		if (!s->rd_eof) {
+			if (ioctl(s->fd, FIONREAD, &left) == -1)
+				left = -1;
+			log_warnx("conn=%llu %d bytes the client sent that "
+			    "smbaccel could not hold (its input bound, or out "
+			    "of memory) dropped unread",
+			    (unsigned long long)x->id, left);
+			s->rd_eof = true;
+		}
+		kick(x);
+		goto again;
+	}
 }
 
 /*

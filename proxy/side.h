@@ -130,6 +130,11 @@ void px_side_lost(struct px_side *s);
 /* Is a previous connection of c's client (same client address, same
  * server) still draining?  c waits for it (DESIGN.md section 4). */
 bool px_side_draining_peer(const struct px_conn *c);
+/* Before that question: previous connections of c's client whose client
+ * went while smbaccel was not reading it are read to their end and
+ * kicked, so that they drain (logged). */
+void px_side_find_gone(const struct px_conn *c,
+    void (*kick)(struct px_conn *));
 /* c goes ahead of those drains (connect_timeout): what their clients
  * sent and smbaccel had not handled is dropped (logged, counted), and
  * each drain is kicked. */

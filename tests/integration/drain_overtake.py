@@ -2,7 +2,7 @@
 """drain_overtake.py - clients for t_drain_overtake: a client that resets
 with requests smbaccel has not handled, and its reconnect.
 
-drain_overtake.py old PORT F X READY GO
+drain_overtake.py old PORT F X READY GO [fin|rst]
     Opens F and X (created empty), writes 64 KiB at offset 0 of F and
     4 KiB at offset 1 MiB of X (data beginning "SLOW", which slowwrite.py
     holds), each acknowledged, prints "port LOCALPORT", creates READY and
@@ -10,7 +10,11 @@ drain_overtake.py old PORT F X READY GO
     a WRITE of 1 KiB to X after its data, a CREATE of y.bin (it waits
     until the connection's buffered data is written), a WRITE of 4 KiB
     "old" at offset 0 of F (never answered: it comes after the CREATE), and
-    resets its connection (SO_LINGER 0).  Prints "sent".
+    resets its connection (SO_LINGER 0).  Prints "sent".  With "fin" or
+    "rst" smbaccel is not stopped: 0.3 s after the requests (smbaccel has
+    read them and stalled on the CREATE, its client socket no longer read)
+    the client closes: "fin" reads the answers that came (a close with
+    unread data would reset) and closes with a FIN, "rst" resets.
 
 drain_overtake.py new PORT F
     The same client again: opens F, writes 4 KiB "new" at offset 0, closes
@@ -47,7 +51,15 @@ def main():
         c.create_req("y.bin", disposition=FILE_OVERWRITE_IF)
         c.write_req(ff, 0, b"o" * 4 * KIB)
         time.sleep(0.3)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        if sys.argv[7:] == ["fin"]:
+            sock.setblocking(False)
+            try:
+                while sock.recv(65536):
+                    pass
+            except BlockingIOError:
+                pass
+        else:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
         print("sent", flush=True)
     elif mode == "new":

@@ -26,13 +26,8 @@
 # that arrives just before the reset of its connection).
 . "$(dirname "$0")/lib.sh"
 require_smbaccel "drain overtaken by a reconnect"
-export WB_SMB_TIMEOUT=30
-
-start_smbd
-RELAY_PORT=$(free_port) || fail "no free port"
-bg "$PY" "$TESTS_DIR/slowwrite.py" "$RELAY_PORT" "$SMBD_PORT" 2 5 2>>"$T/slowwrite.log"
-wait_port "$RELAY_PORT" 10 || fail "slowwrite.py is not accepting"
-PROXY_UPSTREAM=127.0.0.1:$RELAY_PORT start_proxy "connect_timeout = 1s" "flush_idle = 60s" "flush_max_age = 10m"
+. "$TESTS_DIR/drain_lib.sh"
+drain_start
 
 "$PY" "$TESTS_DIR/drain_overtake.py" old "$PROXY_PORT" f.bin x.bin "$T/ready" "$T/go" > "$T/old.out" 2>&1 &
 opid=$!
@@ -60,16 +55,13 @@ while [ "$(stat_get connections_active)" != 0 ] && [ $n -gt 0 ]; do sleep 0.1; n
 assert_eq 0 "$(stat_get connections_active)" "connections_active once drained"
 info "drained $(elapsed "$t0") s after the reset; slowwrite.py held: $(grep -c held "$T/slowwrite.log") WRITE(s)"
 assert_eq 0 "$(stat_get lost_bytes)" "lost_bytes"
-sum() { "$PY" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'; }
-want_f=$("$PY" -c 'import sys; sys.stdout.buffer.write(b"n" * 4096 + b"a" * 61440)' | sum)
-want_x=$("$PY" -c 'import sys; sys.stdout.buffer.write(b"SLOW" + b"x" * 4092 + b"y" * 1024)' | sum)
 # the server must never see the "old" WRITE (smbd may or may not apply
 # one that comes just before the reset of its connection)
 grep -q 'data=oooo' "$T/slowwrite.log" &&
     fail "the previous connection's WRITE, never answered, was sent to the server after the reconnect's: $(grep 'offset=0 length=4096' "$T/slowwrite.log" | tr '\n' ' ')"
 info "F on disk starts with: $(head -c 8 "$SHARE_DIR/f.bin" | od -An -c | tr -s ' ')"
-assert_eq "$want_f" "$(sum < "$SHARE_DIR/f.bin")" "sha256 of F on smbd's disk: 4 KiB \"new\" of the reconnect, then the acknowledged bytes"
-assert_eq "$want_x" "$(tail -c +$(((1 << 20) + 1)) "$SHARE_DIR/x.bin" | sum)" "sha256 of X from 1 MiB on smbd's disk"
+assert_eq "$DRAIN_WANT_F" "$(sha < "$SHARE_DIR/f.bin")" "sha256 of F on smbd's disk: 4 KiB \"new\" of the reconnect, then the acknowledged bytes"
+assert_eq "$DRAIN_WANT_X" "$(tail -c +$(((1 << 20) + 1)) "$SHARE_DIR/x.bin" | sha)" "sha256 of X from 1 MiB on smbd's disk"
 grep -Eq "conn=[0-9]+ this client's reconnect \(conn=[0-9]+\) goes ahead of the drain: 2 request frame\(s\), [0-9]+ bytes, .* dropped" "$PROXY_LOG" ||
     fail "the dropped requests were not logged"
 assert_eq 2 "$(stat_get client_requests_dropped)" "client_requests_dropped"
