@@ -754,7 +754,7 @@ px_coh_lost_save(const char *dir)
 		return;
 	}
 	if ((dfd = px_private_dir(dir, "state_dir", "records of lost data "
-	    "not kept")) == -1)
+	    "not kept", false)) == -1)
 		return;
 	if (n == 0) {
 		(void)unlinkat(dfd, LOST_FILE, 0);
@@ -831,7 +831,7 @@ px_coh_lost_load(const char *dir)
 	FILE *f;
 
 	if (dir[0] == '\0' || (dfd = px_private_dir(dir, "state_dir",
-	    "records of lost data not kept")) == -1)
+	    "records of lost data not kept", false)) == -1)
 		return;
 	snprintf(path, sizeof(path), "%s/%s", dir, LOST_FILE);
 	if ((fd = openat(dfd, LOST_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) ==

@@ -482,7 +482,8 @@ px_ds_open(const char *dir, uint64_t limit, struct co_dcache *dc)
 		log_warnx("document store: path too long: no store");
 		return -1;
 	}
-	if ((dfd = px_private_dir(dir, "document store", "no store")) == -1)
+	if ((dfd = px_private_dir(dir, "document store", "no store",
+	    false)) == -1)
 		return -1;
 	if ((rfd = dup(dfd)) == -1 || (d = fdopendir(rfd)) == NULL) {
 		log_warn("document store: cannot read %s: no store", dir);

@@ -354,15 +354,20 @@ px_same_host(const struct sockaddr_storage *a,
  * One that cannot be written (a read-only mount: the unit's
  * ProtectSystem=strict outside its own directories) is said once here,
  * not at every write.  The descriptor, or -1, logged as "WHAT: ...: ELSE"
- * (what is then done without it).
+ * (what is then done without it).  With check (smbaccel -t) nothing is
+ * created or written: a missing directory is fine (made at start) and
+ * the write test is the permission's; 0 when usable.
  */
 int
-px_private_dir(const char *dir, const char *what, const char *otherwise)
+px_private_dir(const char *dir, const char *what, const char *otherwise,
+    bool check)
 {
 	struct stat st;
 	int dfd;
 
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+	if (check && lstat(dir, &st) == -1 && errno == ENOENT)
+		return 0;
+	if (!check && mkdir(dir, 0700) == -1 && errno != EEXIST) {
 		log_warn("%s: cannot create %s: %s", what, dir, otherwise);
 		return -1;
 	}
@@ -391,13 +396,18 @@ px_private_dir(const char *dir, const char *what, const char *otherwise)
 		close(dfd);
 		return -1;
 	}
-	(void)unlinkat(dfd, ".probe", AT_REMOVEDIR);    /* one left by a crash */
-	if (faccessat(dfd, ".", W_OK, AT_EACCESS) == -1 ||
-	    mkdirat(dfd, ".probe", 0700) == -1 || unlinkat(dfd, ".probe",
-	    AT_REMOVEDIR) == -1) {
+	if (!check)     /* one left by a crash */
+		(void)unlinkat(dfd, ".probe", AT_REMOVEDIR);
+	if (faccessat(dfd, ".", W_OK, AT_EACCESS) == -1 || (!check &&
+	    (mkdirat(dfd, ".probe", 0700) == -1 || unlinkat(dfd, ".probe",
+	    AT_REMOVEDIR) == -1))) {
 		log_warn("%s: cannot write in %s: %s", what, dir, otherwise);
 		close(dfd);
 		return -1;
+	}
+	if (check) {
+		close(dfd);
+		return 0;
 	}
 	return dfd;
 }

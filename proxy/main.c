@@ -79,13 +79,22 @@ main(int argc, char **argv)
 		 * at start, every check whatever the others found: each
 		 * refusal as FILE: why (the checks' log lines too), an error
 		 * of the secrets file or a keytab as FILE[:LINE]: why */
-		int bad = 0;
+		int bad = 0, warned;
 
 		log_set_prefix(cfg);
 		bad += px_upstream_check(c, stderr) > 0;
 		bad += px_keyfiles_check(c, stderr) > 0;
 		bad += px_listen_check(pol_global(c)) == -1;
 		bad += px_control_check(pol_global(c)->control_socket) == -1;
+		/* not refusals (the daemon runs without them), but said now */
+		warned = (pol_global(c)->read_cache_dir[0] != '\0' &&
+		    px_private_dir(pol_global(c)->read_cache_dir,
+		    "read_cache_dir", "the document cache runs without its "
+		    "store", true) == -1) +
+		    (pol_global(c)->state_dir[0] != '\0' &&
+		    px_private_dir(pol_global(c)->state_dir, "state_dir",
+		    "records of lost data not kept across a restart", true) ==
+		    -1);
 		if (bad > 0) {
 			fprintf(stderr, "%s: refused (reasons above)\n", cfg);
 			pol_errors_free(&errs);
@@ -95,7 +104,8 @@ main(int argc, char **argv)
 		if (verbose)
 			pol_dump(c, stdout);
 		else
-			printf("%s: ok\n", cfg);
+			printf("%s: ok%s\n", cfg, warned ? " (with the warnings "
+			    "above)" : "");
 		pol_errors_free(&errs);
 		pol_free(c);
 		return 0;

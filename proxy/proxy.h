@@ -398,8 +398,10 @@ bool px_same_host(const struct sockaddr_storage *a,
     const struct sockaddr_storage *b);
 double px_now_ms(void);
 /* A directory smbaccel keeps files in (log.c): created 0700 if missing,
- * refused unless private to root; its descriptor or -1 (logged). */
-int px_private_dir(const char *dir, const char *what, const char *otherwise);
+ * refused unless private to root; its descriptor or -1 (logged).  check:
+ * only look (smbaccel -t): nothing created, a missing one is fine, 0. */
+int px_private_dir(const char *dir, const char *what, const char *otherwise,
+    bool check);
 /*
  * s as it may be shown in a log line, a table or a label: control
  * characters (C0, DEL, C1) written as \xNN / \u00NN, and so is any byte

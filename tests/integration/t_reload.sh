@@ -191,6 +191,24 @@ done
 assert_eq precious "$(cat "$T/notasocket.t")" "the file named by control_socket after -t"
 info "-t names all three errors: $(echo "$out" | tr '\n' '|')"
 
+# the directories the daemon would run without (read_cache_dir, state_dir):
+# warnings, not refusals; nothing created, a missing one is fine
+mkdir -m 0777 "$T/open.dir"
+ln -s "$T/open.dir" "$T/link.dir"
+PROXY_SHARE_SECTION=no write_proxy_conf "$T/dirs.conf" "read_cache_dir = $T/open.dir" \
+    "state_dir = $T/link.dir"
+out=$(timeout 60 "$SMBACCEL" -t -c "$T/dirs.conf" 2>&1) || fail "-t refuses a file whose directories are only warned of: $out"
+for why in "^$T/dirs.conf: read_cache_dir: $T/open.dir is writable by its group or by others (mode 0777): the document cache runs without its store" \
+    "^$T/dirs.conf: state_dir: cannot open $T/link.dir (it must be a directory, not a symbolic link)" \
+    "^$T/dirs.conf: ok (with the warnings above)$"; do
+	echo "$out" | grep -q -- "$why" || fail "-t with bad directories: no line '$why' in: $out"
+done
+info "-t warns of the directories: $(echo "$out" | tr '\n' '|')"
+PROXY_SHARE_SECTION=no write_proxy_conf "$T/dirs2.conf" "state_dir = $T/not-yet"
+out=$(timeout 60 "$SMBACCEL" -t -c "$T/dirs2.conf" 2>&1) || fail "-t refuses a state_dir still to be made: $out"
+assert_eq "$T/dirs2.conf: ok" "$out" "-t with a state_dir still to be made"
+[ ! -e "$T/not-yet" ] || fail "-t created the state_dir"
+
 # --- listen on 0.0.0.0:P and [::]:P together (the dual-stack line the
 # manual shows): two listeners, the IPv6 one IPv6-only (before: the
 # second bind failed with EADDRINUSE and the daemon exited)
