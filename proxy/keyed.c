@@ -655,10 +655,57 @@ krb_more_processing(struct px_conn *c, struct px_session *s,
 		    &kx->krb_keylen) == PX_KRB_R_OK) {
 			kx->have_krb_key = true;
 			kx->krb_end = sa->krb.ticket_end;
+			kx->have_krb_user = px_user_id_principal(
+			    sa->krb.client, kx->krb_user) == 0;
 		}
 	}
 	free(m);
 	px_krb_accept_wipe(&sa->krb);
+}
+
+/*
+ * Who an established session is, for the keys of smbaccel's leases
+ * (lease.c: two users of one client GUID, a terminal server, open one
+ * name in a share whose path is the user's, and must not share a lease):
+ * the NTLM AUTHENTICATE's domain and user, in clear in every NTLM session,
+ * or the client of a Kerberos ticket the keytab opened.  A guest or
+ * anonymous session, or a mechanism smbaccel cannot read, has none and
+ * gets the keys it had before users were told apart.  A
+ * re-authentication keeps it: the server allows no other user
+ * (MS-SMB2 3.3.5.5.3).
+ */
+static void
+note_user(struct px_conn *c, struct px_session *s,
+    const struct setup_auth *sa)
+{
+	uint8_t id[16];
+	bool known = false;
+	const char *by = "guest or anonymous";
+
+	if (sa == NULL || sa->reauth)
+		return;
+	if (s->guest || s->anonymous)
+		known = false;
+	else if (sa->ntlm_ok && !sa->ntlm.anonymous) {
+		known = px_user_id(sa->ntlm.domain, sa->ntlm.user, id) == 0;
+		by = "ntlm";
+	} else if (sa->krb.client[0] != '\0' && sa->krb.result == PX_KRB_R_OK) {
+		known = px_user_id_principal(sa->krb.client, id) == 0;
+		by = "kerberos";
+	} else if (sa->mech == PX_MECH_NONE && s->kx != NULL &&
+	    s->kx->have_krb_user) {
+		memcpy(id, s->kx->krb_user, 16);
+		known = true;
+		by = "kerberos";
+	} else
+		by = "not read";
+	s->user_known = known;
+	if (known)
+		memcpy(s->user_id, id, 16);
+	log_debug("conn=%llu session=0x%llx user %s (%s): smbaccel's lease "
+	    "keys %s", (unsigned long long)c->id, (unsigned long long)s->id,
+	    known ? "known" : "unknown", by, known ? "are the user's" :
+	    "are the client's");
 }
 
 void
@@ -695,6 +742,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 			    p->u.sess.auth)->krb);
 		if (s->kx) {
 			s->kx->have_krb_key = false;
+			s->kx->have_krb_user = false;
 			OPENSSL_cleanse(s->kx->krb_key, sizeof(s->kx->krb_key));
 		}
 		return;
@@ -703,6 +751,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	    p->u.sess.auth)->reauth)
 		memcpy(s->preauth, p->u.sess.preauth, 64);
 	was = s->keyed;
+	note_user(c, s, p->u.sess.auth);
 	if (kx_of(s) == NULL) {
 		why = "out-of-memory";
 	} else {
@@ -751,6 +800,7 @@ px_keyed_setup_rsp(struct px_conn *c, const struct smb2_hdr *h,
 	if (s->kx) {
 		s->kx->have_chal = false;
 		s->kx->have_krb_key = false;
+		s->kx->have_krb_user = false;
 		OPENSSL_cleanse(s->kx->krb_key, sizeof(s->kx->krb_key));
 	}
 }

@@ -13,10 +13,10 @@
  * have seen, and the ledger keeps it apart from the client's own (struct
  * px_plock), which px_open_write_caching / px_open_read_caching consult.
  *
- * Lease keys: one per (client GUID, server, share, path), so that the
- * opens of one client of one file share one lease and never break each
- * other; the first four bytes mark a key as smbaccel's, so that a break of
- * a lease whose opens are already gone is still recognised and swallowed.
+ * Lease keys: one per (client GUID, server, share, path, user), so that
+ * the opens of one client and user of one file share one lease and never
+ * break each other; the first four bytes mark a key as smbaccel's, so
+ * that a break of a lease whose opens are gone is still swallowed.
  * Where a name and its file part (a rename, seen or not; a name under
  * another case) open_key picks another key, or an open's (docs/design.md,
  * "Leases on behalf of clients").
@@ -142,6 +142,25 @@ each_open(struct px_conn *c, uint8_t kind, const uint8_t *key,
 
 /* ---- asking for a lease ------------------------------------------------------ */
 
+/* The user of c's session sid (px_session.user_id), NULL when smbaccel
+ * does not know it. */
+static const uint8_t *
+session_user(struct px_conn *c, uint64_t sid)
+{
+	const struct px_session *s = px_session_find(&c->led, sid);
+
+	return s != NULL && s->user_known ? s->user_id : NULL;
+}
+
+/* Are sessions a of ca and b of cb one user, as lease_key tells them? */
+static bool
+same_user(struct px_conn *ca, uint64_t a, struct px_conn *cb, uint64_t b)
+{
+	const uint8_t *ua = session_user(ca, a), *ub = session_user(cb, b);
+
+	return ua == ub || (ua && ub && memcmp(ua, ub, 16) == 0);
+}
+
 /* share, ASCII case-folded (share names are case-insensitive), into
  * out[n]. */
 static void
@@ -159,19 +178,22 @@ fold_share(const char *share, char *out, size_t n)
  * The lease key of smbaccel's lease on `name` of tree t for c's client:
  * the mark, then 12 bytes of px_digest16 over the client GUID, the server
  * address, the share (case-folded) and the path as sent ('/' read as
- * '\\', leading separators dropped).  A client without a GUID gets keys
- * of its connection only.  The path keeps its case: on a share that tells
- * names apart by case, "A" and "a" are two files, and one key for both
- * would be refused for the second (open_key borrows a case variant's key
- * where it must).
+ * '\\', leading separators dropped), and the user of t's session where
+ * smbaccel knows it (px_session.user_id: one name of a share whose path
+ * is the user's is two users' two files).  A client without a GUID gets
+ * keys of its connection only.  The path keeps its case: on a share that
+ * tells names apart by case, "A" and "a" are two files, and one key for
+ * both would be refused for the second (open_key borrows a case variant's
+ * key where it must).
  */
 static int
 lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
     uint8_t key[16])
 {
 	char addr[64], share[256], path[1024], peer[64];
-	const void *parts[6];
-	size_t lens[6], i;
+	const uint8_t *user = session_user(c, t->session_id);
+	const void *parts[7];
+	size_t lens[7], i;
 	unsigned int n = 0;
 	uint8_t d[16];
 	uint64_t cid = c->id;
@@ -187,6 +209,9 @@ lease_key(struct px_conn *c, const struct px_tree *t, const char *name,
 	parts[n] = addr; lens[n++] = strlen(addr);
 	parts[n] = share; lens[n++] = strlen(share);
 	parts[n] = path; lens[n++] = strlen(path);
+	if (user != NULL) {
+		parts[n] = user; lens[n++] = 16;
+	}
 	if (guid_zero(c->led.client_guid)) {
 		px_addr_str(&c->peer_addr, peer, sizeof(peer));
 		parts[n] = peer; lens[n++] = strlen(peer);
@@ -347,10 +372,12 @@ key_read_only(struct px_conn *c, const uint8_t key[16])
 	return each_open(c, PX_PL_LEASE, key, NULL, w_open, &w) > 0 && !w;
 }
 
-/* An open of this client of `name` in share under another letter case,
- * holding smbaccel's lease with write caching or in a break of it. */
+/* An open of this client and of the user of session sid of `name` in
+ * share under another letter case, holding smbaccel's lease with write
+ * caching or in a break of it (another user's is another user's key). */
 static const struct px_open *
-case_variant(struct px_conn *c, const char *share, const char *name)
+case_variant(struct px_conn *c, uint64_t sid, const char *share,
+    const char *name)
 {
 	struct px_conn *x;
 	struct px_open *o;
@@ -364,6 +391,7 @@ case_variant(struct px_conn *c, const char *share, const char *name)
 			    o->name != NULL && name_eq(o->name, name, true) &&
 			    !name_eq(o->name, name, false) &&
 			    strcasecmp(px_tree_share(x, o), share) == 0 &&
+			    same_user(c, sid, x, o->session_id) &&
 			    !key_taken(c, o->pl.key))
 				return o;
 	}
@@ -414,7 +442,7 @@ open_key(struct px_conn *c, const struct px_tree *t, const char *name,
 	}
 	if (each_open(c, PX_PL_LEASE, key, NULL, NULL, NULL) == 0 &&
 	    !share_cased(c, t->share) &&
-	    (v = case_variant(c, t->share, name)) != NULL) {
+	    (v = case_variant(c, t->session_id, t->share, name)) != NULL) {
 		log_debug("conn=%llu share=%s file=%s asks the key of smbaccel's "
 		    "lease of %s (the same name under another case)",
 		    (unsigned long long)c->id, t->share, name, v->name);

@@ -29,6 +29,8 @@ struct px_keyed {
 	uint8_t krb_key[PX_KRB_KEY_MAX];
 	int64_t krb_end;                 /* ... and its ticket's end, taken
 	                                  * when the exchange succeeds */
+	bool have_krb_user;              /* ... and its ticket's client */
+	uint8_t krb_user[16];            /* (px_user_id_principal) */
 	struct px_smb_keys keys;
 	struct px_nonce_gen nonce_s2c;   /* what smbaccel sends the client */
 	struct px_nonce_gen nonce_c2s;   /* what smbaccel sends the server */
@@ -70,6 +72,13 @@ struct px_session {
 	                             * not acted on (coherence.c) */
 	bool client_seals;          /* its client sent a sealed request:
 	                             * smbaccel's own requests are sealed too */
+	bool user_known;            /* user_id names the session's user, for
+	                             * smbaccel's lease keys (lease.c): its
+	                             * NTLM AUTHENTICATE's domain and user, or
+	                             * its Kerberos ticket's client where the
+	                             * keytab opens it (px_user_id); not for a
+	                             * guest or anonymous session (keyed.c) */
+	uint8_t user_id[16];
 	const char *why_not;        /* why not keyed (static string) */
 	const char *auth;           /* mechanism of its SESSION_SETUP
 	                             * ("ntlmssp", "kerberos", ...), static */

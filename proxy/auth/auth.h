@@ -467,6 +467,22 @@ int px_krb_parse_authenticator(const uint8_t *p, size_t n, bool *has_subkey,
 int px_krb_parse_enc_ap_rep(const uint8_t *p, size_t n, bool *has_subkey,
     struct px_krb_key *subkey) PX_MUSTCHECK;
 
+/* ---- who a session is (ntlm.c) ------------------------------------------ */
+
+/*
+ * A stable 128-bit name of a session's user, for the lease keys smbaccel
+ * asks on a client's behalf (lease.c): px_digest16 over the domain and the
+ * user name, each upper-cased as NTOWFv2 upper-cases a user name (ASCII,
+ * Latin-1, Latin Extended-A, Greek, Cyrillic), so that SMBACCEL\Bob and
+ * smbaccel\bob are one user.  px_user_id_principal splits a Kerberos
+ * client principal "name@REALM" at its last '@' and names (REALM, name).
+ * An empty user, invalid UTF-8, a principal without both parts or a name
+ * too long: -1 (the user is unknown).
+ */
+int px_user_id(const char *domain, const char *user, uint8_t id[16])
+    PX_MUSTCHECK;
+int px_user_id_principal(const char *principal, uint8_t id[16]) PX_MUSTCHECK;
+
 /* ---- keytab and Kerberos cryptography (keytab.c, MIT krb5) ---------------- */
 
 #define PX_KEYTAB_MAX_SIZE    (4u << 20)   /* bytes */

@@ -145,6 +145,41 @@ px_nt_hash(const char *password, size_t len, uint8_t out[16])
 	return ok ? 0 : -1;
 }
 
+int
+px_user_id(const char *domain, const char *user, uint8_t id[16])
+{
+	uint8_t d[2 * PX_NTLM_NAME_MAX], u[2 * PX_NTLM_NAME_MAX];
+	size_t dn = 0, un = 0;
+	const void *parts[3];
+	size_t lens[3];
+
+	if (domain == NULL || user == NULL || user[0] == '\0' ||
+	    utf8_to_utf16le(domain, strlen(domain), true, d, sizeof(d),
+	    &dn) == -1 ||
+	    utf8_to_utf16le(user, strlen(user), true, u, sizeof(u), &un) == -1)
+		return -1;
+	parts[0] = "user"; lens[0] = 4;
+	parts[1] = d; lens[1] = dn;
+	parts[2] = u; lens[2] = un;
+	return px_digest16(parts, lens, 3, id);
+}
+
+int
+px_user_id_principal(const char *principal, uint8_t id[16])
+{
+	char name[PX_NTLM_NAME_MAX];
+	const char *at;
+	size_t n;
+
+	if (principal == NULL || (at = strrchr(principal, '@')) == NULL ||
+	    at[1] == '\0' || (n = (size_t)(at - principal)) == 0 ||
+	    n >= sizeof(name))
+		return -1;
+	memcpy(name, principal, n);
+	name[n] = '\0';
+	return px_user_id(at + 1, name, id);
+}
+
 /* ---- NTLMSSP (MS-NLMP 2.2.1) ---------------------------------------------- */
 
 #define NTLM_NEGOTIATE    1

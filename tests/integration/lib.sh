@@ -506,6 +506,24 @@ start_smbd() {
 	info "smbd pid $SMBD_PID on 127.0.0.1:$SMBD_PORT"
 }
 
+# start_smbd_users SHARES: start_smbd's private smbd with the second user
+# $SMB_USER2 in its passdb too, and the smb.conf share sections SHARES
+# after the standard ones (a share whose path is the user's: path =
+# DIR/%U, each user's directory made by the caller).
+start_smbd_users() {
+	ensure_test_user
+	ensure_test_user "$SMB_USER2"
+	SMBD_PORT=$(free_port) || fail "no free port for smbd"
+	export SMBD_PORT
+	write_smbd_conf
+	printf '\n%s\n' "$1" >> "$SMBD_CONF" || fail "cannot write $SMBD_CONF"
+	add_smb_user "$SMB_USER2"
+	launch_smbd
+	wait_port "$SMBD_PORT" 20 || fail "smbd is not accepting on port $SMBD_PORT"
+	SMBD_PID=$(smbd_pid_from_file) || fail "smbd wrote no pid file"
+	info "smbd pid $SMBD_PID on 127.0.0.1:$SMBD_PORT, users $SMB_USER and $SMB_USER2"
+}
+
 # ---------------------------------------------------------------- impacket's server
 
 # start_impacket_server [SHARE]: a second SMB server implementation as the

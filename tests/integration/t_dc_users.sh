@@ -30,24 +30,14 @@ head -c 200000 /dev/urandom > "$T/cs/Secret.bin"
 head -c 200000 /dev/urandom > "$T/h/$SMB_USER/doc.bin"
 chown "$SMB_USER" "$T/cs/Secret.bin" "$T/h/$SMB_USER/doc.bin"
 chmod 600 "$T/cs/Secret.bin" "$T/h/$SMB_USER/doc.bin"
-SMBD_PORT=$(free_port) || fail "no free port for smbd"
-export SMBD_PORT
-write_smbd_conf
-cat >> "$SMBD_CONF" <<EOC
-
-[cs]
+start_smbd_users "[cs]
 	path = $T/cs
 	read only = no
 	case sensitive = yes
 
 [homes2]
 	path = $T/h/%U
-	read only = no
-EOC
-add_smb_user "$SMB_USER2"
-launch_smbd
-wait_port "$SMBD_PORT" 20 || fail "smbd is not accepting on port $SMBD_PORT"
-SMBD_PID=$(smbd_pid_from_file) || fail "smbd wrote no pid file"
+	read only = no"
 PROXY_SHARE_SECTION=no start_proxy "" "[share cs]" "read_ahead = leased" \
     "[share homes2]" "read_ahead = leased"
 

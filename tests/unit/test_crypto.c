@@ -2374,6 +2374,56 @@ test_digest16(void)
 	CU_ASSERT_EQUAL(px_digest16(NULL, l, 1, out), -1);
 }
 
+/* px_user_id, px_user_id_principal: the user part of smbaccel's lease
+ * keys, one per user whatever the case of its names (value from Python's
+ * hashlib over "user", UTF-16LE "DOM", UTF-16LE "BOB"). */
+static void
+test_user_id(void)
+{
+	static const uint8_t dom_bob[16] = { 0xc8, 0x03, 0x3e, 0x6d, 0xd5,
+	    0x02, 0x1a, 0x09, 0xd2, 0xb8, 0x12, 0x68, 0x66, 0x61, 0x7e, 0xf1 };
+	static const struct {
+		const char *d1, *u1, *d2, *u2;
+		bool same;
+	} t[] = {
+		{ "Dom", "bob", "DOM", "BOB", true },
+		{ "SMBACCEL", "smbtest", "smbaccel", "SMBTEST", true },
+		{ "SMBACCEL", "smbtest", "SMBACCEL", "smbtest2", false },
+		{ "SMBACCEL", "smbtest", "OTHER", "smbtest", false },
+		{ "D", "ab", "Da", "b", false },        /* the split counts */
+		{ "", "bob", "", "BOB", true },
+		{ "", "bob@example.com", "", "BOB@Example.COM", true },
+		{ "x", "\xc5\x82ukasz", "X", "\xc5\x81UKASZ", true },
+		{ "x", "\xd0\xbf\xd1\x91\xd1\x82\xd1\x80", "X",
+		    "\xd0\x9f\xd0\x81\xd0\xa2\xd0\xa0", true },
+	};
+	uint8_t a[16], b[16];
+	size_t i;
+
+	CU_ASSERT_EQUAL_FATAL(px_user_id("Dom", "Bob", a), 0);
+	CU_ASSERT_EQUAL(memcmp(a, dom_bob, 16), 0);
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(px_user_id(t[i].d1, t[i].u1, a), 0);
+		CU_ASSERT_EQUAL_FATAL(px_user_id(t[i].d2, t[i].u2, b), 0);
+		UT_CHECK((memcmp(a, b, 16) == 0) == t[i].same,
+		    "%s\\%s and %s\\%s", t[i].d1, t[i].u1, t[i].d2, t[i].u2);
+	}
+	/* no user, or names smbaccel cannot read: unknown */
+	CU_ASSERT_EQUAL(px_user_id("DOM", "", a), -1);
+	CU_ASSERT_EQUAL(px_user_id(NULL, "bob", a), -1);
+	CU_ASSERT_EQUAL(px_user_id("DOM", "b\xffob", a), -1);
+	/* a Kerberos client principal: (REALM, name), split at the last @ */
+	CU_ASSERT_EQUAL_FATAL(px_user_id_principal("Bob@dom", a), 0);
+	CU_ASSERT_EQUAL(memcmp(a, dom_bob, 16), 0);
+	CU_ASSERT_EQUAL_FATAL(px_user_id_principal("a@b@R.EXAMPLE", a), 0);
+	CU_ASSERT_EQUAL_FATAL(px_user_id("r.example", "A@B", b), 0);
+	CU_ASSERT_EQUAL(memcmp(a, b, 16), 0);
+	CU_ASSERT_EQUAL(px_user_id_principal("bob", a), -1);
+	CU_ASSERT_EQUAL(px_user_id_principal("@DOM", a), -1);
+	CU_ASSERT_EQUAL(px_user_id_principal("bob@", a), -1);
+	CU_ASSERT_EQUAL(px_user_id_principal(NULL, a), -1);
+}
+
 void
 ut_register_crypto(void)
 {
@@ -2408,4 +2458,5 @@ ut_register_crypto(void)
 	CU_add_test(s, "secrets: permissions, owner", test_secrets_perms);
 	CU_add_test(s, "secrets: limits", test_secrets_limits);
 	CU_add_test(s, "digest16 (lease keys)", test_digest16);
+	CU_add_test(s, "user ids (lease keys)", test_user_id);
 }
