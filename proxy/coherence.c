@@ -800,11 +800,12 @@ lost_parse(const char *line, double wall, struct lost_open *l)
 	unsigned int status;
 	double at;
 	int end = 0;
+	size_t len;
 
 	if (sscanf(line, "%64s %llx %llu %llu %x %lf %n", server, &id, &conn,
 	    &bytes, &status, &at, &end) != 6 || line[end] != '\0')
 		return "not SERVER ID CONN BYTES STATUS LOST-AT";
-	if (strlen(server) >= sizeof(l->server))
+	if ((len = strlen(server)) >= sizeof(l->server))
 		return "server name too long";
 	if (status == 0)
 		return "status 0 is not an error";
@@ -812,7 +813,7 @@ lost_parse(const char *line, double wall, struct lost_open *l)
 		return "lost-at is not a time up to now";
 	if (wall - at > LOST_KEEP_MS)
 		return NULL;    /* past its keep: dropped silently */
-	snprintf(l->server, sizeof(l->server), "%s", server);
+	memcpy(l->server, server, len + 1);
 	l->persistent = id;
 	l->conn_id = conn;
 	l->bytes = bytes;
