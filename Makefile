@@ -67,7 +67,7 @@ PROXY_SRC  := proxy/daemon.c proxy/control.c proxy/ctlout.c proxy/listener.c \
               proxy/readahead.c proxy/doccache.c proxy/compound.c \
               proxy/wberror.c proxy/writebehind.c \
               proxy/create.c proxy/alter.c proxy/emit.c proxy/keyed.c proxy/keyfiles.c \
-              proxy/ledger.c proxy/sharestats.c proxy/docstore.c proxy/buf.c proxy/log.c
+              proxy/ledger.c proxy/openidx.c proxy/sharestats.c proxy/docstore.c proxy/buf.c proxy/log.c
 SMBACCEL_SRC := proxy/main.c $(PROXY_SRC) $(WIRE_SRC) $(AUTH_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 CTL_SRC    := proxy/smbaccelctl.c
@@ -76,7 +76,7 @@ UNIT_SRC   := tests/unit/main.c tests/unit/test_frame.c tests/unit/test_wire.c \
               tests/unit/test_policy.c tests/unit/test_ledger.c \
               tests/unit/test_coalesce.c tests/unit/test_crypto.c \
               tests/unit/test_krb5.c tests/unit/test_doccache.c
-UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/sharestats.c proxy/docstore.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
+UNIT_LIB_SRC := proxy/log.c proxy/ledger.c proxy/openidx.c proxy/sharestats.c proxy/docstore.c $(AUTH_SRC) $(WIRE_SRC) $(POLICY_SRC) \
               $(COALESCE_SRC)
 
 SMBDD_SRC  := tests/tools/smbdd.c

@@ -82,6 +82,9 @@ flush_opens(struct px_conn *x, uint64_t sid, const char *share,
 	struct px_open *o;
 	bool hit = false;
 
+	/* none busy (x->led.busy holds every busy open): nothing to flush */
+	if (x->led.busy == NULL)
+		return false;
 	for (o = x->led.opens; o; o = o->next) {
 		if (!px_wb_busy(o) || (name == NULL ? o->session_id != sid :
 		    !open_is(x, o, share, name, in_dir, by)))
@@ -125,7 +128,7 @@ peers_idle(struct px_conn *c, const char *share, const char *name, bool in_dir,
 
 		if (x == c || x->state == PX_CONN_CLOSED || !px_same_server(c, x))
 			continue;
-		for (o = x->led.opens; o; o = o->next)
+		for (o = x->led.busy; o; o = o->busy_next)
 			if (px_wb_busy(o) &&
 			    open_is(x, o, share, name, in_dir, by))
 				return false;
@@ -186,7 +189,7 @@ lock_path(struct px_conn *c, const char *share, const char *name,
 			continue;
 		for (o = x->led.opens; o; o = o->next)
 			if (open_is(x, o, share, name, false, by))
-				o->locked = true;
+				px_open_lock(&x->led, o);
 	}
 }
 
@@ -203,7 +206,9 @@ path_locked(struct px_conn *c, const char *share, const char *name,
 	if (name == NULL)
 		return false;
 	for (x = px_rt.conns; x; x = x->next) {
-		if (x->state == PX_CONN_CLOSED || (x != c && !px_same_server(c, x)))
+		/* x->led.nlocked counts x's opens with locked set */
+		if (x->state == PX_CONN_CLOSED || x->led.nlocked == 0 ||
+		    (x != c && !px_same_server(c, x)))
 			continue;
 		for (y = x->led.opens; y; y = y->next)
 			if (y != o && y->locked &&
@@ -906,8 +911,8 @@ void
 px_coh_opened(struct px_conn *c, struct px_open *o)
 {
 	/* opened after another handle locked the file */
-	if (!o->locked)
-		o->locked = path_locked(c, px_tree_share(c, o), o->name, o);
+	if (!o->locked && path_locked(c, px_tree_share(c, o), o->name, o))
+		px_open_lock(&c->led, o);
 	/* a cached copy of the file: valid for this open? */
 	px_dc_opened(c, o);
 	/* a reconnect of a durable open that lost data */

@@ -112,11 +112,7 @@ px_ledger_free(struct px_ledger *l)
 		l->trees = t->next;
 		free(t);
 	}
-	while (l->opens) {
-		struct px_open *o = l->opens;
-		l->opens = o->next;
-		px_open_free(o);
-	}
+	px_opens_free(l);
 }
 
 /* ---- pending table: open addressing, linear probing, backward shift ---- */
@@ -242,19 +238,6 @@ px_open_writes_overlap(const struct px_ledger *l, const struct px_open *o,
 	return false;
 }
 
-/* The open of fid, leaving the list's order alone (px_open_find moves it
- * to the front, which a caller walking the list must not have). */
-static const struct px_open *
-open_peek(const struct px_ledger *l, const struct smb2_fileid *fid)
-{
-	const struct px_open *o;
-
-	for (o = l->opens; o; o = o->next)
-		if (px_fileid_eq(&o->fid, fid))
-			return o;
-	return NULL;
-}
-
 bool
 px_ledger_changing(struct px_ledger *l, const char *share, const char *name,
     const struct co_dc_valid *id)
@@ -286,7 +269,7 @@ px_ledger_changing(struct px_ledger *l, const char *share, const char *name,
 					return true;
 			continue;
 		}
-		if ((o = open_peek(l, &p->fid)) == NULL)
+		if ((o = px_opens_get(l, &p->fid)) == NULL)
 			continue;
 		if (id != NULL && co_dc_same_file(id, &o->dcv))
 			return true;
@@ -397,17 +380,12 @@ px_tree_find(struct px_ledger *l, uint64_t sid, uint32_t tid)
 struct px_open *
 px_open_find(struct px_ledger *l, const struct smb2_fileid *fid)
 {
-	struct px_open *o, **pp;
+	struct px_open *o = px_opens_get(l, fid);
 
-	for (pp = &l->opens; (o = *pp) != NULL; pp = &o->next)
-		if (px_fileid_eq(&o->fid, fid)) {
-			/* move to front: I/O comes in runs on one open */
-			*pp = o->next;
-			o->next = l->opens;
-			l->opens = o;
-			return o;
-		}
-	return NULL;
+	/* move to front: I/O comes in runs on one open */
+	if (o != NULL)
+		px_opens_front(l, o);
+	return o;
 }
 
 bool
@@ -473,29 +451,16 @@ px_open_find_lease(struct px_ledger *l, const uint8_t *key)
 	return NULL;
 }
 
-static void
-open_unlink(struct px_ledger *l, struct px_open *o)
-{
-	struct px_open **pp;
-
-	for (pp = &l->opens; *pp; pp = &(*pp)->next)
-		if (*pp == o) {
-			*pp = o->next;
-			l->nopens--;
-			return;
-		}
-}
-
 /* Drop the opens of a tree (tid set) or of a whole session. */
 static void
 drop_opens(struct px_ledger *l, uint64_t sid, bool all_trees, uint32_t tid)
 {
-	struct px_open *o, **pp = &l->opens;
+	struct px_open *o, *next;
 
-	while ((o = *pp) != NULL) {
+	for (o = l->opens; o != NULL; o = next) {
+		next = o->next;
 		if (o->session_id == sid && (all_trees || o->tree_id == tid)) {
-			*pp = o->next;
-			l->nopens--;
+			px_opens_unlink(l, o);
 			/* the server closed it with the session or tree: no
 			 * request of it is left to carry the error */
 			if (o->failed_status) {
@@ -507,8 +472,7 @@ drop_opens(struct px_ledger *l, uint64_t sid, bool all_trees, uint32_t tid)
 				    all_trees ? "session" : "tree");
 			}
 			px_open_free(o);
-		} else
-			pp = &o->next;
+		}
 	}
 }
 
@@ -985,9 +949,8 @@ on_create(struct px_ledger *l, const struct smb2_hdr *h,
 		o->maximal_access = cr.maximal_access;
 	co_extent_init(&o->wb);
 	co_ra_init(&o->ra);
-	o->next = l->opens;
-	l->opens = o;
-	l->nopens++;
+	if (px_opens_link(l, o) == -1)
+		px_open_free(o);
 }
 
 static void
@@ -1106,7 +1069,7 @@ on_close(struct px_ledger *l, const struct smb2_hdr *h, struct px_pending *p,
 		LEDGER_ERR(l, "conn=%llu ledger=inconsistent CLOSE of file=%s "
 		    "with %zu buffered bytes", (unsigned long long)l->conn_id,
 		    o->name ? o->name : "", o->wb.len);
-	open_unlink(l, o);
+	px_opens_unlink(l, o);
 	px_open_free(o);
 }
 
@@ -1225,7 +1188,7 @@ px_ledger_server_response(struct px_ledger *l, const struct smb2_hdr *h,
 			    last_create_fid : &p->fid);
 
 			if (o)
-				o->locked = true;
+				px_open_lock(l, o);
 		}
 		break;
 	case SMB2_OPLOCK_BREAK:

@@ -242,7 +242,10 @@ struct px_open {
 	uint64_t serial;            /* unique for the process's life: an
 	                             * answer finds its open by it, not
 	                             * by an address a new open may reuse */
-	struct px_open *next;
+	struct px_open *next;       /* l->opens (openidx.c) */
+	struct px_open **pprev;     /* ... what points at it; NULL: not on it */
+	struct px_open *busy_next;  /* l->busy (openidx.c) */
+	struct px_open **busy_pprev; /* ... NULL: not on it */
 	struct px_share_stats *share_stats;  /* its tree's, or NULL */
 	struct smb2_fileid fid;
 	uint64_t session_id;
@@ -316,8 +319,14 @@ struct px_ledger {
 	                             * expire a session (writebehind.c) */
 	struct px_session *sessions;
 	struct px_tree *trees;
-	struct px_open *opens;
+	struct px_open *opens;      /* openidx.c keeps these five */
 	size_t nopens;
+	struct px_open **fid_tab;   /* the opens by FileId: open addressing */
+	size_t fid_cap;             /* power of two (0: none yet) */
+	struct px_open *busy;       /* every open with write-behind data
+	                             * (px_open_wb_busy), maybe a few no
+	                             * longer with any: test each */
+	size_t nlocked;             /* opens with locked set */
 	/* negotiated */
 	bool negotiated;
 	bool smb1_negotiate;        /* SMB1 NEGOTIATE forwarded, no answer yet */
@@ -503,6 +512,37 @@ px_open_other_file(const struct px_open *a, const struct px_open *b)
 {
 	return a != NULL && b != NULL && co_dc_other_file(&a->dcv, &b->dcv);
 }
+
+/* Does o hold write-behind data: absorbed, in flight, or refused at a
+ * session's expiry (writebehind.c's px_wb_busy)? */
+static inline bool
+px_open_wb_busy(const struct px_open *o)
+{
+	return o->wb.len > 0 || o->wb_inflight > 0 || o->refused.len > 0;
+}
+
+/*
+ * openidx.c: l's opens, indexed.  px_opens_link puts a new open at the
+ * front of l->opens and in the FileId table (-1: out of memory, not
+ * linked); px_opens_unlink takes it out of both and off l->busy (it is
+ * not freed); px_opens_get finds the open of fid (no two have one fid);
+ * px_opens_front moves o to the front of l->opens; px_opens_free frees
+ * them all.  px_open_busy_sync puts o on l->busy when px_open_wb_busy(o),
+ * and takes it off when not: called after each change of what o holds
+ * (writebehind.c), so that every busy open is on the list.  px_open_lock
+ * sets o->locked, counted in l->nlocked.  px_opens_sane checks the
+ * invariants (unit tests).
+ */
+int px_opens_link(struct px_ledger *l, struct px_open *o)
+    __attribute__((warn_unused_result));
+void px_opens_unlink(struct px_ledger *l, struct px_open *o);
+struct px_open *px_opens_get(const struct px_ledger *l,
+    const struct smb2_fileid *fid);
+void px_opens_front(struct px_ledger *l, struct px_open *o);
+void px_opens_free(struct px_ledger *l);
+void px_open_busy_sync(struct px_ledger *l, struct px_open *o);
+void px_open_lock(struct px_ledger *l, struct px_open *o);
+bool px_opens_sane(const struct px_ledger *l);
 
 /* The open a pending READ or WRITE of smbaccel's was for, if it is still
  * open (px_open_alive on its u.io.open and u.io.open_serial). */

@@ -411,7 +411,7 @@ ra_lock_seen(struct px_conn *c, struct px_open *o)
 	    "file's reads are no longer cached or widened on this open",
 	    (unsigned long long)c->id, px_tree_share(c, o),
 	    o->name ? o->name : "?");
-	o->locked = true;
+	px_open_lock(&c->led, o);
 	px_ra_drop(o, PX_RA_LOCK);
 	px_dc_open_lost(o, PX_DC_LOCK);
 }

@@ -35,9 +35,12 @@ max_write_unit(const struct px_conn *c, const struct px_tree *t)
 bool
 px_wb_busy(const struct px_open *o)
 {
-	return o->wb.len > 0 || o->wb_inflight > 0 || o->refused.len > 0;
+	return px_open_wb_busy(o);
 }
 
+/* Here and below, "some open busy" looks at c->led.busy only, which holds
+ * every busy open (openidx.c): the opens of a connection can be
+ * thousands, its busy ones few. */
 bool
 px_wb_settled(const struct px_conn *c)
 {
@@ -45,7 +48,7 @@ px_wb_settled(const struct px_conn *c)
 
 	if (c->delayed)
 		return false;
-	for (o = c->led.opens; o; o = o->next)
+	for (o = c->led.busy; o; o = o->busy_next)
 		if (px_wb_busy(o))
 			return false;
 	return true;
@@ -58,7 +61,7 @@ px_wb_quiet(const struct px_conn *c)
 
 	if (c->proxy_inflight || c->delayed || c->led.pool.count)
 		return false;
-	for (o = c->led.opens; o; o = o->next)
+	for (o = c->led.busy; o; o = o->busy_next)
 		if (px_wb_busy(o))
 			return false;
 	return true;
@@ -166,6 +169,7 @@ wb_lose_held(struct px_conn *c, struct px_open *o, enum co_flush_cause cause)
 	}
 	o->wb_keep_ids -= o->refused_ids;
 	o->refused_ids = 0;
+	px_open_busy_sync(&c->led, o);
 }
 
 /*
@@ -246,6 +250,7 @@ wb_write_sent(struct px_conn *c, struct px_open *o, uint64_t lo,
 			o->wb_inflight_hi = off + n;
 	}
 	o->wb_inflight_bytes += n;
+	px_open_busy_sync(&c->led, o);
 	c->up_writes++;
 	c->up_write_bytes += n;
 	px_stats.upstream_writes++;
@@ -375,6 +380,7 @@ px_wb_flush_open(struct px_conn *c, struct px_open *o, enum co_flush_cause cause
 	px_stats.flushes[cause]++;
 	data = co_extent_take(&o->wb, &off, &len);
 	wb_send(c, o, off, data, len);
+	px_open_busy_sync(&c->led, o);
 }
 
 /* An 8-byte aligned element length (MS-SMB2 3.2.4.1.4). */
@@ -412,7 +418,7 @@ px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
 	}
 	/* one id kept back, if no other buffer needs it, to close the handle
 	 * should the server fail the rest of the chain */
-	for (x = c->led.opens; x; x = x->next)
+	for (x = c->led.busy; x; x = x->busy_next)
 		if (x != o && x->wb.len)
 			break;
 	if (x == NULL && co_pool_take_run(&pool, 1, &we->spare_id) == 1)
@@ -467,6 +473,7 @@ px_wb_flush_elems(struct px_conn *c, struct px_open *o, size_t tail,
 
 		free(co_extent_take(&o->wb, &off, &len));
 	}
+	px_open_busy_sync(&c->led, o);
 	px_stats.pool_ids_now = c->led.pool.count;
 	return msg;
 }
@@ -512,7 +519,7 @@ px_wb_only_held(struct px_conn *c, const struct px_open *o)
 
 	if (o == NULL && (c->proxy_inflight || c->delayed))
 		return false;
-	for (x = c->led.opens; x; x = x->next) {
+	for (x = c->led.busy; x; x = x->busy_next) {
 		if (o != NULL && !px_open_same_file(&c->led, x, o))
 			continue;
 		if (!px_wb_busy(x))
@@ -531,8 +538,8 @@ px_wb_file_idle(struct px_conn *c, const struct px_open *o)
 {
 	const struct px_open *x;
 
-	for (x = c->led.opens; x; x = x->next)
-		if (px_open_same_file(&c->led, x, o) && px_wb_busy(x))
+	for (x = c->led.busy; x; x = x->busy_next)
+		if (px_wb_busy(x) && px_open_same_file(&c->led, x, o))
 			return false;
 	return true;
 }
@@ -685,7 +692,7 @@ range_busy_elsewhere(const struct px_conn *c, const struct px_open *o,
 {
 	const struct px_open *x;
 
-	for (x = c->led.opens; x; x = x->next)
+	for (x = c->led.busy; x; x = x->busy_next)
 		if (x != o && px_wb_busy(x) && px_open_same_file(&c->led, x, o) &&
 		    (ranges_meet(x->wb.off, x->wb.len, off, len) ||
 		    ranges_meet(x->refused.off, x->refused.len, off, len) ||
@@ -855,6 +862,7 @@ px_wb_absorb(struct px_conn *c, const struct smb2_hdr *h,
 	if (!direct && co_extent_append(&o->wb, w.offset, w.data, w.length,
 	    px_now_ms()) == -1)
 		return PX_AB_FAIL;
+	px_open_busy_sync(&c->led, o);
 	/* ids beyond what the data needs may fund a break acknowledgement
 	 * reserve (DESIGN.md section 3: data first, then the reserve) */
 	if (!c->led.rsv.held)
@@ -924,6 +932,7 @@ wb_keep_refused(struct px_conn *c, struct px_open *o, struct px_pending *p)
 	    co_extent_append(&o->refused, p->u.io.offset, p->u.io.keep, n,
 	    px_now_ms()) == -1)
 		return false;
+	px_open_busy_sync(&c->led, o);
 	wb_account(c, (int64_t)n);
 	o->refused_ids += p->charge;
 	o->wb_keep_ids += p->charge;
@@ -953,6 +962,7 @@ px_wb_write_done(struct px_conn *c, const struct smb2_hdr *h,
 		o->wb_inflight_bytes -= p->u.io.length;
 		if (p->u.io.keep != NULL)
 			o->wb_keep_ids -= p->charge;
+		px_open_busy_sync(&c->led, o);
 	}
 	if (h->status == NT_STATUS_SUCCESS) {
 		struct smb2_write_rsp wr;
@@ -1028,6 +1038,7 @@ wb_resend_refused(struct px_conn *c, struct px_open *o)
 	if (r == 0) {
 		co_extent_free(&o->refused);
 		co_extent_init(&o->refused);
+		px_open_busy_sync(&c->led, o);
 		return;
 	}
 	data = co_extent_take(&o->refused, &off, &len);
@@ -1042,6 +1053,7 @@ wb_resend_refused(struct px_conn *c, struct px_open *o)
 	    (unsigned long long)off, len);
 	wb_lost(c, o, len, NT_STATUS_LOST_WRITEBEHIND_DATA);
 	free(data);
+	px_open_busy_sync(&c->led, o);
 }
 
 /* s is acted on again: what the server refused is written again, and

@@ -28,7 +28,8 @@ violation() { echo "layout: $*"; bad=1; }
 layer() {
 	case $1 in
 	proxy/smb2/*|proxy/auth/*|coalesce/*|policy/*) echo 0 ;;
-	proxy/proxy.h|proxy/log.c|proxy/buf.c|proxy/ledger.h|proxy/ledger.c|proxy/sharestats.c|\
+	proxy/proxy.h|proxy/log.c|proxy/buf.c|proxy/ledger.h|proxy/ledger.c|proxy/openidx.c|\
+	proxy/sharestats.c|\
 	proxy/docstore.[ch]) echo 1 ;;
 	proxy/conn_state.h|proxy/relay.[ch]|proxy/lease.[ch]|proxy/coherence.[ch]|\
 	proxy/locks.[ch]|proxy/readahead.[ch]|proxy/doccache.[ch]|proxy/compound.[ch]|\

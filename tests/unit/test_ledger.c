@@ -1271,6 +1271,108 @@ test_smb1_negotiate(void)
 	}
 }
 
+/* openidx.c: the opens by FileId, the busy list, the locked count,
+ * against a plain array; fids chosen to collide in the table. */
+static struct px_open *
+idx_open(uint64_t persistent, uint64_t vol)
+{
+	struct px_open *o = calloc(1, sizeof(*o));
+
+	if (o == NULL)
+		return NULL;
+	o->fid.persistent = persistent;
+	o->fid.volatile_ = vol;
+	co_extent_init(&o->wb);
+	co_ra_init(&o->ra);
+	return o;
+}
+
+static void
+test_open_index(void)
+{
+	enum { N = 5000 };
+	static struct px_open *ref[N];
+	struct px_ledger l;
+	struct smb2_fileid f;
+	size_t i, n = 0, busy;
+	unsigned int seed = 7;
+
+	px_ledger_init(&l, 1);
+	CU_ASSERT_PTR_NULL(px_opens_get(&l, &(struct smb2_fileid){ 1, 1 }));
+	/* many, some with one persistent id (collisions by construction),
+	 * checked after each */
+	for (i = 0; i < N; i++) {
+		ref[n] = idx_open(i % 3 == 0 ? 42 : i, i * 16);
+		CU_ASSERT_FATAL(ref[n] != NULL);
+		CU_ASSERT_EQUAL(px_opens_link(&l, ref[n]), 0);
+		CU_ASSERT_PTR_EQUAL(l.opens, ref[n]);
+		n++;
+	}
+	CU_ASSERT_EQUAL(l.nopens, N);
+	CU_ASSERT(px_opens_sane(&l));
+	for (i = 0; i < n; i++)
+		CU_ASSERT_PTR_EQUAL(px_opens_get(&l, &ref[i]->fid), ref[i]);
+	f.persistent = 42;
+	f.volatile_ = 17;               /* no open has it */
+	CU_ASSERT_PTR_NULL(px_opens_get(&l, &f));
+	/* to the front, as px_open_find does */
+	px_opens_front(&l, ref[10]);
+	CU_ASSERT_PTR_EQUAL(l.opens, ref[10]);
+	CU_ASSERT_PTR_EQUAL(px_open_find(&l, &ref[N - 1]->fid), ref[N - 1]);
+	CU_ASSERT_PTR_EQUAL(l.opens, ref[N - 1]);
+	CU_ASSERT(px_opens_sane(&l));
+	/* busy ones on l.busy, and off it when they are no longer */
+	CU_ASSERT_PTR_NULL(l.busy);
+	for (i = 0; i < n; i += 100) {
+		ref[i]->wb_inflight = 1;
+		px_open_busy_sync(&l, ref[i]);
+		px_open_busy_sync(&l, ref[i]);  /* twice: once on the list */
+	}
+	px_open_lock(&l, ref[5]);
+	px_open_lock(&l, ref[5]);
+	px_open_lock(&l, ref[6]);
+	CU_ASSERT_EQUAL(l.nlocked, 2);
+	CU_ASSERT(px_opens_sane(&l));
+	for (busy = 0, i = 0; i < n; i++)
+		busy += ref[i]->busy_pprev != NULL;
+	CU_ASSERT_EQUAL(busy, (N + 99) / 100);
+	ref[0]->wb_inflight = 0;
+	px_open_busy_sync(&l, ref[0]);
+	CU_ASSERT_PTR_NULL(ref[0]->busy_pprev);
+	CU_ASSERT(px_opens_sane(&l));
+	/* out at random (busy, locked, head, tail, middle), some back in */
+	for (i = 0; i < 3 * N; i++) {
+		size_t k = (size_t)rand_r(&seed) % n;
+
+		if (i % 3 == 2 && n < N) {
+			ref[n] = idx_open(42, (uint64_t)N * 16 + i);
+			CU_ASSERT_FATAL(ref[n] != NULL);
+			CU_ASSERT_EQUAL(px_opens_link(&l, ref[n]), 0);
+			n++;
+			continue;
+		}
+		px_opens_unlink(&l, ref[k]);
+		CU_ASSERT_PTR_NULL(px_opens_get(&l, &ref[k]->fid));
+		CU_ASSERT_PTR_NULL(ref[k]->busy_pprev);
+		px_opens_unlink(&l, ref[k]);    /* a second time: nothing */
+		px_open_free(ref[k]);
+		ref[k] = ref[--n];
+		if (i % 500 == 0) {
+			CU_ASSERT(px_opens_sane(&l));
+		}
+		if (n == 0)
+			break;
+	}
+	CU_ASSERT(px_opens_sane(&l));
+	CU_ASSERT_EQUAL(l.nopens, n);
+	for (i = 0; i < n; i++)
+		CU_ASSERT_PTR_EQUAL(px_opens_get(&l, &ref[i]->fid), ref[i]);
+	CU_ASSERT(l.fid_cap <= 4 * (size_t)N);
+	px_ledger_free(&l);     /* frees the rest (ASan: no leak) */
+	CU_ASSERT_PTR_NULL(l.opens);
+	CU_ASSERT_PTR_NULL(l.fid_tab);
+}
+
 void
 ut_register_ledger(void)
 {
@@ -1297,4 +1399,5 @@ ut_register_ledger(void)
 	CU_add_test(s, "path hash as strcasecmp compares", test_name_hash);
 	CU_add_test(s, "changes of a file in flight", test_changing);
 	CU_add_test(s, "SMB1 negotiate answered in SMB2", test_smb1_negotiate);
+	CU_add_test(s, "opens indexed: FileId, busy, locked", test_open_index);
 }
