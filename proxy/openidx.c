@@ -142,6 +142,19 @@ px_opens_link(struct px_ledger *l, struct px_open *o)
 	return 0;
 }
 
+/* o off the busy list, if it is on it. */
+static void
+busy_cut(struct px_open *o)
+{
+	if (o->busy_pprev == NULL)
+		return;
+	*o->busy_pprev = o->busy_next;
+	if (o->busy_next)
+		o->busy_next->busy_pprev = o->busy_pprev;
+	o->busy_pprev = NULL;
+	o->busy_next = NULL;
+}
+
 void
 px_opens_unlink(struct px_ledger *l, struct px_open *o)
 {
@@ -152,13 +165,7 @@ px_opens_unlink(struct px_ledger *l, struct px_open *o)
 	l->nopens--;
 	if (o->locked)
 		l->nlocked--;
-	if (o->busy_pprev) {
-		*o->busy_pprev = o->busy_next;
-		if (o->busy_next)
-			o->busy_next->busy_pprev = o->busy_pprev;
-		o->busy_pprev = NULL;
-		o->busy_next = NULL;
-	}
+	busy_cut(o);
 }
 
 void
@@ -194,13 +201,8 @@ px_open_busy_sync(struct px_ledger *l, struct px_open *o)
 			l->busy->busy_pprev = &o->busy_next;
 		o->busy_pprev = &l->busy;
 		l->busy = o;
-	} else if (!busy && o->busy_pprev != NULL) {
-		*o->busy_pprev = o->busy_next;
-		if (o->busy_next)
-			o->busy_next->busy_pprev = o->busy_pprev;
-		o->busy_pprev = NULL;
-		o->busy_next = NULL;
-	}
+	} else if (!busy)
+		busy_cut(o);
 }
 
 void
