@@ -14,8 +14,8 @@
  * against its previous connection: it waits for that one's close
  * (reopen_wait) and gets the error of the data lost with it
  * (lost_keep, lost_reopened), also after a restart of smbaccel
- * (state_dir: px_coh_lost_save, px_coh_lost_load).  Only clients that bypass this smbaccel can
- * see stale data.
+ * (state_dir: px_coh_lost_save, px_coh_lost_load).  Only clients that
+ * bypass this smbaccel can see stale data.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -744,6 +744,7 @@ px_coh_lost_save(const char *dir)
 	double now = px_now_ms(), wall = wall_ms();
 	unsigned int i, n = 0;
 	int dfd, fd;
+	bool ok;
 	FILE *f;
 
 	for (i = 0; i < LOST_MAX; i++)
@@ -786,10 +787,12 @@ px_coh_lost_save(const char *dir)
 			    l->conn_id, l->bytes, l->status,
 			    wall - (now - l->at));
 	}
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 ||
-	    renameat(dfd, LOST_FILE ".tmp", dfd, LOST_FILE) != 0)
+	ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || renameat(dfd, LOST_FILE ".tmp", dfd, LOST_FILE) != 0) {
 		log_warn("state_dir: cannot write %s/%s", dir, LOST_FILE);
-	else
+		(void)unlinkat(dfd, LOST_FILE ".tmp", 0);
+	} else
 		log_info("state_dir: %u record(s) of durable opens that lost "
 		    "acknowledged data kept in %s/%s for their reconnects",
 		    n, dir, LOST_FILE);

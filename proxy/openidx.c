@@ -20,8 +20,9 @@
  *    each;
  *  - l->nlocked is the number of opens of l->opens with locked set
  *    (set only through px_open_lock; never cleared but with the open).
- * Memory: the table has at most 4 slots per open of the connection's
- * peak, and is freed with the ledger.
+ * Memory: the table has 16 slots, or at most 4 per open of the
+ * connection's peak (it grows, never shrinks), and is freed with the
+ * ledger.
  */
 #include <stdlib.h>
 #include <string.h>

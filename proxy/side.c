@@ -606,16 +606,18 @@ px_side_draining_peer(const struct px_conn *c)
 
 /*
  * Has the client of x closed or reset its connection (a zero-timeout poll:
- * POLLRDHUP is its FIN, POLLHUP or POLLERR a reset)?  What it sent before
- * stays readable in both cases.
+ * POLLRDHUP alone is its FIN; a reset adds POLLHUP and POLLERR)?  What it
+ * sent before stays readable in both cases.  0: neither; else the poll's
+ * revents.
  */
-static bool
+static short
 hung_up(const struct px_side *s)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLRDHUP };
 
-	return poll(&p, 1, 0) == 1 &&
-	    (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+	if (poll(&p, 1, 0) != 1)
+		return 0;
+	return p.revents & (POLLRDHUP | POLLHUP | POLLERR);
 }
 
 /*
@@ -640,6 +642,7 @@ px_side_find_gone(const struct px_conn *c, void (*kick)(struct px_conn *))
 	struct px_side *s;
 	const char *why;
 	int left;
+	short hup = 0;
 	char a[64];
 
 again:
@@ -649,7 +652,8 @@ again:
 		    s->rd_eof || ev_is_active(&s->rio) ||
 		    (why = read_held(s)) == NULL ||
 		    memcmp(&x->dst_addr, &c->dst_addr, sizeof(c->dst_addr)) ||
-		    !px_same_host(&x->peer_addr, &c->peer_addr) || !hung_up(s))
+		    !px_same_host(&x->peer_addr, &c->peer_addr) ||
+		    (hup = hung_up(s)) == 0)
 			continue;
 		log_warnx("conn=%llu client %s went while smbaccel was not "
 		    "reading it (%s): found at its reconnect (conn=%llu), "
@@ -662,11 +666,15 @@ again:
 		if (!s->rd_eof) {
 			if (ioctl(s->fd, FIONREAD, &left) == -1)
 				left = -1;
-			log_warnx("conn=%llu %d bytes the client sent that "
-			    "smbaccel could not hold (its input bound, or out "
-			    "of memory) dropped unread",
-			    (unsigned long long)x->id, left);
+			if (left != 0)
+				log_warnx("conn=%llu %d bytes the client sent "
+				    "that smbaccel could not hold (its input "
+				    "bound, or out of memory) dropped unread",
+				    (unsigned long long)x->id, left);
+			/* not read to its ECONNRESET: a reset stays one
+			 * towards the server (px_side_close) */
 			s->rd_eof = true;
+			s->rd_reset = (hup & (POLLHUP | POLLERR)) != 0;
 		}
 		kick(x);
 		goto again;
