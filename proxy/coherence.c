@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 
@@ -729,19 +728,10 @@ lost_reopened(struct px_conn *c, struct px_open *o)
  */
 #define LOST_FILE     "lost-opens"
 
-static double
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 void
 px_coh_lost_save(const char *dir)
 {
-	double now = px_now_ms(), wall = wall_ms();
+	double now = px_now_ms(), wall = (double)px_wall_ms();
 	unsigned int i, n = 0;
 	int dfd, fd;
 	bool ok;
@@ -834,7 +824,7 @@ void
 px_coh_lost_load(const char *dir)
 {
 	char path[POL_PATH_MAX + 32], line[256];
-	double wall = wall_ms();
+	double wall = (double)px_wall_ms();
 	unsigned int n = 0, no = 0;
 	int dfd, fd;
 	FILE *f;

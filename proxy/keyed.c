@@ -111,16 +111,6 @@ px_keyed_negotiate_req(struct px_conn *c, const uint8_t *msg, size_t len)
 		    (unsigned long long)c->id);
 }
 
-/* smbaccel's clock: ms since 1970 */
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 #define FILETIME_1970 116444736000000000ULL  /* 1970 in 100 ns since 1601 */
 #define FILETIME_10000 2650467743999999999ULL /* the end of year 9999 */
 #define CLOCK_WARN_MS 60000                  /* a difference worth a warning */
@@ -157,7 +147,7 @@ server_clock(struct px_conn *c)
 	srv_ms = (int64_t)((ft - FILETIME_1970) / 10000);
 	c->led.server_clock_ms = srv_ms - (int64_t)px_now_ms();
 	c->led.server_clock_known = true;
-	off = srv_ms - wall_ms();
+	off = srv_ms - px_wall_ms();
 	if (off < CLOCK_WARN_MS && off > -CLOCK_WARN_MS)
 		return;
 	for (i = 0; i < sizeof(seen) / sizeof(seen[0]); i++)
@@ -182,7 +172,7 @@ server_clock(struct px_conn *c)
 int64_t
 px_keyed_server_clock_off(const struct px_conn *c)
 {
-	return c->led.server_clock_ms + (int64_t)px_now_ms() - wall_ms();
+	return c->led.server_clock_ms + (int64_t)px_now_ms() - px_wall_ms();
 }
 
 void
@@ -832,7 +822,7 @@ expiry_left(const struct px_conn *c, const struct px_session *s,
 	if (!s->keyed || s->kx == NULL || s->kx->tkt_end == 0)
 		return false;
 	now = c->led.server_clock_known ? c->led.server_clock_ms +
-	    (int64_t)px_now_ms() : wall_ms();
+	    (int64_t)px_now_ms() : px_wall_ms();
 	*left_ms = s->kx->tkt_end * 1000 -
 	    (int64_t)px_glob()->kerberos_expiry_margin_ms - now;
 	return true;

@@ -397,6 +397,9 @@ const char *px_addr_str(const struct sockaddr_storage *ss, char *buf,
 bool px_same_host(const struct sockaddr_storage *a,
     const struct sockaddr_storage *b);
 double px_now_ms(void);
+/* The wall clock, ms since 1970 (what outlives the process, or is
+ * compared with another machine's). */
+int64_t px_wall_ms(void);
 /* A directory smbaccel keeps files in (log.c): created 0700 if missing,
  * refused unless private to root; its descriptor or -1 (logged).  check:
  * only look (smbaccel -t): nothing created, a missing one is fine, 0. */
